@@ -1,0 +1,284 @@
+"""Build the MLPerf `systems/<hw_name>.json` from detected facts, user inputs and the software used.
+
+Every field the submission checker requires (v4.1 .. v5.1) is present and a string; the fields it
+wants a meaningful answer for are never empty. What detection cannot know comes from `SutInputs`;
+a field left at a default, or undetected, is listed in `SutDescription.review` with the reason and
+the input that fixes it. Those marks are written beside the JSON (`review-<hw_name>.txt`) and
+printed, while the JSON itself stays checker-valid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+
+from .gpu import AcceleratorInfo, format_gpu_memory
+from .probe import SystemFacts
+
+# tools/submission/submission_checker.py, SYSTEM_DESC_REQUIRED_FIELDS (same list in v4.1, v5.0, v5.1)
+REQUIRED_FIELDS = (
+    "division", "submitter", "status", "system_name", "number_of_nodes", "host_processor_model_name",
+    "host_processors_per_node", "host_processor_core_count", "host_memory_capacity", "host_storage_capacity",
+    "host_storage_type", "accelerators_per_node", "accelerator_model_name", "accelerator_memory_capacity",
+    "framework", "operating_system", "system_type", "other_software_stack", "host_processor_frequency",
+    "host_processor_caches", "host_memory_configuration", "host_processor_interconnect", "host_networking",
+    "host_networking_topology", "accelerator_frequency", "accelerator_host_interconnect",
+    "accelerator_interconnect", "accelerator_interconnect_topology", "accelerator_memory_configuration",
+    "accelerator_on-chip_memories", "cooling", "hw_notes", "sw_notes", "host_network_card_count",
+    "system_type_detail",
+)
+# SYSTEM_DESC_MEANINGFUL_RESPONSE_REQUIRED_FIELDS: must not be empty
+MEANINGFUL_FIELDS = frozenset((
+    "division", "submitter", "system_type", "status", "system_name", "number_of_nodes",
+    "host_processor_model_name", "host_processors_per_node", "host_processor_core_count",
+    "host_memory_capacity", "host_memory_configuration", "host_storage_capacity", "host_storage_type",
+    "host_networking", "host_network_card_count", "host_networking_topology", "accelerators_per_node",
+    "accelerator_model_name", "accelerator_memory_capacity", "accelerator_host_interconnect",
+    "accelerator_memory_configuration", "accelerator_interconnect", "cooling", "framework",
+    "operating_system", "other_software_stack",
+))
+VALID_STATUS = ("available", "preview", "rdi")
+VALID_DIVISIONS = ("closed", "open")
+VALID_SYSTEM_TYPES = ("datacenter", "edge", "datacenter,edge", "edge,datacenter")
+UNDEFINED = "undefined"
+HW_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class SutInputError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SutInputs:
+    """What only the user knows. None = not given (a default is used and marked for review)."""
+    hw_name: str
+    submitter: str | None = None
+    division: str | None = None
+    status: str | None = None
+    system_name: str | None = None
+    system_type: str | None = None
+    system_type_detail: str | None = None
+    cooling: str | None = None
+    hw_notes: str | None = None
+    sw_notes: str | None = None
+    overrides: dict[str, str] = field(default_factory=dict)   # a user JSON merged on top
+
+
+@dataclass(frozen=True)
+class SoftwareStack:
+    """Versions actually used by the run ("" = that component was not part of it)."""
+    framework_name: str = "vLLM"
+    framework_version: str = ""
+    torch_version: str = ""
+    loadgen_version: str = ""
+    python_version: str = ""
+    tool_version: str = ""                 # this toolkit's version, for sw_notes
+    extra: tuple[str, ...] = ()            # further "name version" items
+
+    def framework_text(self) -> str:
+        return f"{self.framework_name} {self.framework_version}".strip() if self.framework_version else ""
+
+    def other_text(self, accelerators: AcceleratorInfo | None) -> str:
+        items = []
+        if self.python_version:
+            items.append(f"Python: {self.python_version}")
+        if self.torch_version:
+            items.append(f"PyTorch {self.torch_version}")
+        if self.loadgen_version:
+            items.append(f"mlcommons-loadgen {self.loadgen_version}")
+        if accelerators and accelerators.vendor == "nvidia":
+            if accelerators.cuda_version:
+                items.append(f"CUDA {accelerators.cuda_version}")
+            drivers = sorted({g.driver_version for g in accelerators.gpus if g.driver_version})
+            if drivers:
+                items.append(f"NVIDIA driver {', '.join(drivers)}")
+        items.extend(self.extra)
+        return ", ".join(items)
+
+
+@dataclass
+class SutDescription:
+    fields: dict[str, str]
+    review: dict[str, str]                 # field -> why it needs a human look and how to set it
+
+    def review_text(self) -> str:
+        if not self.review:
+            return "All fields were detected or given; nothing to review.\n"
+        lines = ["Fields to review before submitting (value in the JSON -> why):"]
+        lines += [f"  {k} = {self.fields.get(k, '')!r} -> {why}" for k, why in sorted(self.review.items())]
+        return "\n".join(lines) + "\n"
+
+
+def validate_inputs(inputs: SutInputs) -> None:
+    if not HW_NAME_RE.match(inputs.hw_name or ""):
+        raise SutInputError(f"--hw_name={inputs.hw_name!r} is not a valid system folder name: the checker "
+                            "rejects spaces; use letters, digits, '_', '.', '-' (e.g. --hw_name=my_8xH100)")
+    checks = (("division", inputs.division, VALID_DIVISIONS), ("status", inputs.status, VALID_STATUS),
+              ("system_type", inputs.system_type, VALID_SYSTEM_TYPES))
+    for name, value, valid in checks:
+        if value is not None and value.lower() not in valid:
+            raise SutInputError(f"--{name}={value!r} is not accepted by the submission checker; "
+                                f"use one of: {', '.join(valid)}")
+
+
+def _cpu_fields(facts: SystemFacts, review: dict[str, str]) -> dict[str, str]:
+    cpu = facts.cpu
+    names = ("host_processor_model_name", "host_processors_per_node", "host_processor_core_count",
+             "host_processor_frequency", "host_processor_caches")
+    if cpu is None:
+        for k in names:
+            review[k] = "lscpu was not available or failed; fill it in a user JSON (--sut_json=FILE)"
+        return {k: UNDEFINED for k in names}
+    out = {
+        "host_processor_model_name": cpu.model_name or UNDEFINED,
+        "host_processors_per_node": str(cpu.sockets) if cpu.sockets else UNDEFINED,
+        "host_processor_core_count": str(cpu.cores_per_socket) if cpu.cores_per_socket else UNDEFINED,
+        "host_processor_frequency": cpu.max_mhz or UNDEFINED,
+        "host_processor_caches": cpu.caches_text,
+    }
+    if not cpu.max_mhz:
+        review["host_processor_frequency"] = "lscpu reports no 'CPU max MHz' (usual in VM guests)"
+    warning = cpu.topology_warning()
+    if warning:
+        review["host_processor_core_count"] = warning
+    return out
+
+
+def _accelerator_fields(acc: AcceleratorInfo | None, review: dict[str, str]) -> dict[str, str]:
+    names = ("accelerators_per_node", "accelerator_model_name", "accelerator_memory_capacity",
+             "accelerator_memory_configuration", "accelerator_frequency", "accelerator_host_interconnect",
+             "accelerator_interconnect", "accelerator_interconnect_topology")
+    if acc is None:
+        for k in names:
+            review[k] = "the accelerator tool failed (see the detection gaps); fill it in a user JSON"
+        return {k: UNDEFINED for k in names}
+    if not acc.gpus:
+        return {"accelerators_per_node": "0", "accelerator_model_name": "N/A",
+                "accelerator_memory_capacity": "N/A", "accelerator_memory_configuration": "N/A",
+                "accelerator_frequency": "", "accelerator_host_interconnect": "N/A",
+                "accelerator_interconnect": "N/A", "accelerator_interconnect_topology": ""}
+    first = acc.gpus[0]
+    mem_type = first.memory_type
+    if not mem_type:
+        review["accelerator_memory_configuration"] = f"memory type of {first.name!r} is not in the known table"
+    clock = first.clock_base_mhz or first.clock_max_mhz
+    if len({g.name for g in acc.gpus}) > 1:
+        review["accelerator_model_name"] = "mixed accelerator models on one node"
+    return {
+        "accelerators_per_node": str(acc.count),
+        "accelerator_model_name": acc.model_name,
+        "accelerator_memory_capacity": format_gpu_memory(first.physical_memory_gib) or UNDEFINED,
+        "accelerator_memory_configuration": mem_type or UNDEFINED,
+        "accelerator_frequency": f"{clock} MHz" if clock else "",
+        "accelerator_host_interconnect": (f"PCIe Gen{first.pcie_gen} x{first.pcie_width}"
+                                          if first.pcie_gen and first.pcie_width else "N/A"),
+        "accelerator_interconnect": acc.interconnect or "N/A",
+        "accelerator_interconnect_topology": acc.interconnect_topology,
+    }
+
+
+def build_sut_description(facts: SystemFacts, inputs: SutInputs, software: SoftwareStack) -> SutDescription:
+    validate_inputs(inputs)
+    review: dict[str, str] = {}
+
+    def given(name: str, value: str | None, default: str, how: str) -> str:
+        if value is not None and value != "":
+            return value
+        review[name] = f"default, not detectable: set {how}"
+        return default
+
+    f: dict[str, str] = {
+        "division": given("division", inputs.division and inputs.division.lower(), "closed", "--division"),
+        "submitter": given("submitter", inputs.submitter, "default", "--submitter"),
+        "status": given("status", inputs.status and inputs.status.lower(), "available", "--status"),
+        "system_name": given("system_name", inputs.system_name, f"{inputs.hw_name} (auto detected)",
+                             "--system_name"),
+        "system_type": given("system_type", inputs.system_type, "datacenter", "--system_type"),
+        "system_type_detail": given("system_type_detail", inputs.system_type_detail, "N/A",
+                                    "--system_type_detail"),
+        "cooling": given("cooling", inputs.cooling, "air", "--cooling"),
+        "hw_notes": inputs.hw_notes or "",
+        "sw_notes": inputs.sw_notes if inputs.sw_notes is not None else
+        (f"Automated by cm4mlperf-llm {software.tool_version}".strip() + "."),
+        "number_of_nodes": "1",
+        "host_networking_topology": "N/A",
+        "accelerator_on-chip_memories": "",
+    }
+    f.update(_cpu_fields(facts, review))
+    cpu = facts.cpu
+    f["host_processor_interconnect"] = ""
+    if cpu and cpu.sockets and cpu.sockets > 1:
+        review["host_processor_interconnect"] = "multi-socket link (UPI/xGMI) is not detectable"
+
+    mem = facts.memory
+    f["host_memory_capacity"] = mem.capacity_text if mem else UNDEFINED
+    f["host_memory_configuration"] = (mem.configuration if mem and mem.configuration else UNDEFINED)
+    if not (mem and mem.configuration):
+        review["host_memory_configuration"] = "dmidecode -t memory was not readable (needs root)"
+    if mem is None:
+        review["host_memory_capacity"] = "/proc/meminfo was not readable"
+
+    st = facts.storage
+    f["host_storage_capacity"] = st.capacity_text if st and st.disks else UNDEFINED
+    f["host_storage_type"] = st.type_text if st and st.disks else UNDEFINED
+    if not (st and st.disks):
+        review["host_storage_capacity"] = review["host_storage_type"] = "lsblk found no disk"
+
+    net = facts.network
+    f["host_networking"] = net.networking_text if net and net.cards else UNDEFINED
+    f["host_network_card_count"] = str(net.card_count) if net and net.cards else UNDEFINED
+    if not (net and net.cards):
+        review["host_networking"] = review["host_network_card_count"] = "no network card found"
+
+    f.update(_accelerator_fields(facts.accelerators, review))
+    f["operating_system"] = facts.operating_system or UNDEFINED
+    if not facts.operating_system:
+        review["operating_system"] = "OS was not detected"
+
+    f["framework"] = software.framework_text() or UNDEFINED
+    if not software.framework_version:
+        review["framework"] = "framework version unknown: pass --framework_version (or CM_VLLM_VERSION)"
+    f["other_software_stack"] = software.other_text(facts.accelerators) or UNDEFINED
+    if f["other_software_stack"] == UNDEFINED:
+        review["other_software_stack"] = "no software versions were passed in"
+
+    for key, value in inputs.overrides.items():       # the user's JSON wins, and is reviewed by them
+        f[key] = value if isinstance(value, str) else json.dumps(value)
+        review.pop(key, None)
+    for key in REQUIRED_FIELDS:
+        f.setdefault(key, "")
+        if key in MEANINGFUL_FIELDS and not f[key]:
+            f[key] = UNDEFINED
+            review.setdefault(key, "the checker requires a meaningful value")
+    return SutDescription(fields=dict(sorted(f.items())), review=review)
+
+
+def write_json_atomic(path: str, data: dict) -> None:
+    """Write to a temp file in the same folder, then rename: never a half-written JSON."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def load_user_json(path: str) -> dict[str, str]:
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except OSError as e:
+        raise SutInputError(f"--sut_json={path}: cannot read it ({e.strerror}); give an existing file") from e
+    except json.JSONDecodeError as e:
+        raise SutInputError(f"--sut_json={path}: not valid JSON (line {e.lineno}: {e.msg}); fix the file") from e
+    if not isinstance(data, dict):
+        raise SutInputError(f"--sut_json={path}: must hold a JSON object of system fields, got {type(data).__name__}")
+    return data
