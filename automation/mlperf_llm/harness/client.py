@@ -1,0 +1,255 @@
+"""Async OpenAI-compatible client for vLLM: token-id prompts, streaming, connection reuse.
+
+One `ApiClient` lives on one event loop. It spreads requests over several endpoints
+(least requests in flight first), keeps connections alive in one aiohttp session, and
+reads the generated token ids the server reports (no re-tokenizing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import aiohttp
+
+
+class ApiError(Exception):
+    """A request failed. `retryable` is False for answers that will not change (4xx)."""
+
+    def __init__(self, endpoint: str, message: str, status: int | None = None, retryable: bool = True):
+        super().__init__(f"{endpoint}: {message}")
+        self.endpoint = endpoint
+        self.status = status
+        self.retryable = retryable
+
+
+class PreflightError(Exception):
+    """The servers cannot run this benchmark (unreachable, wrong model, ...); raised before LoadGen."""
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    max_tokens: int = 1024
+    min_tokens: int = 1
+    temperature: float = 0.0
+    token_ids_via: str = "return_token_ids"   # or "logprobs" (vLLM before return_token_ids existed)
+
+    def body(self, model: str, prompt: list[int], stream: bool) -> dict:
+        b = {"model": model, "prompt": prompt, "max_tokens": self.max_tokens, "min_tokens": self.min_tokens,
+             "temperature": self.temperature, "stream": stream}
+        if self.token_ids_via == "logprobs":
+            b.update(logprobs=0, return_tokens_as_token_ids=True)
+        else:
+            b["return_token_ids"] = True
+        return b
+
+
+@dataclass
+class Completion:
+    token_ids: list[int]
+    finish_reason: str | None = None
+    first_token_s: float | None = None    # perf_counter() when the first token arrived
+    endpoint: str = ""
+
+
+@dataclass
+class _Endpoint:
+    url: str
+    inflight: int = 0
+    served: int = 0
+
+
+def _choice_token_ids(choice: dict, via: str) -> list[int] | None:
+    if via == "logprobs":
+        lp = choice.get("logprobs") or {}
+        toks = lp.get("tokens")
+        if toks is None:
+            return None
+        return [int(t.split(":", 1)[1]) for t in toks]
+    ids = choice.get("token_ids")
+    return None if ids is None else [int(t) for t in ids]
+
+
+def _missing_ids_error(url: str, via: str) -> ApiError:
+    return ApiError(url, f"the server's answer has no generated token ids ({via}); with vLLM older than "
+                         "0.10 set CM_MLPERF_VLLM_TOKEN_IDS=logprobs", retryable=False)
+
+
+@dataclass
+class ApiClient:
+    urls: list[str]
+    model: str
+    params: GenerationParams = field(default_factory=GenerationParams)
+    max_inflight_per_endpoint: int = 1024
+    request_timeout_s: float = 3600.0
+    retries: int = 2
+    _endpoints: list[_Endpoint] = field(default_factory=list, init=False)
+    _session: aiohttp.ClientSession | None = field(default=None, init=False)
+    _rr: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self.urls = [u.rstrip("/") for u in self.urls]
+        if not self.urls:
+            raise ValueError("api_server: no endpoint given; pass --api_server=http://HOST:PORT[,URL2...]")
+        self._endpoints = [_Endpoint(u) for u in self.urls]
+
+    async def open(self) -> None:
+        conn = aiohttp.TCPConnector(limit=self.max_inflight_per_endpoint * len(self.urls),
+                                    limit_per_host=self.max_inflight_per_endpoint, keepalive_timeout=60,
+                                    ttl_dns_cache=300)
+        self._session = aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(
+            total=self.request_timeout_s, sock_connect=10), json_serialize=json.dumps)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def __aenter__(self) -> "ApiClient":
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("ApiClient used before open()")
+        return self._session
+
+    def served_per_endpoint(self) -> dict[str, int]:
+        return {e.url: e.served for e in self._endpoints}
+
+    # ---- checks before LoadGen starts -------------------------------------------------
+    async def preflight(self, timeout_s: float = 15.0) -> dict[str, int | None]:
+        """Check every endpoint is up and serves `model`; returns url -> max_model_len."""
+        out: dict[str, int | None] = {}
+        t = aiohttp.ClientTimeout(total=timeout_s)
+        for url in self.urls:
+            try:
+                async with self.session.get(f"{url}/health", timeout=t) as r:
+                    if r.status != 200:
+                        raise PreflightError(f"api_server {url} is not healthy: GET /health answered {r.status}; "
+                                             "fix: wait until the server has loaded the model, or check its log")
+                async with self.session.get(f"{url}/v1/models", timeout=t) as r:
+                    if r.status != 200:
+                        raise PreflightError(f"api_server {url}: GET /v1/models answered {r.status}; "
+                                             "fix: point --api_server at an OpenAI-compatible (vLLM) server")
+                    data = (await r.json()).get("data") or []
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as e:
+                raise PreflightError(f"api_server {url} is unreachable ({type(e).__name__}: {e}); fix: start the "
+                                     "vLLM server or correct --api_server") from None
+            served = {m.get("id"): m.get("max_model_len") for m in data}
+            if self.model not in served:
+                raise PreflightError(f"api_server {url} does not serve model {self.model!r} (it serves: "
+                                     f"{', '.join(map(str, served)) or 'nothing'}); fix: pass "
+                                     f"--api_model_name={next(iter(served), '<name>')} or start the server with it")
+            out[url] = served[self.model]
+        return out
+
+    async def tokenize(self, text: str, add_special_tokens: bool) -> list[int]:
+        """Token ids of `text` by the server's own tokenizer (vLLM's POST /tokenize)."""
+        url = self.urls[0]
+        async with self.session.post(f"{url}/tokenize", json={
+                "model": self.model, "prompt": text, "add_special_tokens": add_special_tokens}) as r:
+            if r.status != 200:
+                raise ApiError(url, f"POST /tokenize answered {r.status}", r.status, retryable=False)
+            return [int(t) for t in (await r.json())["tokens"]]
+
+    # ---- completions ----------------------------------------------------------------------
+    def _pick(self) -> _Endpoint:
+        n = len(self._endpoints)
+        if n == 1:
+            return self._endpoints[0]
+        self._rr = (self._rr + 1) % n
+        best = self._endpoints[self._rr]
+        for i in range(n):
+            e = self._endpoints[(self._rr + i) % n]
+            if e.inflight < best.inflight:
+                best = e
+        return best
+
+    async def complete(self, prompt: list[int], stream: bool,
+                       on_first_token: Callable[[int], None] | None = None) -> Completion:
+        """Generate for one prompt, retrying transient failures; `on_first_token` is called once."""
+        first_sent = False
+
+        def first(tok: int) -> None:
+            nonlocal first_sent
+            if not first_sent:
+                first_sent = True
+                if on_first_token is not None:
+                    on_first_token(tok)
+
+        attempt = 0
+        while True:
+            ep = self._pick()
+            ep.inflight += 1
+            try:
+                comp = await (self._stream(ep.url, prompt, first) if stream else self._once(ep.url, prompt))
+                ep.served += 1
+                return comp
+            except ApiError as e:
+                if not e.retryable or attempt >= self.retries:
+                    raise
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as e:
+                if attempt >= self.retries:
+                    raise ApiError(ep.url, f"{type(e).__name__}: {e}") from None
+            finally:
+                ep.inflight -= 1
+            attempt += 1
+            await asyncio.sleep(0.2 * attempt)
+
+    async def _raise_for_status(self, url: str, r: aiohttp.ClientResponse) -> None:
+        if r.status == 200:
+            return
+        text = (await r.text())[:300]
+        raise ApiError(url, f"POST /v1/completions answered {r.status}: {text}", r.status,
+                       retryable=r.status >= 500 or r.status == 429)
+
+    async def _once(self, url: str, prompt: list[int]) -> Completion:
+        async with self.session.post(f"{url}/v1/completions", json=self.params.body(self.model, prompt, False)) as r:
+            await self._raise_for_status(url, r)
+            choice = (await r.json())["choices"][0]
+        ids = _choice_token_ids(choice, self.params.token_ids_via)
+        if ids is None:
+            raise _missing_ids_error(url, self.params.token_ids_via)
+        return Completion(ids, choice.get("finish_reason"), None, url)
+
+    async def _stream(self, url: str, prompt: list[int], first: Callable[[int], None]) -> Completion:
+        ids: list[int] = []
+        finish = None
+        first_s = None
+        done = False
+        via = self.params.token_ids_via
+        async with self.session.post(f"{url}/v1/completions", json=self.params.body(self.model, prompt, True)) as r:
+            await self._raise_for_status(url, r)
+            async for raw in r.content:
+                line = raw.strip()
+                if not line.startswith(b"data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == b"[DONE]":
+                    done = True
+                    break
+                chunk = json.loads(payload)
+                if "error" in chunk and not chunk.get("choices"):
+                    raise ApiError(url, f"stream error: {str(chunk['error'])[:300]}")
+                for choice in chunk.get("choices") or ():
+                    new = _choice_token_ids(choice, via)
+                    if new is None:
+                        if choice.get("text"):
+                            raise _missing_ids_error(url, via)
+                        new = []
+                    if new and first_s is None:
+                        first_s = time.perf_counter()
+                        first(new[0])
+                    ids.extend(new)
+                    finish = choice.get("finish_reason") or finish
+        if not done:
+            raise ApiError(url, f"stream ended before [DONE] after {len(ids)} tokens (server died?)")
+        return Completion(ids, finish, first_s, url)

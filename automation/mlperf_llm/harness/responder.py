@@ -1,0 +1,45 @@
+"""Hands results to LoadGen: FirstTokenComplete and QuerySamplesComplete with int32 token ids."""
+
+from __future__ import annotations
+
+import array
+import threading
+
+from .progress import Stats
+
+assert array.array("i").itemsize == 4, "int32 responses need a 4-byte C int"
+
+
+class Responder:
+    """Completes LoadGen samples and counts them; records failures (a failed run is never VALID)."""
+
+    def __init__(self, lg, stats: Stats, max_errors_kept: int = 20):
+        self.lg = lg
+        self.stats = stats
+        self.errors: list[str] = []
+        self.max_errors_kept = max_errors_kept
+        self.failed = threading.Event()
+
+    def first_token(self, query_id: int, token: int) -> None:
+        buf = array.array("i", [token])
+        ptr, n = buf.buffer_info()
+        self.lg.FirstTokenComplete([self.lg.QuerySampleResponse(query_id, ptr, n * 4)])
+        self.stats.first_tokens += 1
+
+    def complete(self, query_id: int, token_ids: list[int]) -> None:
+        buf = array.array("i", token_ids)
+        ptr, n = buf.buffer_info()
+        self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(query_id, ptr, n * 4, n)])
+        self.stats.completed += 1
+        self.stats.tokens += n
+
+    def fail(self, query_id: int, reason: str, first_token_sent: bool, streaming: bool) -> None:
+        """Complete the sample empty (so LoadGen can finish) and mark the run failed."""
+        if len(self.errors) < self.max_errors_kept:
+            self.errors.append(reason)
+        self.stats.failed += 1
+        self.failed.set()
+        if streaming and not first_token_sent:
+            self.lg.FirstTokenComplete([self.lg.QuerySampleResponse(query_id, 0, 0)])
+        self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(query_id, 0, 0, 0)])
+        self.stats.completed += 1

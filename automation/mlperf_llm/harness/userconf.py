@@ -1,0 +1,97 @@
+"""user.conf for one LoadGen test, and the find-performance heuristic.
+
+`test` execution mode makes short runs (few queries, no minimum duration); `valid` leaves
+the MLPerf minimums of the round's mlperf.conf in force and only sets the targets.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+EXECUTION_MODES = ("test", "valid")
+FULL_SAMPLE_COUNT = 24576
+
+
+class UserConfError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class UserConfSpec:
+    lg_model: str                       # LoadGen config model name: llama2-70b | llama2-70b-interactive
+    lg_scenario: str                    # Offline | Server
+    execution_mode: str = "test"
+    target_qps: float | None = None     # offline_target_qps or server_target_qps
+    test_query_count: int | None = None
+    max_test_duration_s: float | None = None
+    dataset_count: int = FULL_SAMPLE_COUNT
+
+    def __post_init__(self) -> None:
+        if self.execution_mode not in EXECUTION_MODES:
+            raise UserConfError(f"execution_mode={self.execution_mode!r}: choose one of {', '.join(EXECUTION_MODES)}")
+        if self.target_qps is not None and not self.target_qps > 0:
+            raise UserConfError(f"target qps {self.target_qps}: must be a positive number of queries per second")
+        if self.test_query_count is not None and self.test_query_count < 1:
+            raise UserConfError(f"test_query_count={self.test_query_count}: must be at least 1")
+        if self.max_test_duration_s is not None and not self.max_test_duration_s > 0:
+            raise UserConfError(f"max_test_duration={self.max_test_duration_s}: must be a positive number of seconds")
+
+    def lines(self) -> list[str]:
+        p = f"{self.lg_model}.{self.lg_scenario}."
+        out = [f"# user.conf for {self.lg_model} {self.lg_scenario}, execution_mode={self.execution_mode}"]
+        if self.target_qps is not None:
+            out.append(f"{p}target_qps = {self.target_qps:g}")
+        if self.dataset_count < FULL_SAMPLE_COUNT:
+            out.append(f"{self.lg_model}.*.performance_sample_count_override = {self.dataset_count}")
+        if self.execution_mode == "test":
+            queries = self.test_query_count or min(10, self.dataset_count)
+            out.append(f"{p}min_query_count = {queries}")
+            out.append(f"{p}min_duration = 0")
+        if self.max_test_duration_s is not None:
+            out.append(f"{p}max_duration = {int(self.max_test_duration_s * 1000)}")
+        return out
+
+    def text(self) -> str:
+        return "\n".join(self.lines()) + "\n"
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write `text` to `path` through a temp file and a rename (no half-written file)."""
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# Fractions of the measured Offline rate used as Server / Interactive targets: the latency
+# bounds (TTFT 2 s / 450 ms) leave less room than throughput alone.
+SERVER_FRACTION = 0.7
+INTERACTIVE_FRACTION = 0.35
+
+
+def _round_down(x: float) -> float:
+    """Three significant digits, rounded down (a target a little low is safer than a little high)."""
+    if x <= 0:
+        return 0.0
+    import math
+    scale = 10 ** (math.floor(math.log10(x)) - 2)
+    return math.floor(x / scale) * scale
+
+
+def pick_targets(measured_offline_qps: float) -> dict[str, float]:
+    """Targets for each scenario from a short Offline run's samples/s."""
+    if not measured_offline_qps > 0:
+        raise UserConfError(f"find-performance measured {measured_offline_qps} samples/s: nothing completed; "
+                            "check the server log")
+    return {"Offline": _round_down(measured_offline_qps),
+            "Server": _round_down(measured_offline_qps * SERVER_FRACTION),
+            "Interactive": _round_down(measured_offline_qps * INTERACTIVE_FRACTION)}
