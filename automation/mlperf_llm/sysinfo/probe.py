@@ -155,8 +155,15 @@ def _detect_accelerators(run: Runner, facts: SystemFacts) -> None:
     facts.accelerators = AcceleratorInfo.none()        # no vendor tool at all: no accelerator
 
 
+def _glibc_version() -> str:
+    libc = platform.libc_ver()
+    return libc[1] if libc[0] == "glibc" else ""
+
+
 def collect(run: Runner = run_command, meminfo_path: str = "/proc/meminfo",
-            net_root: str = "/sys/class/net", os_release_path: str = "/etc/os-release") -> SystemFacts:
+            net_root: str = "/sys/class/net", os_release_path: str = "/etc/os-release",
+            kernel: str | None = None, glibc: str | None = None) -> SystemFacts:
+    """Detect everything; `kernel`/`glibc` default to this process's (tests pass recorded values)."""
     facts = SystemFacts()
     _detect_cpu(run, facts)
     _detect_memory(run, facts, meminfo_path)
@@ -168,9 +175,8 @@ def collect(run: Runner = run_command, meminfo_path: str = "/proc/meminfo",
     try:
         with open(os_release_path) as f:
             os_release = f.read()
-        libc = platform.libc_ver()
-        facts.operating_system = os_description(os_release, platform.release(),
-                                                libc[1] if libc[0] == "glibc" else "")
+        facts.operating_system = os_description(os_release, platform.release() if kernel is None else kernel,
+                                                _glibc_version() if glibc is None else glibc)
     except OSError as e:
         facts.gaps.append(Gap(os_release_path, str(e), "operating_system"))
     return facts

@@ -1,0 +1,190 @@
+import json
+import os
+
+import pytest
+
+from mlperf_llm.sysinfo.cpu import parse_lscpu
+from mlperf_llm.sysinfo.probe import CommandResult, SystemFacts, collect
+from mlperf_llm.sysinfo.sut import (MEANINGFUL_FIELDS, REQUIRED_FIELDS, SoftwareStack, SutInputError,
+                                    SutInputs, build_sut_description, load_user_json, write_json_atomic)
+
+from conftest import FIXTURES
+
+
+def fake_runner(folder, broken=()):
+    """Serve recorded outputs of `folder` as if the tools ran; tools not recorded are 'not found'."""
+    files = {("lscpu",): "lscpu.txt", ("nvidia-smi", "--query-gpu"): "nvidia-smi-query.csv",
+             ("nvidia-smi",): "nvidia-smi.txt", ("nvidia-smi", "topo"): "nvidia-smi-topo.txt"}
+
+    def run(argv):
+        key = (argv[0],) if len(argv) == 1 else (argv[0], argv[1].split("=")[0])
+        if argv[0] in broken:
+            return CommandResult(9, "", f"{argv[0]}: failed to initialize: Driver/library version mismatch")
+        path = os.path.join(FIXTURES, folder, files.get(key, "-"))
+        if not os.path.exists(path):
+            return CommandResult(127, "", f"{argv[0]}: command not found")
+        with open(path) as f:
+            return CommandResult(0, f.read())
+    return run
+
+
+def make_net(root, nics):
+    for name, speed, driver in nics:
+        base = root / "net" / name
+        dev = root / "dev" / name
+        (root / "drv" / driver).mkdir(parents=True, exist_ok=True)
+        dev.mkdir(parents=True)
+        os.symlink(root / "drv" / driver, dev / "driver")
+        base.mkdir(parents=True)
+        (base / "type").write_text("1\n")
+        (base / "speed").write_text(f"{speed}\n")
+        os.symlink(dev, base / "device")
+    return str(root / "net")
+
+
+def seed_facts(tmp_path, folder, kernel, glibc):
+    return collect(run=fake_runner(folder), meminfo_path=os.path.join(FIXTURES, folder, "meminfo.txt"),
+                   net_root=make_net(tmp_path, [("eno1", 1000, "igb")]),
+                   os_release_path=os.path.join(FIXTURES, folder, "os-release.txt"), kernel=kernel, glibc=glibc)
+
+
+def seed_table(n):
+    with open(os.path.join(FIXTURES, f"seed_{n}_system_table.json")) as f:
+        return json.load(f)
+
+
+# Fields where we deliberately write something else than the seed, and why (docs/sysinfo.md).
+SEED_000_DIVERGES = {
+    "accelerator_frequency": ("3120 MHz", "seed: CUDA clock rate 2520 MHz; GeForce has no default application "
+                                          "clock in nvidia-smi, so its max graphics clock is reported"),
+    "accelerator_memory_capacity": ("24 GB", "seed: CUDA-visible 23.647 GiB; we report the board's memory"),
+    "accelerator_host_interconnect": ("PCIe Gen4 x16", "seed: CM's default 'N/A'; read from nvidia-smi"),
+    "accelerator_memory_configuration": ("GDDR6X", "seed: CM's default 'N/A'"),
+    "host_networking": ("1 Gbit/s Ethernet (eno1, igb)", "seed: CM's default 'Gig Ethernet'"),
+    "other_software_stack": ("Python: 3.11.4, CUDA 12.4, NVIDIA driver 550.127.05",
+                             "seed lists CM's detected compiler; we list what the run used"),
+    "sw_notes": ("Automated by cm4mlperf-llm 0.1.0.", "our tool"),
+}
+SEED_001_DIVERGES = {
+    "accelerator_frequency": ("2520 MHz", "seed left it empty"),
+    "host_networking": ("1 Gbit/s Ethernet (eno1, igb)", "seed: CM's default 'Gig Ethernet'"),
+    "other_software_stack": ("Python: 3.10.12, CUDA 12.2, NVIDIA driver 535.183.01", "as above"),
+    "sw_notes": ("Automated by cm4mlperf-llm 0.1.0.", "our tool"),
+}
+
+
+@pytest.mark.parametrize("n,folder,kernel,glibc,python,diverges,n_same", [
+    ("000", "xeon_w7_2495x_2x4090", "6.2.0-39-generic", "2.37", "3.11.4", SEED_000_DIVERGES, 19),
+    ("001", "epyc9254_2s_8xl40s", "5.15.0-94-generic", "2.35", "3.10.12", SEED_001_DIVERGES, 22),
+])
+def test_seed_system_tables_come_out_right(tmp_path, n, folder, kernel, glibc, python, diverges, n_same):
+    seed = seed_table(n)
+    facts = seed_facts(tmp_path, folder, kernel, glibc)
+    desc = build_sut_description(facts, SutInputs(hw_name="sut", submitter="NeuralMagic", cooling="air"),
+                                 SoftwareStack(framework_version="0.5.2", python_version=python,
+                                               tool_version="0.1.0"))
+    fields = desc.fields
+    checked = 0
+    for key, seed_value in seed.items():
+        if key.startswith("_"):
+            continue
+        if key in diverges:
+            assert fields[key] == diverges[key][0], key
+            assert fields[key] != seed_value, f"{key} now matches the seed: drop it from the divergence list"
+        else:
+            assert fields[key] == seed_value, key
+            checked += 1
+    assert checked == n_same          # 26 fields in each seed table
+
+
+def test_seed_001_flags_the_inconsistent_vm_topology_for_review(tmp_path):
+    facts = seed_facts(tmp_path, "epyc9254_2s_8xl40s", "5.15.0-94-generic", "2.35")
+    desc = build_sut_description(facts, SutInputs(hw_name="sut"), SoftwareStack(framework_version="0.5.2"))
+    assert "CPU(s) = 40" in desc.review["host_processor_core_count"]
+    assert "host_processor_interconnect" in desc.review            # 2 sockets: UPI/xGMI not detectable
+    assert "host_processor_frequency" in desc.review
+
+
+def test_every_required_field_is_a_nonempty_string_where_the_checker_wants_one(tmp_path):
+    facts = seed_facts(tmp_path, "xeon_w7_2495x_2x4090", "6.2.0", "2.37")
+    desc = build_sut_description(facts, SutInputs(hw_name="sut"), SoftwareStack())
+    assert set(REQUIRED_FIELDS) <= set(desc.fields)
+    assert all(isinstance(v, str) for v in desc.fields.values())
+    assert [k for k in MEANINGFUL_FIELDS if not desc.fields[k]] == []
+    assert desc.fields["framework"] == "undefined" and "framework" in desc.review
+    for k in ("submitter", "status", "cooling", "system_name", "division", "system_type"):
+        assert k in desc.review, k
+    assert desc.fields["system_name"] == "sut (auto detected)"
+    assert "submitter = 'default'" in desc.review_text()
+
+
+def test_broken_and_missing_tools_give_a_partial_description_with_named_gaps(tmp_path):
+    run = fake_runner("xeon_w7_2495x_2x4090", broken=("nvidia-smi",))
+    facts = collect(run=run, meminfo_path=str(tmp_path / "no-meminfo"), net_root=str(tmp_path / "nonet"),
+                    os_release_path=str(tmp_path / "no-os-release"), kernel="6.2.0", glibc="2.37")
+    sources = {g.source for g in facts.gaps}
+    assert {"nvidia-smi", "lsblk", str(tmp_path / "no-meminfo"), str(tmp_path / "nonet"),
+            str(tmp_path / "no-os-release")} <= sources
+    nv = [g for g in facts.gaps if g.source == "nvidia-smi"][0]
+    assert "Driver/library version mismatch" in nv.reason and "accelerator" in nv.affects
+    assert facts.accelerators is None and facts.cpu is not None
+    desc = build_sut_description(facts, SutInputs(hw_name="sut"), SoftwareStack(framework_version="0.5.2"))
+    assert desc.fields["accelerator_model_name"] == "undefined" and "accelerator_model_name" in desc.review
+    assert desc.fields["host_processor_model_name"] == "Intel(R) Xeon(R) w7-2495X"
+    assert desc.fields["host_storage_capacity"] == "undefined"
+
+
+def test_lscpu_missing_and_no_accelerator_tool(tmp_path):
+    facts = collect(run=fake_runner("no-such-folder"), meminfo_path=os.path.join(FIXTURES, "this_machine", "meminfo.txt"),
+                    net_root=str(tmp_path), os_release_path=os.path.join(FIXTURES, "this_machine", "os-release.txt"),
+                    kernel="6.18.44", glibc="2.36")
+    assert facts.cpu is None and [g.reason for g in facts.gaps if g.source == "lscpu"] == ["lscpu: command not found"]
+    assert facts.accelerators is not None and facts.accelerators.vendor == "none"   # an answer, not a gap
+    desc = build_sut_description(facts, SutInputs(hw_name="sut"), SoftwareStack())
+    assert desc.fields["accelerators_per_node"] == "0" and desc.fields["accelerator_model_name"] == "N/A"
+    assert desc.fields["host_processor_model_name"] == "undefined" and "host_processor_model_name" in desc.review
+    assert desc.fields["operating_system"] == "Debian 12 (linux-6.18.44-glibc2.36)"
+
+
+def test_user_json_wins_and_clears_the_review_mark(tmp_path):
+    facts = SystemFacts(cpu=parse_lscpu("CPU(s): 2\nModel name: X\nSocket(s): 1\nCore(s) per socket: 2\n"))
+    user = tmp_path / "mine.json"
+    user.write_text(json.dumps({"cooling": "liquid", "host_memory_configuration": "8x 64GB DDR5-5600",
+                                "number_of_nodes": 1}))
+    desc = build_sut_description(facts, SutInputs(hw_name="n1", overrides=load_user_json(str(user))),
+                                 SoftwareStack())
+    assert desc.fields["cooling"] == "liquid" and "cooling" not in desc.review
+    assert desc.fields["host_memory_configuration"] == "8x 64GB DDR5-5600"
+    assert desc.fields["number_of_nodes"] == "1"
+
+
+@pytest.mark.parametrize("inputs,match", [
+    (SutInputs(hw_name="my box"), "not a valid system folder name"),
+    (SutInputs(hw_name="ok", status="ga"), "--status='ga'.*available, preview, rdi"),
+    (SutInputs(hw_name="ok", division="closedd"), "--division"),
+    (SutInputs(hw_name="ok", system_type="server"), "datacenter"),
+])
+def test_bad_inputs_are_named(inputs, match):
+    with pytest.raises(SutInputError, match=match):
+        build_sut_description(SystemFacts(), inputs, SoftwareStack())
+
+
+def test_user_json_errors(tmp_path):
+    with pytest.raises(SutInputError, match="cannot read"):
+        load_user_json(str(tmp_path / "absent.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\"cooling\": ")
+    with pytest.raises(SutInputError, match="not valid JSON"):
+        load_user_json(str(bad))
+    bad.write_text("[1]")
+    with pytest.raises(SutInputError, match="JSON object"):
+        load_user_json(str(bad))
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "sut.json"
+    write_json_atomic(str(target), {"a": "1"})
+    with pytest.raises(TypeError):
+        write_json_atomic(str(target), {"a": object()})
+    assert json.loads(target.read_text()) == {"a": "1"}
+    assert os.listdir(tmp_path) == ["sut.json"]
