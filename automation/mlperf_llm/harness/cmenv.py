@@ -1,0 +1,93 @@
+"""The CM_* env contract of `app-mlperf-inference` <-> a typed `HarnessRequest`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .driver import HarnessInputError, HarnessRequest, TestOutcome
+
+SCENARIO_NAMES = {"offline": "Offline", "server": "Server", "interactive": "Interactive"}
+MODE_NAMES = {"performance": "performance", "performanceonly": "performance", "accuracy": "accuracy",
+              "accuracyonly": "accuracy", "test06": "TEST06"}
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.replace(";", ",").split(",") if v.strip()]
+
+
+def _num(env: dict, key: str, kind=float):
+    raw = str(env.get(key, "")).strip()
+    if not raw:
+        return None
+    try:
+        return kind(raw)
+    except ValueError:
+        raise HarnessInputError(f"{key}={raw!r} is not a{'n integer' if kind is int else ' number'}; "
+                                f"fix: pass a number, e.g. {key}=10") from None
+
+
+def _names(raw: str, table: dict[str, str], what: str, key: str) -> tuple[str, ...]:
+    out = []
+    for v in _split(raw):
+        if v.lower() not in table:
+            raise HarnessInputError(f"{key}: unknown {what} {v!r}; choose from {', '.join(sorted(set(table.values())))}")
+        out.append(table[v.lower()])
+    return tuple(dict.fromkeys(out))
+
+
+def _yes(env: dict, key: str) -> bool:
+    return str(env.get(key, "")).strip().lower() in ("yes", "on", "true", "1")
+
+
+def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
+    """Build the request from the script's env (see docs/harness.md for every key)."""
+    scen_raw = env.get("CM_MLPERF_LOADGEN_SCENARIO") or env.get("CM_MLPERF_LOADGEN_SCENARIOS") or "Offline"
+    mode_raw = env.get("CM_MLPERF_LOADGEN_MODE") or env.get("CM_MLPERF_LOADGEN_MODES") or "performance,accuracy"
+    dataset = env.get("CM_DATASET_PREPROCESSED_PATH") or env.get("CM_DATASET_PATH") or ""
+    if not dataset:
+        raise HarnessInputError("no data set: CM_DATASET_PREPROCESSED_PATH is empty; fix: pass "
+                                "--dataset_path=<processed .pkl> or let the get,dataset,preprocessed,openorca dep run")
+    servers = env.get("CM_MLPERF_API_SERVER") or env.get("CM_VLLM_SERVER_URL") or ""
+    duration = _num(env, "CM_MLPERF_MAX_DURATION_TEST")
+    return HarnessRequest(
+        results_dir=env.get("CM_MLPERF_RESULTS_DIR") or os.path.join(cwd or os.getcwd(), "mlperf_results"),
+        dataset_path=dataset,
+        scenarios=_names(scen_raw, SCENARIO_NAMES, "scenario", "CM_MLPERF_LOADGEN_SCENARIOS"),
+        modes=_names(mode_raw, MODE_NAMES, "mode", "CM_MLPERF_LOADGEN_MODES"),
+        model=env.get("CM_MLPERF_MODEL") or "llama2-70b-99",
+        round=env.get("CM_MLPERF_INFERENCE_VERSION") or "5.1",
+        execution_mode=(env.get("CM_MLPERF_EXECUTION_MODE") or "test").lower(),
+        backend=(env.get("CM_MLPERF_BACKEND") or "vllm").lower(),
+        api_servers=tuple(_split(servers)),
+        api_model_name=env.get("CM_MLPERF_API_MODEL_NAME") or env.get("CM_VLLM_SERVER_MODEL_NAME") or "",
+        model_path=env.get("CM_ML_MODEL_PATH") or "",
+        num_workers=_num(env, "CM_MLPERF_NUM_WORKERS", int) or 1,
+        max_inflight=_num(env, "CM_MLPERF_MAX_INFLIGHT", int) or 1024,
+        offline_target_qps=_num(env, "CM_MLPERF_LOADGEN_OFFLINE_TARGET_QPS"),
+        server_target_qps=_num(env, "CM_MLPERF_LOADGEN_SERVER_TARGET_QPS"),
+        interactive_target_qps=_num(env, "CM_MLPERF_LOADGEN_INTERACTIVE_TARGET_QPS"),
+        test_query_count=_num(env, "CM_MLPERF_LOADGEN_TEST_QUERY_COUNT", int),
+        max_test_duration_s=duration,
+        total_sample_count=_num(env, "CM_MLPERF_TOTAL_SAMPLE_COUNT", int),
+        find_performance=_yes(env, "CM_MLPERF_FIND_PERFORMANCE"),
+        audit_conf=env.get("CM_MLPERF_AUDIT_CONF") or "",
+        skip_tokenizer_check=_yes(env, "CM_MLPERF_SKIP_TOKENIZER_CHECK"),
+        token_ids_via=env.get("CM_MLPERF_VLLM_TOKEN_IDS") or "return_token_ids",
+        batch_size=_num(env, "CM_MLPERF_BATCH_SIZE", int) or 1,
+        dtype=env.get("CM_MLPERF_DTYPE") or "float32",
+        max_tokens=_num(env, "CM_MLPERF_MAX_TOKENS", int) or 1024,
+        python=env.get("CM_PYTHON_BIN_WITH_PATH") or sys.executable,
+        progress=not _yes(env, "CM_MLPERF_NO_PROGRESS"),
+    )
+
+
+def env_from_outcomes(req: HarnessRequest, outcomes: list[TestOutcome]) -> dict[str, str]:
+    """What the script hands to its caller."""
+    worst = "VALID"
+    for o in outcomes:
+        if o.verdict == "FAILED" or (o.verdict == "INVALID" and worst == "VALID"):
+            worst = o.verdict
+    return {"CM_MLPERF_RESULTS_DIR": os.path.abspath(req.results_dir),
+            "CM_MLPERF_HARNESS_STATUS": worst,
+            "CM_MLPERF_HARNESS_OUTCOMES": os.path.join(os.path.abspath(req.results_dir), "harness_outcomes.json")}

@@ -1,0 +1,197 @@
+"""Plan and run the benchmark's LoadGen tests, one subprocess each, into the results layout.
+
+`find_performance` first runs a short Offline test and derives the targets from it.
+Each test's stdout/stderr is kept as `harness.log` beside LoadGen's logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from .results import HarnessStatus, finalize, read_summary, staging_dir, test_dir, verdict
+from .rounds import get_round, loadgen_model_and_dirs
+from .userconf import UserConfSpec, pick_targets, write_atomic
+
+AUTOMATION_DIR = str(Path(__file__).resolve().parents[2])
+MODES = ("performance", "accuracy", "TEST06")
+
+
+class HarnessInputError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class HarnessRequest:
+    results_dir: str
+    dataset_path: str
+    scenarios: tuple[str, ...] = ("Offline",)
+    modes: tuple[str, ...] = ("performance", "accuracy")
+    model: str = "llama2-70b-99"
+    round: str = "5.1"
+    execution_mode: str = "test"
+    backend: str = "vllm"
+    api_servers: tuple[str, ...] = ()
+    api_model_name: str = ""
+    model_path: str = ""
+    num_workers: int = 1
+    max_inflight: int = 1024
+    offline_target_qps: float | None = None
+    server_target_qps: float | None = None
+    interactive_target_qps: float | None = None
+    test_query_count: int | None = None
+    max_test_duration_s: float | None = None
+    total_sample_count: int | None = None
+    find_performance: bool = False
+    audit_conf: str = ""              # TEST06's audit.config
+    skip_tokenizer_check: bool = False
+    token_ids_via: str = "return_token_ids"
+    batch_size: int = 1
+    dtype: str = "float32"
+    max_tokens: int = 1024
+    python: str = sys.executable
+    progress: bool = True
+
+    def validate(self) -> None:
+        get_round(self.round)
+        for s in self.scenarios:
+            loadgen_model_and_dirs(self.model, s, get_round(self.round))
+        bad = [m for m in self.modes if m not in MODES]
+        if bad or not self.modes:
+            raise HarnessInputError(f"mode {bad or '(none)'}: choose from {', '.join(MODES)}")
+        if "TEST06" in self.modes and not os.path.isfile(self.audit_conf):
+            raise HarnessInputError(f"TEST06 needs its audit.config: audit_conf={self.audit_conf!r} is not a file; "
+                                    "fix: pass the path of compliance/TEST06/audit.config from the inference source")
+        if self.backend not in ("vllm", "transformers"):
+            raise HarnessInputError(f"backend {self.backend!r}: choose vllm or transformers")
+        if self.backend == "vllm" and not self.api_servers:
+            raise HarnessInputError("api_server is empty; fix: pass --api_server=http://HOST:PORT[,URL2...]")
+        if self.backend == "transformers" and not self.model_path:
+            raise HarnessInputError("the transformers backend needs --model_path=<HF model folder>")
+        if self.num_workers < 1:
+            raise HarnessInputError(f"num_workers={self.num_workers}: must be at least 1")
+
+    def target_for(self, scenario: str) -> float | None:
+        return {"Offline": self.offline_target_qps, "Server": self.server_target_qps,
+                "Interactive": self.interactive_target_qps or self.server_target_qps}[scenario]
+
+
+@dataclass
+class TestOutcome:
+    scenario: str
+    mode: str
+    verdict: str                       # VALID | INVALID | FAILED
+    reasons: list[str]
+    directory: str
+    returncode: int
+    summary: dict = field(default_factory=dict)
+
+    def line(self) -> str:
+        s = self.summary
+        perf = ""
+        if self.mode == "performance" and s.get("tokens_per_second") is not None:
+            perf = f" {s.get('samples_per_second')} samples/s, {s.get('tokens_per_second')} tokens/s"
+        why = f" ({'; '.join(self.reasons[:2])})" if self.reasons else ""
+        return f"{self.scenario:<11} {self.mode:<11} {self.verdict:<7}{perf}{why}\n    {self.directory}"
+
+
+def _dataset_rows(req: HarnessRequest) -> int:
+    from .qsl import load_dataset
+    return load_dataset(req.dataset_path, req.total_sample_count).count
+
+
+def _command(req: HarnessRequest, scenario: str, mode: str, out: Path, user_conf: Path) -> list[str]:
+    cmd = [req.python, "-m", "mlperf_llm.harness.run", f"--scenario={scenario}", f"--mode={mode}",
+           f"--dataset-path={req.dataset_path}", f"--output-dir={out}", f"--user-conf={user_conf}",
+           f"--backend={req.backend}", f"--model={req.model}", f"--round={req.round}",
+           f"--execution-mode={req.execution_mode}", f"--num-workers={req.num_workers}",
+           f"--max-inflight={req.max_inflight}", f"--max-tokens={req.max_tokens}",
+           f"--token-ids-via={req.token_ids_via}", f"--batch-size={req.batch_size}", f"--dtype={req.dtype}"]
+    if req.api_servers:
+        cmd.append(f"--api-server={','.join(req.api_servers)}")
+    if req.api_model_name:
+        cmd.append(f"--api-model-name={req.api_model_name}")
+    if req.model_path:
+        cmd.append(f"--model-path={req.model_path}")
+    if req.total_sample_count:
+        cmd.append(f"--total-sample-count={req.total_sample_count}")
+    if mode == "TEST06":
+        cmd.append(f"--audit-conf={req.audit_conf}")
+    if req.skip_tokenizer_check:
+        cmd.append("--skip-tokenizer-check")
+    if not req.progress:
+        cmd.append("--no-progress")
+    return cmd
+
+
+def _run_logged(cmd: list[str], log_path: Path) -> int:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([AUTOMATION_DIR] + [p for p in [env.get("PYTHONPATH")] if p])
+    env["PYTHONUNBUFFERED"] = "1"
+    with open(log_path, "w", encoding="utf-8") as log:
+        log.write("$ " + " ".join(cmd) + "\n")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, bufsize=1)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            log.flush()
+            sys.stderr.write(line)
+        return proc.wait()
+
+
+def run_test(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: Path | None = None) -> TestOutcome:
+    rnd = get_round(req.round)
+    lg_model, lg_scenario, model_dir, scenario_dir = loadgen_model_and_dirs(req.model, scenario, rnd)
+    final = test_dir(base_dir or req.results_dir, model_dir, scenario_dir, mode)
+    stage = staging_dir(final)
+    stage.mkdir(parents=True, exist_ok=False)
+    spec = UserConfSpec(lg_model, lg_scenario, req.execution_mode, req.target_for(scenario),
+                        req.test_query_count, req.max_test_duration_s, rows)
+    user_conf = stage / "user.conf"
+    write_atomic(str(user_conf), spec.text())
+    rc = _run_logged(_command(req, scenario, mode, stage, user_conf), stage / "harness.log")
+    status = HarnessStatus.read(stage)
+    summary = read_summary(stage)
+    v, reasons = verdict(status, summary, rnd.qsl_rng_seed if req.execution_mode == "valid" else None,
+                         "performance" if mode == "performance" else "accuracy")
+    if rc != 0 and v != "FAILED":
+        v, reasons = "FAILED", [f"harness exited with {rc}"] + reasons
+    placed = finalize(stage, final, ok=v != "FAILED")
+    return TestOutcome(scenario, mode, v, reasons, str(placed), rc, summary.to_dict())
+
+
+def find_performance(req: HarnessRequest, rows: int) -> dict[str, float]:
+    """A short Offline run; returns targets per scenario and writes find_performance.json."""
+    probe = replace(req, execution_mode="test", offline_target_qps=None,
+                    test_query_count=req.test_query_count or min(rows, 64))
+    base = Path(req.results_dir) / "find_performance"
+    o = run_test(probe, "Offline", "performance", rows, base_dir=base)
+    if o.verdict == "FAILED":
+        raise HarnessInputError(f"find-performance run failed: {'; '.join(o.reasons[:2])} (logs: {o.directory})")
+    targets = pick_targets(float(o.summary.get("samples_per_second") or 0.0))
+    write_atomic(str(Path(req.results_dir) / "find_performance.json"),
+                 json.dumps({"measured_offline_samples_per_second": o.summary.get("samples_per_second"),
+                             "targets": targets, "logs": o.directory}, indent=1))
+    return targets
+
+
+def run_all(req: HarnessRequest) -> list[TestOutcome]:
+    """Run every (scenario, mode) test of the request; performance before accuracy."""
+    req.validate()
+    rows = _dataset_rows(req)
+    if req.find_performance:
+        t = find_performance(req, rows)
+        req = replace(req, offline_target_qps=req.offline_target_qps or t["Offline"],
+                      server_target_qps=req.server_target_qps or t["Server"],
+                      interactive_target_qps=req.interactive_target_qps or t["Interactive"])
+    outcomes = []
+    for scenario in req.scenarios:
+        for mode in req.modes:
+            outcomes.append(run_test(req, scenario, mode, rows))
+    write_atomic(str(Path(req.results_dir) / "harness_outcomes.json"),
+                 json.dumps([asdict(o) for o in outcomes], indent=1))
+    return outcomes

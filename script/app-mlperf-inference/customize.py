@@ -1,0 +1,29 @@
+"""app-mlperf-inference: run the llama2-70b LoadGen tests (see docs/harness.md)."""
+
+from dataclasses import asdict
+
+
+def preprocess(i):
+    from mlperf_llm.harness.cmenv import env_from_outcomes, request_from_env
+    from mlperf_llm.harness.driver import HarnessInputError, run_all
+    from mlperf_llm.harness.qsl import DatasetError
+    from mlperf_llm.harness.rounds import RoundError
+    from mlperf_llm.harness.userconf import UserConfError
+
+    env, state = i['env'], i['state']
+    try:
+        req = request_from_env(env)
+        outcomes = run_all(req)
+    except (HarnessInputError, DatasetError, RoundError, UserConfError) as e:
+        return {'return': 1, 'error': f'app-mlperf-inference: {e}'}
+    env.update(env_from_outcomes(req, outcomes))
+    state['mlperf_harness'] = [asdict(o) for o in outcomes]
+    print('\nMLPerf llama2-70b tests:')
+    for o in outcomes:
+        print('  ' + o.line())
+    failed = [o for o in outcomes if o.verdict == 'FAILED']
+    if failed:
+        f = failed[0]
+        return {'return': 1, 'error': f'app-mlperf-inference: {f.scenario} {f.mode} test FAILED: '
+                                      f'{"; ".join(f.reasons[:2])}; logs kept in {f.directory} (harness.log)'}
+    return {'return': 0}
