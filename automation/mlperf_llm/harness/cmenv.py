@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .driver import HarnessInputError, HarnessRequest, TestOutcome
+from .driver import HarnessInputError, HarnessRequest, RunOutcome
 
 SCENARIO_NAMES = {"offline": "Offline", "server": "Server", "interactive": "Interactive"}
 MODE_NAMES = {"performance": "performance", "performanceonly": "performance", "accuracy": "accuracy",
@@ -82,7 +82,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
     )
 
 
-def env_from_outcomes(req: HarnessRequest, outcomes: list[TestOutcome]) -> dict[str, str]:
+def env_from_outcomes(req: HarnessRequest, outcomes: list[RunOutcome]) -> dict[str, str]:
     """What the script hands to its caller."""
     worst = "VALID"
     for o in outcomes:

@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .results import HarnessStatus, finalize, read_summary, staging_dir, test_dir, verdict
+from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
 from .rounds import get_round, loadgen_model_and_dirs
 from .userconf import UserConfSpec, pick_targets, write_atomic
 
@@ -81,7 +81,7 @@ class HarnessRequest:
 
 
 @dataclass
-class TestOutcome:
+class RunOutcome:
     scenario: str
     mode: str
     verdict: str                       # VALID | INVALID | FAILED
@@ -143,10 +143,10 @@ def _run_logged(cmd: list[str], log_path: Path) -> int:
         return proc.wait()
 
 
-def run_test(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: Path | None = None) -> TestOutcome:
+def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: Path | None = None) -> RunOutcome:
     rnd = get_round(req.round)
     lg_model, lg_scenario, model_dir, scenario_dir = loadgen_model_and_dirs(req.model, scenario, rnd)
-    final = test_dir(base_dir or req.results_dir, model_dir, scenario_dir, mode)
+    final = layout_dir(base_dir or req.results_dir, model_dir, scenario_dir, mode)
     stage = staging_dir(final)
     stage.mkdir(parents=True, exist_ok=False)
     spec = UserConfSpec(lg_model, lg_scenario, req.execution_mode, req.target_for(scenario),
@@ -161,7 +161,7 @@ def run_test(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir:
     if rc != 0 and v != "FAILED":
         v, reasons = "FAILED", [f"harness exited with {rc}"] + reasons
     placed = finalize(stage, final, ok=v != "FAILED")
-    return TestOutcome(scenario, mode, v, reasons, str(placed), rc, summary.to_dict())
+    return RunOutcome(scenario, mode, v, reasons, str(placed), rc, summary.to_dict())
 
 
 def find_performance(req: HarnessRequest, rows: int) -> dict[str, float]:
@@ -169,7 +169,7 @@ def find_performance(req: HarnessRequest, rows: int) -> dict[str, float]:
     probe = replace(req, execution_mode="test", offline_target_qps=None,
                     test_query_count=req.test_query_count or min(rows, 64))
     base = Path(req.results_dir) / "find_performance"
-    o = run_test(probe, "Offline", "performance", rows, base_dir=base)
+    o = run_one(probe, "Offline", "performance", rows, base_dir=base)
     if o.verdict == "FAILED":
         raise HarnessInputError(f"find-performance run failed: {'; '.join(o.reasons[:2])} (logs: {o.directory})")
     targets = pick_targets(float(o.summary.get("samples_per_second") or 0.0))
@@ -179,7 +179,7 @@ def find_performance(req: HarnessRequest, rows: int) -> dict[str, float]:
     return targets
 
 
-def run_all(req: HarnessRequest) -> list[TestOutcome]:
+def run_all(req: HarnessRequest) -> list[RunOutcome]:
     """Run every (scenario, mode) test of the request; performance before accuracy."""
     req.validate()
     rows = _dataset_rows(req)
@@ -191,7 +191,7 @@ def run_all(req: HarnessRequest) -> list[TestOutcome]:
     outcomes = []
     for scenario in req.scenarios:
         for mode in req.modes:
-            outcomes.append(run_test(req, scenario, mode, rows))
+            outcomes.append(run_one(req, scenario, mode, rows))
     write_atomic(str(Path(req.results_dir) / "harness_outcomes.json"),
                  json.dumps([asdict(o) for o in outcomes], indent=1))
     return outcomes

@@ -19,7 +19,7 @@ from pathlib import Path
 STATUS_FILE = "harness_status.json"
 
 
-def test_dir(results_dir: str | Path, model_dir: str, scenario_dir: str, mode: str) -> Path:
+def layout_dir(results_dir: str | Path, model_dir: str, scenario_dir: str, mode: str) -> Path:
     base = Path(results_dir) / model_dir / scenario_dir
     if mode == "performance":
         return base / "performance" / "run_1"

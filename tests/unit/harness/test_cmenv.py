@@ -1,0 +1,55 @@
+import pytest
+
+from mlperf_llm.harness.cmenv import env_from_outcomes, request_from_env
+from mlperf_llm.harness.driver import HarnessInputError, HarnessRequest, RunOutcome
+
+BASE = {"CM_DATASET_PREPROCESSED_PATH": "/d/ds.pkl", "CM_MLPERF_API_SERVER": "http://a:1, http://b:2"}
+
+
+def test_defaults_and_mapping():
+    r = request_from_env(dict(BASE, CM_MLPERF_LOADGEN_SCENARIO="offline,Server",
+                              CM_MLPERF_LOADGEN_SERVER_TARGET_QPS="2.5", CM_MLPERF_NUM_WORKERS="3",
+                              CM_MLPERF_FIND_PERFORMANCE="yes", CM_MLPERF_API_MODEL_NAME="m"), cwd="/w")
+    assert r.scenarios == ("Offline", "Server")
+    assert r.modes == ("performance", "accuracy")
+    assert r.api_servers == ("http://a:1", "http://b:2")
+    assert (r.server_target_qps, r.num_workers, r.find_performance) == (2.5, 3, True)
+    assert r.results_dir == "/w/mlperf_results"
+    assert (r.round, r.execution_mode, r.backend, r.model) == ("5.1", "test", "vllm", "llama2-70b-99")
+
+
+def test_vllm_helper_names_are_fallbacks():
+    r = request_from_env({"CM_DATASET_PREPROCESSED_PATH": "/d", "CM_VLLM_SERVER_URL": "http://v:8000",
+                          "CM_VLLM_SERVER_MODEL_NAME": "smol"})
+    assert r.api_servers == ("http://v:8000",) and r.api_model_name == "smol"
+
+
+@pytest.mark.parametrize("env, word", [
+    ({"CM_MLPERF_LOADGEN_SCENARIO": "SingleStream"}, "unknown scenario 'SingleStream'"),
+    ({"CM_MLPERF_LOADGEN_MODE": "fast"}, "unknown mode 'fast'"),
+    ({"CM_MLPERF_LOADGEN_TEST_QUERY_COUNT": "ten"}, "CM_MLPERF_LOADGEN_TEST_QUERY_COUNT='ten'"),
+    ({"CM_DATASET_PREPROCESSED_PATH": ""}, "no data set"),
+])
+def test_bad_env_is_named(env, word):
+    with pytest.raises(HarnessInputError, match=word):
+        request_from_env(dict(BASE, **env))
+
+
+def test_request_validation(tmp_path):
+    ok = HarnessRequest(str(tmp_path), "ds.pkl", api_servers=("http://x",))
+    ok.validate()
+    with pytest.raises(HarnessInputError, match="api_server is empty"):
+        HarnessRequest(str(tmp_path), "ds.pkl").validate()
+    with pytest.raises(HarnessInputError, match="TEST06 needs its audit.config"):
+        HarnessRequest(str(tmp_path), "ds.pkl", modes=("TEST06",), api_servers=("http://x",)).validate()
+    with pytest.raises(HarnessInputError, match="model_path"):
+        HarnessRequest(str(tmp_path), "ds.pkl", backend="transformers").validate()
+
+
+def test_outcome_env_reports_the_worst():
+    req = HarnessRequest("/r", "ds.pkl")
+    outs = [RunOutcome("Offline", "performance", "VALID", [], "/r/a", 0),
+            RunOutcome("Server", "performance", "INVALID", ["x"], "/r/b", 0)]
+    assert env_from_outcomes(req, outs)["CM_MLPERF_HARNESS_STATUS"] == "INVALID"
+    outs.append(RunOutcome("Server", "accuracy", "FAILED", ["y"], "/r/c", 3))
+    assert env_from_outcomes(req, outs)["CM_MLPERF_HARNESS_STATUS"] == "FAILED"

@@ -1,0 +1,77 @@
+from pathlib import Path
+
+import pytest
+
+from mlperf_llm.harness.results import (HarnessStatus, Summary, detail_errors, finalize, parse_summary,
+                                        read_summary, staging_dir, layout_dir, verdict)
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "harness"
+SEED_51 = 1780908523862526354
+
+
+def test_parse_offline_summary():
+    s = parse_summary((FIX / "offline_valid_summary.txt").read_text())
+    assert (s.scenario, s.mode, s.result) == ("Offline", "PerformanceOnly", "VALID")
+    assert s.samples_per_second == pytest.approx(380.157)
+    assert s.tokens_per_second == pytest.approx(3041.26)
+    assert s.qsl_rng_seed == 2085463073848966840
+
+
+def test_parse_server_summary_has_token_latencies():
+    s = parse_summary((FIX / "server_invalid_summary.txt").read_text())
+    assert s.result == "INVALID"
+    assert s.samples_per_second == pytest.approx(22.72)
+    assert s.ttft_p99_ns and s.tpot_p99_ns and s.ttft_p99_ns > s.tpot_p99_ns
+
+
+def test_detail_errors_are_extracted():
+    errs = detail_errors((FIX / "server_detail_with_error.txt").read_text())
+    assert errs == ["error_runtime: IssueQueryThread 0 Ending early: Max query count reached. query_count 20"]
+
+
+def _status(ok=True, completed=10, errors=()):
+    return HarnessStatus(ok, "Offline", "performance", "5.1", "5.1.2", completed, 100, 0, list(errors))
+
+
+def test_verdicts():
+    valid = Summary(result="VALID", qsl_rng_seed=SEED_51)
+    assert verdict(_status(), valid, SEED_51, "performance") == ("VALID", [])
+    v, why = verdict(_status(), Summary(result="INVALID", qsl_rng_seed=SEED_51), SEED_51, "performance")
+    assert v == "INVALID" and "LoadGen result is INVALID" in why[0]
+    v, why = verdict(_status(), Summary(result="VALID", qsl_rng_seed=123), SEED_51, "performance")
+    assert v == "INVALID" and "not this round's" in why[0]
+    v, why = verdict(_status(ok=False, errors=["server died"]), valid, SEED_51, "performance")
+    assert (v, why) == ("FAILED", ["server died"])
+    assert verdict(None, valid, SEED_51, "performance")[0] == "FAILED"
+    assert verdict(_status(), Summary(), SEED_51, "performance")[0] == "FAILED"
+    assert verdict(_status(completed=0), Summary(), None, "accuracy")[0] == "FAILED"
+    assert verdict(_status(), Summary(), None, "accuracy")[0] == "VALID"
+
+
+def test_layout_and_finalize(tmp_path):
+    final = layout_dir(tmp_path, "llama2-70b-99", "Server", "performance")
+    assert final == tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1"
+    assert layout_dir(tmp_path, "m", "Offline", "accuracy") == tmp_path / "m" / "Offline" / "accuracy"
+    with pytest.raises(ValueError, match="choose performance"):
+        layout_dir(tmp_path, "m", "Offline", "perf")
+    st = staging_dir(final)
+    st.mkdir(parents=True)
+    (st / "a.txt").write_text("first")
+    assert finalize(st, final, ok=True) == final
+    st.mkdir()
+    (st / "a.txt").write_text("second")
+    finalize(st, final, ok=True)
+    assert (final / "a.txt").read_text() == "second"
+    prev = [p for p in final.parent.iterdir() if p.name.startswith("run_1.prev-")]
+    assert len(prev) == 1 and (prev[0] / "a.txt").read_text() == "first"
+    st.mkdir()
+    failed = finalize(st, final, ok=False)
+    assert failed.name.startswith("run_1.failed-") and (final / "a.txt").read_text() == "second"
+
+
+def test_status_roundtrip_and_read_summary(tmp_path):
+    _status(errors=["x"]).write(tmp_path)
+    assert HarnessStatus.read(tmp_path).errors == ["x"]
+    assert HarnessStatus.read(tmp_path / "nothing") is None
+    (tmp_path / "mlperf_log_summary.txt").write_text((FIX / "offline_valid_summary.txt").read_text())
+    assert read_summary(tmp_path).result == "VALID"

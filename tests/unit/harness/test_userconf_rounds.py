@@ -1,0 +1,62 @@
+import pytest
+
+from mlperf_llm.harness.rounds import (RoundError, get_round, loadgen_check, loadgen_model_and_dirs)
+from mlperf_llm.harness.userconf import UserConfError, UserConfSpec, pick_targets
+
+
+def test_test_mode_is_short_and_keeps_targets():
+    text = UserConfSpec("llama2-70b", "Offline", "test", 12.5, 30, 60, dataset_count=40).text()
+    assert "llama2-70b.Offline.target_qps = 12.5" in text
+    assert "llama2-70b.Offline.min_query_count = 30" in text
+    assert "llama2-70b.Offline.min_duration = 0" in text
+    assert "llama2-70b.Offline.max_duration = 60000" in text
+    assert "llama2-70b.*.performance_sample_count_override = 40" in text
+
+
+def test_valid_mode_leaves_the_minimums_alone():
+    text = UserConfSpec("llama2-70b-interactive", "Server", "valid", 3.0, 30, None).text()
+    assert "llama2-70b-interactive.Server.target_qps = 3" in text
+    assert "min_query_count" not in text and "min_duration" not in text
+    assert "performance_sample_count_override" not in text  # the full data set
+
+
+@pytest.mark.parametrize("kwargs, word", [({"execution_mode": "fast"}, "execution_mode"),
+                                          ({"target_qps": 0}, "target qps"),
+                                          ({"test_query_count": 0}, "test_query_count"),
+                                          ({"max_test_duration_s": -1}, "max_test_duration")])
+def test_bad_user_conf_inputs_are_named(kwargs, word):
+    with pytest.raises(UserConfError, match=word):
+        UserConfSpec("llama2-70b", "Offline", **kwargs)
+
+
+def test_find_performance_targets_round_down():
+    t = pick_targets(123.456)
+    assert t["Offline"] == pytest.approx(123.0)
+    assert t["Server"] == pytest.approx(86.4)
+    assert t["Interactive"] < t["Server"] < t["Offline"]
+    with pytest.raises(UserConfError, match="nothing completed"):
+        pick_targets(0.0)
+
+
+def test_rounds_and_pins():
+    assert get_round("v5.1.1").name == "5.1"
+    assert get_round("5.0").qsl_rng_seed == 6023615788873153749
+    with pytest.raises(RoundError, match="4.1, 5.0, 5.1"):
+        get_round("6.0")
+    assert loadgen_check(get_round("5.1"), "5.1.2") is None
+    msg = loadgen_check(get_round("5.1"), "6.0.17")
+    assert "6.0.17" in msg and "pip install mlcommons-loadgen==5.1.2" in msg
+    assert "not installed" in loadgen_check(get_round("4.1"), None)
+
+
+def test_interactive_layout_follows_the_round():
+    assert loadgen_model_and_dirs("llama2-70b-99", "Offline", get_round("5.1")) == (
+        "llama2-70b", "Offline", "llama2-70b-99", "Offline")
+    assert loadgen_model_and_dirs("llama2-70b-99", "Interactive", get_round("5.1")) == (
+        "llama2-70b-interactive", "Server", "llama2-70b-99", "Interactive")
+    assert loadgen_model_and_dirs("llama2-70b-99.9", "Interactive", get_round("5.0")) == (
+        "llama2-70b-interactive", "Server", "llama2-70b-interactive-99.9", "Server")
+    with pytest.raises(RoundError, match="Interactive does not exist in round 4.1"):
+        loadgen_model_and_dirs("llama2-70b-99", "Interactive", get_round("4.1"))
+    with pytest.raises(RoundError, match="model 'gpt-j'"):
+        loadgen_model_and_dirs("gpt-j", "Offline", get_round("5.1"))
