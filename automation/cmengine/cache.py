@@ -1,0 +1,246 @@
+"""The cache store: entries keyed by the node key, never stale and never half-written.
+
+Layout under the cache root:
+  store/<alias>-<key12>-<nonce>/   an entry's files; the step runs with this as its cwd and
+                                   never moves, so absolute paths inside (venvs) stay valid
+  entries/<key>  -> ../store/...   published with an atomic rename once the entry is complete
+  locks/<key>.lock                 flock held while an entry is checked and built
+  runs/<run>/                      work dirs and logs of steps that are not cached
+An entry is accepted only if `entries/<key>` resolves to a folder whose `cm-entry.json` has the
+same key and `complete: true`. A build killed at any point leaves nothing published; its
+orphan store folder is ignored and removed by `cm rm cache --orphans`.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterator, Optional
+
+from . import env as envmod
+
+ENTRY_META = "cm-entry.json"
+
+
+def default_root() -> str:
+    explicit = os.environ.get("CM4MLPERF_CACHE_DIR", "").strip()
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    repos = os.environ.get("CM_REPOS", "").strip() or os.path.join(os.path.expanduser("~"), "CM")
+    return os.path.join(repos, "cm4mlperf-llm-cache")
+
+
+@dataclass
+class Entry:
+    key: str
+    path: str
+    meta: dict
+
+    @property
+    def alias(self) -> str:
+        return self.meta.get("alias", "")
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self.meta.get("tags", [])) + ["_" + v for v in self.meta.get("variations", [])]
+
+
+@dataclass
+class Verdict:
+    action: str      # "cached" | "run"
+    reason: str
+    entry: Optional[Entry] = None
+
+    @property
+    def cached(self) -> bool:
+        return self.action == "cached"
+
+
+@dataclass
+class Store:
+    root: str = field(default_factory=default_root)
+    warn: callable = lambda msg: print(msg, file=sys.stderr)
+
+    def _dir(self, name: str) -> str:
+        d = os.path.join(self.root, name)
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    # -- lookup -----------------------------------------------------------------------------------
+    def lookup(self, key: str) -> Optional[Entry]:
+        link = os.path.join(self.root, "entries", key)
+        if not os.path.lexists(link):
+            return None
+        path = os.path.realpath(link)
+        try:
+            with open(os.path.join(path, ENTRY_META), encoding="utf-8") as f:
+                meta = json.load(f)
+            if meta.get("key") == key and meta.get("complete") is True:
+                return Entry(key, path, meta)
+            problem = "its record names another key or is incomplete"
+        except (OSError, ValueError) as e:
+            problem = f"its record cannot be read ({e.__class__.__name__})"
+        self.warn(f"warning: evicting a corrupt cache entry {link} -> {path}: {problem}")
+        self._evict(link, path)
+        return None
+
+    def _evict(self, link: str, path: str) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(link)
+        if path.startswith(os.path.join(os.path.realpath(self.root), "store") + os.sep):
+            shutil.rmtree(path, ignore_errors=True)
+
+    def entries(self) -> list[Entry]:
+        out = []
+        edir = os.path.join(self.root, "entries")
+        if not os.path.isdir(edir):
+            return out
+        for name in sorted(os.listdir(edir)):
+            if name.startswith("."):
+                continue
+            e = self.lookup(name)
+            if e:
+                out.append(e)
+        return out
+
+    # -- building -------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self, key: str, label: str) -> Iterator[None]:
+        path = os.path.join(self._dir("locks"), key + ".lock")
+        with open(path, "a+") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self.warn(f"waiting: another run is building the cache entry of {label} ...")
+                fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def new_folder(self, alias: str, key: str) -> str:
+        path = os.path.join(self._dir("store"), f"{alias}-{key[:12]}-{uuid.uuid4().hex[:8]}")
+        os.makedirs(path)
+        return path
+
+    def publish(self, key: str, folder: str, meta: dict) -> Entry:
+        """Write the entry record, then atomically point entries/<key> at the folder."""
+        meta = dict(meta, key=key, complete=True, created=time.time(), path=folder)
+        meta["new_env"] = {k: v for k, v in meta.get("new_env", {}).items()
+                           if not envmod.is_secret(k)}
+        tmp = os.path.join(folder, ENTRY_META + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=1, sort_keys=True, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, os.path.join(folder, ENTRY_META))
+        edir = self._dir("entries")
+        link = os.path.join(edir, key)
+        old = os.path.realpath(link) if os.path.lexists(link) else None
+        tmp_link = os.path.join(edir, f".{key}.{uuid.uuid4().hex[:8]}")
+        os.symlink(os.path.relpath(folder, edir), tmp_link)
+        os.replace(tmp_link, link)
+        if old and old != folder:
+            shutil.rmtree(old, ignore_errors=True)
+        return Entry(key, folder, meta)
+
+    def discard(self, folder: str) -> str:
+        """Move a failed build aside (kept for its log, never accepted)."""
+        dest = os.path.join(self._dir("failed"), os.path.basename(folder))
+        with contextlib.suppress(OSError):
+            shutil.rmtree(dest, ignore_errors=True)
+            os.replace(folder, dest)
+            return dest
+        return folder
+
+    def run_folder(self, label: str) -> str:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = os.path.join(self._dir("runs"), f"{stamp}-{label}-{uuid.uuid4().hex[:6]}")
+        os.makedirs(path)
+        return path
+
+    # -- removal ------------------------------------------------------------------------------
+    def remove(self, entry: Entry) -> None:
+        self._evict(os.path.join(self.root, "entries", entry.key), entry.path)
+
+    def orphans(self) -> list[str]:
+        sdir = os.path.join(self.root, "store")
+        if not os.path.isdir(sdir):
+            return []
+        live = {e.path for e in self.entries()}
+        return [os.path.join(sdir, n) for n in sorted(os.listdir(sdir))
+                if os.path.join(sdir, n) not in live]
+
+    # -- explaining -----------------------------------------------------------------------------
+    def explain_miss(self, alias: str, components: dict) -> str:
+        """Why there is no entry: compare with the newest entry of the same script."""
+        same = [e for e in self.entries() if e.alias == alias]
+        if not same:
+            return "no entry yet for this script"
+        newest = max(same, key=lambda e: e.meta.get("created", 0))
+        diffs = diff_components(newest.meta.get("components", {}), components)
+        return "no entry for this key; the newest entry differs in: " + "; ".join(diffs[:4])
+
+
+def diff_components(old: dict, new: dict) -> list[str]:
+    out = []
+    if old.get("content") != new.get("content"):
+        out.append("the script folder's content (manifest, hooks or native scripts)")
+    if old.get("variations") != new.get("variations"):
+        out.append(f"variations {old.get('variations')} -> {new.get('variations')}")
+    if old.get("version") != new.get("version"):
+        out.append(f"version {old.get('version')} -> {new.get('version')}")
+    oe, ne = old.get("env", {}), new.get("env", {})
+    for k in sorted(set(oe) | set(ne)):
+        if oe.get(k) != ne.get(k):
+            if envmod.is_secret(k):
+                out.append(f"env {k} (secret value changed)")
+            else:
+                out.append(f"env {k} {oe.get(k)!r} -> {ne.get(k)!r}")
+    od = {d[1]: d[2] for d in old.get("deps", [])}
+    for d in new.get("deps", []):
+        if d[1] in od and od[d[1]] != d[2]:
+            out.append(f"dependency {d[1]} changed")
+        elif d[1] not in od:
+            out.append(f"new dependency {d[1]}")
+    if old.get("env_from_deps") != new.get("env_from_deps") and not out:
+        out.append("env received from earlier dependencies")
+    return out or ["an internal detail of the key"]
+
+
+def decide(plan, store: Store, renew_all: bool = False, new_root: bool = False) -> None:
+    """Set node.verdict for every node of the plan, bottom-up."""
+    done: set[str] = set()
+
+    def visit(node) -> None:
+        if node.key in done:
+            return
+        done.add(node.key)
+        for e in node.edges:
+            if e.node is not None:
+                visit(e.node)
+        if not node.manifest.cache:
+            node.verdict = Verdict("run", "not cached (cache: false)")
+            return
+        if renew_all or (new_root and node is plan.root):
+            node.verdict = Verdict("run", "a fresh entry was asked for (--renew/--new)")
+            return
+        entry = store.lookup(node.key)
+        if entry is None:
+            node.verdict = Verdict("run", store.explain_miss(node.alias, node.components))
+            return
+        stale = [e.node for e in node.edges if e.node is not None and e.node.manifest.cache
+                 and not e.node.verdict.cached and e.decided is not False]
+        if stale:
+            node.verdict = Verdict("run", f"entry {node.key[:12]} exists but its dependency "
+                                   f"{stale[0].alias} will be rebuilt")
+            return
+        node.verdict = Verdict("cached", f"entry {node.key[:12]} (same script, inputs and deps)",
+                               entry)
+    visit(plan.root)

@@ -1,0 +1,206 @@
+"""From cmind's input dict to an engine request, and from engine results to cmind's return dict.
+
+`run`, `plan` and `find` for scripts; `show` and `rm` for the cache. User mistakes come back as
+`{'return': N, 'error': text}` (no traceback); engine bugs keep their traceback.
+"""
+from __future__ import annotations
+
+import fnmatch
+import io
+import json
+import os
+import sys
+import time
+from typing import Any, Optional
+
+from . import cache as cachemod
+from .errors import EngineError, InputError
+from .fingerprint import Fingerprints
+from .graph import Planner, Request, render
+from .registry import Registry, Repo
+from .versions import Constraint
+
+# keys of cmind's input that are not script inputs
+CONTROL_KEYS = {
+    "action", "automation", "artifact", "artifacts", "tags", "out", "cmd", "parsed_automation",
+    "parsed_artifact", "parsed_artifacts", "quiet", "silent", "s", "v", "verbose", "new", "renew",
+    "dry_run", "plan", "j", "json", "env", "adr", "add_deps_recursive", "version", "version_min",
+    "version_max", "debug", "help", "h", "save_to_json", "f", "force", "orphans", "unparsed_cmd",
+    "common", "ignore_inheritance", "repos", "cache_dir", "explain",
+}
+
+
+def this_repo() -> Repo:
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return Repo("cm4mlperf-llm", root)
+
+
+def order_repos(repos: list[Repo]) -> list[Repo]:
+    """The user's local repo first, then this project, then the rest in their order."""
+    ours = this_repo()
+    local = [r for r in repos if r.alias == "local"]
+    rest = [r for r in repos if r.alias != "local" and os.path.realpath(r.path)
+            != os.path.realpath(ours.path)]
+    return local + [ours] + rest
+
+
+def _tags(i: dict) -> list[str]:
+    t = i.get("tags", "")
+    if isinstance(t, list):
+        return [x.strip() for x in t if str(x).strip()]
+    return [x.strip() for x in str(t).replace(" ", ",").split(",") if x.strip()]
+
+
+def request_from(i: dict) -> Request:
+    env = i.get("env") or {}
+    if not isinstance(env, dict):
+        raise InputError("--env must be given as --env.NAME=VALUE")
+    env = {str(k): ("yes" if v is True else "no" if v is False else str(v)) for k, v in env.items()}
+    adr = i.get("adr") or i.get("add_deps_recursive") or {}
+    if not isinstance(adr, dict):
+        raise InputError("--adr must be given as --adr.NAME.tags=...")
+    inputs = {k: v for k, v in i.items() if k not in CONTROL_KEYS}
+    artifact = i.get("artifact", "") or ""
+    tags = _tags(i)
+    if " " in artifact.strip() or "," in artifact:   # cmr "detect os _var" passes tags this way
+        tags = [t for t in artifact.replace(",", " ").split() if t] + tags
+        artifact = ""
+    if not tags and not artifact:
+        raise InputError("no script named: give --tags=... or a script alias",
+                         "Example: cm run script --tags=detect,os")
+    return Request(tags=tags, alias=artifact, inputs=inputs, env=env, adr=adr,
+                   version=Constraint(str(i.get("version", "") or ""),
+                                      str(i.get("version_min", "") or ""),
+                                      str(i.get("version_max", "") or "")),
+                   quiet=bool(i.get("quiet", False)) or not sys.stdin.isatty())
+
+
+class Session:
+    """One engine invocation: registry, fingerprints and the cache store."""
+
+    def __init__(self, repos: list[Repo], cache_dir: Optional[str] = None, out=None):
+        self.store = cachemod.Store(cache_dir or cachemod.default_root())
+        memo = os.path.join(self.store.root, "memo")
+        self.registry = Registry(order_repos(repos), os.path.join(memo, "registry.pickle"))
+        self.fp = Fingerprints(os.path.join(memo, "fingerprints.pickle"))
+        self.out = out or sys.stdout
+        self.store.warn = lambda msg: print(msg, file=sys.stderr)
+
+    def warn_broken(self) -> None:
+        for w in self.registry.warnings():
+            print(w, file=sys.stderr)
+
+    def plan(self, i: dict):
+        req = request_from(i)
+        plan = Planner(self.registry, self.fp, req).plan()
+        cachemod.decide(plan, self.store, renew_all=bool(i.get("renew")),
+                        new_root=bool(i.get("new")))
+        self.fp.save()
+        return plan
+
+    def run(self, i: dict) -> dict:
+        from .executor import Executor
+        as_json = bool(i.get("j") or i.get("json"))
+        out = sys.stderr if as_json else self.out
+        self.warn_broken()
+        t0 = time.time()
+        plan = self.plan(i)
+        if i.get("dry_run") or i.get("plan") or i.get("action") == "plan":
+            text = render(plan)
+            print(text, file=out)
+            result = {"return": 0, "plan": _plan_json(plan), "key": plan.root.key}
+        else:
+            ex = Executor(plan, self.store, out=out, inputs=plan.request.inputs)
+            outcome = ex.run()
+            print(f"done: {plan.root.name} in {time.time() - t0:.2f} s"
+                  + (" (cached)" if outcome.cached else ""), file=out)
+            result = {"return": 0, "new_env": outcome.env, "new_state": outcome.state,
+                      "env": outcome.env, "cached": outcome.cached, "key": plan.root.key,
+                      "work_dir": outcome.work_dir, "steps": ex.log}
+        if as_json:
+            json.dump(result, sys.stdout, indent=2, sort_keys=True, default=str)
+            print()
+        return result
+
+    def find(self, i: dict) -> dict:
+        from .registry import Query
+        q = Query.parse(_tags(i), i.get("artifact", "") or "")
+        found = self.registry.find(q) if (q.tags or q.alias) else self.registry.scripts
+        for m in found:
+            print(f"{m.alias:45s} {m.repo:16s} {','.join(m.tags)}", file=self.out)
+        self.warn_broken()
+        return {"return": 0, "list": [{"alias": m.alias, "repo": m.repo, "tags": m.tags,
+                                       "path": m.folder} for m in found]}
+
+    # -- cache actions ------------------------------------------------------------------------
+    def cache_matches(self, i: dict) -> list[cachemod.Entry]:
+        tags = _tags(i)
+        want = [t for t in tags if not t.startswith("-")]
+        avoid = [t[1:] for t in tags if t.startswith("-")]
+        artifact = i.get("artifact", "") or ""
+        out = []
+        for e in self.store.entries():
+            have = set(e.tags) | {e.alias}
+            if artifact and not (fnmatch.fnmatch(e.alias, artifact) or e.key.startswith(artifact)):
+                continue
+            if all(t in have for t in want) and not any(t in have for t in avoid):
+                out.append(e)
+        return out
+
+    def show_cache(self, i: dict) -> dict:
+        entries = self.cache_matches(i)
+        for e in entries:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.meta.get("created", 0)))
+            v = ",".join("_" + x for x in e.meta.get("variations", []))
+            print(f"{e.key[:12]}  {when}  {e.alias} {v}\n    path: {e.path}", file=self.out)
+            if i.get("v") or i.get("verbose"):
+                for k, val in sorted(e.meta.get("new_env", {}).items()):
+                    print(f"    {k}={val}", file=self.out)
+        print(f"{len(entries)} cache entr{'y' if len(entries) == 1 else 'ies'} in "
+              f"{self.store.root}", file=self.out)
+        return {"return": 0, "list": [{"key": e.key, "alias": e.alias, "path": e.path,
+                                       "tags": e.tags} for e in entries]}
+
+    def rm_cache(self, i: dict) -> dict:
+        if i.get("orphans"):
+            gone = self.store.orphans()
+            for p in gone:
+                import shutil
+                shutil.rmtree(p, ignore_errors=True)
+            print(f"removed {len(gone)} orphan folder(s) left by interrupted builds", file=self.out)
+            return {"return": 0, "removed": gone}
+        entries = self.cache_matches(i)
+        if not (_tags(i) or i.get("artifact")) and not (i.get("f") or i.get("force")):
+            raise InputError("cm rm cache without --tags would remove every entry",
+                             "Add --tags=... to choose entries, or -f to remove all of them.")
+        if entries and not (i.get("f") or i.get("force")):
+            for e in entries:
+                print(f"  {e.key[:12]} {e.alias} {e.path}", file=self.out)
+            if i.get("quiet") or not sys.stdin.isatty():
+                raise InputError(f"{len(entries)} entries match; add -f to remove them")
+            if input(f"Remove these {len(entries)} entries? [y/N] ").strip().lower() not in ("y",
+                                                                                          "yes"):
+                return {"return": 0, "removed": []}
+        for e in entries:
+            self.store.remove(e)
+        print(f"removed {len(entries)} cache entr{'y' if len(entries) == 1 else 'ies'}",
+              file=self.out)
+        return {"return": 0, "removed": [e.key for e in entries]}
+
+
+def _plan_json(plan) -> list[dict]:
+    return [{"script": n.alias, "variations": n.selection.names, "key": n.key,
+             "depth": depth, "verdict": n.verdict.action if n.verdict else "",
+             "reason": n.verdict.reason if n.verdict else "", "shared": not first}
+            for depth, _, n, first in plan.walk()]
+
+
+def guarded(fn, *args) -> dict:
+    """Call an engine action; user-facing errors become cmind return dicts."""
+    try:
+        return fn(*args)
+    except EngineError as e:
+        return {"return": e.exit_code, "error": str(e)}
+    except KeyboardInterrupt:
+        return {"return": 130, "error": "interrupted (Ctrl-C); nothing incomplete was published "
+                                        "to the cache"}

@@ -1,0 +1,270 @@
+"""Runs a plan: dependencies, `customize.py` hooks, the native `run.sh`, cache entries.
+
+Order per node: deps -> preprocess -> prehook_deps -> run.sh -> posthook_deps -> postprocess ->
+post_deps. A cached node replays the env and state recorded in its entry and runs nothing.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Optional, TextIO
+
+from . import conditions, env as envmod
+from .cache import Store
+from .errors import EngineError, HookError, ScriptFailed
+from .graph import Edge, Node, Plan
+
+AUTOMATION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclass
+class Outcome:
+    env: dict                    # what leaves the node (filtered by new_env_keys)
+    state: dict
+    cached: bool
+    work_dir: str
+    seconds: float = 0.0
+
+
+@dataclass
+class Executor:
+    plan: Plan
+    store: Store
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    inputs: dict = field(default_factory=dict)
+    results: dict = field(default_factory=dict)
+    run_dir: str = ""
+    log: list = field(default_factory=list)
+
+    def say(self, msg: str) -> None:
+        print(msg, file=self.out, flush=True)
+
+    def run(self) -> Outcome:
+        if hooks_need_path():
+            sys.path.insert(0, AUTOMATION_DIR)
+        return self._exec(self.plan.root, {}, {}, 0)
+
+    # -- one node -----------------------------------------------------------------------------
+    def _exec(self, node: Node, inbound: dict, state: dict, depth: int) -> Outcome:
+        if node.key in self.results:
+            return self.results[node.key]
+        pad = "  " * depth
+        v = node.verdict
+        if v is not None and v.cached:
+            meta = v.entry.meta
+            self.say(f"{pad}= {node.name}: cached ({v.entry.path})")
+            outcome = Outcome(dict(meta.get("new_env", {})), dict(meta.get("new_state", {})),
+                              True, v.entry.path)
+            self.results[node.key] = outcome
+            self.log.append({"script": node.alias, "key": node.key, "cached": True,
+                             "path": v.entry.path})
+            return outcome
+        t0 = time.time()
+        self.say(f"{pad}> {node.name}" + (f"  ({v.reason})" if v and node.manifest.cache else ""))
+        if node.manifest.cache:
+            with self.store.lock(node.key, node.name):
+                again = self.store.lookup(node.key)
+                if again is not None:   # built by a concurrent run while we waited
+                    self.say(f"{pad}= {node.name}: built meanwhile by another run ({again.path})")
+                    outcome = Outcome(dict(again.meta.get("new_env", {})),
+                                      dict(again.meta.get("new_state", {})), True, again.path)
+                else:
+                    folder = self.store.new_folder(node.alias, node.key)
+                    try:
+                        env, st = self._steps(node, inbound, state, folder, depth)
+                    except BaseException:
+                        kept = self.store.discard(folder)
+                        self.say(f"{pad}! {node.name}: failed; its files are kept in {kept}")
+                        raise
+                    new_env = envmod.select(env, node.new_env_keys)
+                    new_state = {k: st[k] for k in node.new_state_keys if k in st}
+                    self.store.publish(node.key, folder, {
+                        "alias": node.alias, "repo": node.manifest.repo,
+                        "tags": node.manifest.tags, "variations": node.selection.names,
+                        "version": node.version, "components": node.components,
+                        "new_env": new_env, "new_state": new_state})
+                    outcome = Outcome(envmod.select(new_env, ["*"]), new_state, False, folder)
+        else:
+            folder = os.path.join(self._run_dir(), f"{node.alias}-{node.key[:8]}")
+            os.makedirs(folder, exist_ok=True)
+            env, st = self._steps(node, inbound, state, folder, depth)
+            outcome = Outcome(envmod.select(env, node.new_env_keys),
+                              {k: st[k] for k in node.new_state_keys if k in st}, False, folder)
+        outcome.seconds = time.time() - t0
+        self.results[node.key] = outcome
+        self.log.append({"script": node.alias, "key": node.key, "cached": outcome.cached,
+                         "path": outcome.work_dir, "seconds": round(outcome.seconds, 3)})
+        return outcome
+
+    def _run_dir(self) -> str:
+        if not self.run_dir:
+            self.run_dir = self.store.run_folder(self.plan.root.alias)
+        return self.run_dir
+
+    def _steps(self, node: Node, inbound: dict, parent_state: dict, folder: str,
+               depth: int) -> tuple[dict, dict]:
+        env = node.build_env(inbound, self.plan.request.env)
+        state = {k: v for k, v in parent_state.items()}
+        self._deps(node, "deps", env, state, depth)
+        hooks = _load_hooks(node)
+        cwd = os.getcwd()
+        os.chdir(folder)
+        try:
+            skip_run = False
+            if hooks and hasattr(hooks, "preprocess"):
+                r = self._hook(node, hooks, "preprocess", env, state, folder)
+                skip_run = bool(r.get("skip"))
+            self._deps(node, "prehook_deps", env, state, depth)
+            if not skip_run:
+                self._native(node, env, state, folder)
+            self._deps(node, "posthook_deps", env, state, depth)
+            if hooks and hasattr(hooks, "postprocess"):
+                self._hook(node, hooks, "postprocess", env, state, folder)
+        finally:
+            os.chdir(cwd)
+        self._deps(node, "post_deps", env, state, depth)
+        return env, state
+
+    def _deps(self, node: Node, phase: str, env: dict, state: dict, depth: int) -> None:
+        for edge in node.deps(phase):
+            if edge.node is None:
+                continue
+            if edge.decided is None:
+                if not conditions.evaluate(edge.dep.conditions, env):
+                    self.say(f"{'  ' * (depth + 1)}- {edge.node.name}: skipped "
+                             f"({conditions.describe(edge.dep.conditions)})")
+                    continue
+            inbound = dict(env)
+            envmod.merge(inbound, {k: envmod.substitute(v, env) for k, v in edge.dep.env})
+            try:
+                out = self._exec(edge.node, inbound, state, depth + 1)
+            except EngineError:
+                if edge.dep.continue_on_error:
+                    self.say(f"{'  ' * (depth + 1)}! {edge.node.name} failed; continuing "
+                             "(continue_on_error)")
+                    continue
+                raise
+            envmod.merge(env, out.env)
+            state.update(out.state)
+
+    # -- hooks and native scripts -------------------------------------------------------------
+    def _hook(self, node: Node, module, fn: str, env: dict, state: dict, folder: str) -> dict:
+        i = {"env": env, "state": state, "meta": node.manifest.data, "input": dict(self.inputs),
+             "script_path": node.manifest.folder, "work_dir": folder,
+             "run_script_input": {"path": node.manifest.folder},
+             "variation_tags": node.selection.names, "version": node.version,
+             "automation": None}
+        path = os.path.join(node.manifest.folder, "customize.py")
+        try:
+            r = getattr(module, fn)(i)
+        except EngineError:
+            raise
+        except Exception as e:  # name the hook's file and line, not the engine's
+            line = _line_in(e, path)
+            raise HookError(f"{fn}() in {path}{':' + str(line) if line else ''} of script "
+                            f"'{node.alias}' raised {e.__class__.__name__}: {e}",
+                            f"Rerun just this step with:\n  {node.rerun_command(self.inputs)}"
+                            ) from None
+        if r is None:
+            r = {"return": 0}
+        if not isinstance(r, dict):
+            raise HookError(f"{fn}() in {path} of script '{node.alias}' returned {type(r).__name__}"
+                            ", not a dict with 'return'")
+        if r.get("return", 0) > 0:
+            raise HookError(f"{node.alias}: {r.get('error', 'failed without a message')}",
+                            f"(reported by {fn}() in {path})")
+        return r
+
+    def _native(self, node: Node, env: dict, state: dict, folder: str) -> None:
+        name = node.manifest.get("script_name") or "run"
+        script = os.path.join(node.manifest.folder, name + ".sh")
+        if not os.path.isfile(script):
+            return
+        env_out = os.path.join(folder, "tmp-run-env.out")
+        state_out = os.path.join(folder, "tmp-run-state.json")
+        for p in (env_out, state_out):
+            if os.path.exists(p):
+                os.unlink(p)
+        penv = envmod.for_process(env)
+        penv["CM_TMP_CURRENT_SCRIPT_PATH"] = node.manifest.folder
+        penv["CM_TMP_CURRENT_PATH"] = folder
+        penv["PYTHONPATH"] = os.pathsep.join(
+            [AUTOMATION_DIR] + ([penv["PYTHONPATH"]] if penv.get("PYTHONPATH") else []))
+        log_path = os.path.join(folder, f"{node.alias}.log")
+        command = f"bash {script}"
+        with open(log_path, "ab") as log:
+            log.write(f"# {command}\n# cwd: {folder}\n".encode())
+            proc = subprocess.Popen(["bash", script], cwd=folder, env=penv,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)
+            assert proc.stdout is not None
+            for chunk in iter(proc.stdout.readline, b""):
+                log.write(chunk)
+                log.flush()
+                self.out.write(chunk.decode(errors="replace"))
+                self.out.flush()
+            rc = proc.wait()
+        if rc != 0:
+            raise ScriptFailed(node.alias, command, rc, log_path, _tail(log_path),
+                               node.rerun_command(self.inputs))
+        if os.path.isfile(env_out):
+            with open(env_out, encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    line = line.rstrip("\n")
+                    if "=" in line and not line.startswith("#"):
+                        k, _, val = line.partition("=")
+                        envmod.merge(env, {k.strip(): val})
+        if os.path.isfile(state_out):
+            with open(state_out, encoding="utf-8") as f:
+                state.update(json.load(f))
+
+
+def hooks_need_path() -> bool:
+    return AUTOMATION_DIR not in sys.path
+
+
+def _load_hooks(node: Node):
+    path = os.path.join(node.manifest.folder, "customize.py")
+    if not os.path.isfile(path):
+        return None
+    name = f"cm_customize_{node.alias.replace('-', '_')}_{node.key[:8]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        line = _line_in(e, path)
+        raise HookError(f"{path}{':' + str(line) if line else ''} of script '{node.alias}' cannot be"
+                        f" loaded: {e.__class__.__name__}: {e}") from None
+    return module
+
+
+def _line_in(exc: BaseException, path: str) -> Optional[int]:
+    if isinstance(exc, SyntaxError) and exc.filename == path:
+        return exc.lineno
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(frame.filename) == os.path.abspath(path):
+            line = frame.lineno
+    if line is None:
+        tb = traceback.extract_tb(exc.__traceback__)
+        if tb:
+            return None
+    return line
+
+
+def _tail(path: str, n: int = 20) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 8192))
+            lines = f.read().decode(errors="replace").splitlines()
+        return "\n".join(lines[-n:])
+    except OSError:
+        return "(log unreadable)"

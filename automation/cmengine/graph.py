@@ -1,0 +1,406 @@
+"""The dependency graph: every node resolved, keyed and checked for cycles before anything runs.
+
+A node is one script with its selected variations, version constraint and static env. Its key
+is the sha256 of its canonical description (see `cache.py` for what it is used for):
+script identity and folder fingerprint, variations, version, the env keys the script declares,
+and the keys of its dependencies. Identical nodes share one object, so `detect,os` runs once.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from . import conditions, env as envmod
+from .errors import CycleError, EngineError, InputError, did_you_mean
+from .fingerprint import Fingerprints
+from .manifest import DEP_LISTS, Dep, Manifest
+from .registry import Query, Registry
+from .variations import Selection, select
+from .versions import Constraint, choose
+
+KEY_FORMAT = 1
+MAX_DEPTH = 64
+_DROP_INHERITED = ("CM_VERSION", "CM_VERSION_MIN", "CM_VERSION_MAX", "CM_TMP_")
+
+
+@dataclass
+class Request:
+    tags: list[str] = field(default_factory=list)
+    alias: str = ""
+    inputs: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, Any] = field(default_factory=dict)
+    adr: dict[str, dict] = field(default_factory=dict)
+    version: Constraint = Constraint()
+    quiet: bool = True
+
+
+@dataclass
+class Edge:
+    phase: str
+    dep: Dep
+    node: Optional["Node"]
+    decided: Optional[bool]   # True: runs, False: skipped, None: decided when reached
+    reason: str = ""
+
+
+@dataclass
+class Node:
+    manifest: Manifest
+    selection: Selection
+    constraint: Constraint
+    version: str
+    layers: list[tuple[str, dict]]
+    env: dict                       # static env (what is known before execution)
+    new_env_keys: list[str]
+    new_state_keys: list[str]
+    declared: list[str]
+    chain: list[str]
+    edges: list[Edge] = field(default_factory=list)
+    components: dict = field(default_factory=dict)
+    key: str = ""
+    verdict: Any = None             # cache.Verdict, set by the cache planner
+
+    @property
+    def alias(self) -> str:
+        return self.manifest.alias
+
+    @property
+    def name(self) -> str:
+        v = ",".join(self.selection.tags)
+        return f"{self.alias} {v}" if v else self.alias
+
+    def deps(self, phase: str) -> list[Edge]:
+        return [e for e in self.edges if e.phase == phase]
+
+    def build_env(self, inbound: dict, user_env: dict) -> dict:
+        """The node's env from the env it receives (at plan time or at run time)."""
+        out = {k: copy.copy(v) for k, v in inbound.items() if not k.startswith(_DROP_INHERITED)}
+        for op, layer in self.layers:
+            (envmod.fill_defaults if op == "defaults" else envmod.merge)(out, layer)
+        envmod.merge(out, user_env)
+        envmod.substitute_all(out)
+        return out
+
+    def rerun_command(self, inputs: dict) -> str:
+        tags = ",".join(self.selection.tags)
+        parts = ["cm run script", self.alias] + ([f"--tags={tags}"] if tags else [])
+        im = self.manifest.get("input_mapping") or {}
+        for k, v in sorted(inputs.items()):
+            if k in im:
+                parts.append(f"--{k}={v}")
+        for k in sorted(self.declared_env()):
+            if not any(v == k for v in im.values()) and k in self.env and not envmod.is_secret(k) \
+                    and self.env[k] != (self.manifest.get("default_env") or {}).get(k) \
+                    and k not in (self.manifest.get("env") or {}) and not k.startswith("+"):
+                parts.append(f"--env.{k}={self.env[k]}")
+        return " ".join(parts) + " --quiet"
+
+    def declared_env(self) -> dict:
+        return {k: v for k, v in self.env.items() if envmod.matches(k, self.declared)}
+
+
+@dataclass
+class Plan:
+    root: Node
+    nodes: dict[str, Node]
+    request: Request
+
+    def walk(self) -> list[tuple[int, Edge | None, Node, bool]]:
+        """(depth, edge, node, first time seen) in execution order, for printing."""
+        out, seen = [], set()
+
+        def visit(node: Node, edge: Optional[Edge], depth: int) -> None:
+            first = node.key not in seen
+            seen.add(node.key)
+            if first:
+                for e in node.edges:
+                    if e.phase == "deps" and e.node is not None:
+                        visit(e.node, e, depth + 1)
+            out.append((depth, edge, node, first))
+            if first:
+                for e in node.edges:
+                    if e.phase != "deps" and e.node is not None:
+                        visit(e.node, e, depth + 1)
+        visit(self.root, None, 0)
+        return out
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Can a key matching pattern a also match pattern b?"""
+    pa, pb = a.split("*", 1)[0], b.split("*", 1)[0]
+    if "*" in a and "*" in b:
+        return pa.startswith(pb) or pb.startswith(pa)
+    if "*" in a:
+        return envmod.matches(b, [a])
+    if "*" in b:
+        return envmod.matches(a, [b])
+    return a == b
+
+
+def _canon(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _input_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    if isinstance(v, dict):
+        raise InputError(f"input value {v!r} is a mapping; a script input takes a single value")
+    return str(v)
+
+
+class Planner:
+    def __init__(self, registry: Registry, fingerprints: Fingerprints, request: Request):
+        self.registry = registry
+        self.fp = fingerprints
+        self.req = request
+        self.nodes: dict[str, Node] = {}
+        self.used_inputs: set[str] = set()
+        self.known_inputs: set[str] = set()
+        self._memo: dict[str, Node] = {}
+
+    # -- entry point ----------------------------------------------------------------------------
+    def plan(self) -> Plan:
+        q = Query.parse(self.req.tags, self.req.alias)
+        m = self.registry.select(q, quiet=self.req.quiet)
+        root = self._resolve(m, q, self.req.version, {}, [], dict(self.req.adr), [], [])
+        self._check_inputs()
+        return Plan(root=root, nodes=self.nodes, request=self.req)
+
+    def _check_inputs(self) -> None:
+        unknown = sorted(set(self.req.inputs) - self.used_inputs)
+        if unknown:
+            k = unknown[0]
+            raise InputError(
+                f"unknown input --{k}: no script in this run takes it." + did_you_mean(
+                    k, self.known_inputs),
+                "Inputs these scripts take: " + (", ".join("--" + i for i in sorted(
+                    self.known_inputs)) or "none") + ". Set any env value with --env.NAME=VALUE.")
+
+    # -- one node -------------------------------------------------------------------------------
+    def _resolve(self, m: Manifest, q: Query, constraint: Constraint, inbound: dict,
+                 dep_env_keys: list[str], adr: dict, pending: list, stack: list) -> Node:
+        sel = select(m, q.variations, q.exclude_variations)
+        ident = (m.repo, m.alias, tuple(sel.names))
+        memo_key = _canon([ident, constraint, inbound, dep_env_keys, adr, pending])
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        chain = [s[1] for s in stack] + [m.alias]
+        if ident in stack:
+            raise CycleError(chain)
+        if len(stack) >= MAX_DEPTH:
+            raise EngineError(f"dependencies nest deeper than {MAX_DEPTH}: " + " -> ".join(chain))
+
+        layers: list[tuple[str, dict]] = [("defaults", m.get("default_env") or {}),
+                                          ("merge", m.get("env") or {})]
+        im = m.get("input_mapping") or {}
+        self.known_inputs.update(im)
+        mapped = {}
+        for name, value in self.req.inputs.items():
+            if name in im:
+                mapped[im[name]] = _input_value(value)
+                self.used_inputs.add(name)
+        layers.append(("merge", mapped))
+        declared = set(m.get("cache_key_env") or []) | set(mapped) | set(im.values())
+        declared |= set(m.get("default_env") or {}) | set(m.get("env") or {}) | set(dep_env_keys)
+        new_env_keys = list(m.get("new_env_keys") or [])
+        new_state_keys = list(m.get("new_state_keys") or [])
+        dep_lists = {p: list(m.deps[p]) for p in DEP_LISTS}
+        child_adr = _merge_adr(m.get("add_deps_recursive") or m.get("adr") or {}, adr)
+        for v in sel.applied:
+            layers.append(("defaults", v.get("default_env") or {}))
+            layers.append(("merge", v.get("env") or {}))
+            declared |= set(v.get("env") or {}) | set(v.get("default_env") or {})
+            declared |= set(v.get("cache_key_env") or [])
+            new_env_keys += list(v.get("new_env_keys") or [])
+            new_state_keys += list(v.get("new_state_keys") or [])
+            for p in DEP_LISTS:
+                dep_lists[p] += v["_deps"][p]
+            child_adr = _merge_adr(v.get("add_deps_recursive") or v.get("adr") or {}, child_adr)
+            _apply_add_deps(dep_lists, v.get("add_deps") or v.get("ad") or {})
+        versions = m.get("versions") or {}
+        version = choose(list(versions), str(m.get("default_version") or ""), constraint)
+        if version in versions:
+            layers.append(("merge", versions[version]["env"]))
+            declared |= set(versions[version]["env"])
+            for p in DEP_LISTS:
+                dep_lists[p] += versions[version]["_deps"][p]
+        vconstraint = Constraint(version or constraint.version, constraint.version_min,
+                                 constraint.version_max)
+        layers.append(("merge", vconstraint.env()))
+        declared |= {"CM_VERSION", "CM_VERSION_MIN", "CM_VERSION_MAX"}
+
+        node = Node(manifest=m, selection=sel, constraint=vconstraint, version=version,
+                    layers=layers, env={}, new_env_keys=new_env_keys,
+                    new_state_keys=new_state_keys, declared=sorted(declared), chain=chain)
+        node.env = node.build_env(inbound, self.req.env)
+        pre_key = self._key_of(node, pending, [])
+        stack = stack + [ident]
+
+        own_pending = list(pending)
+        has_hooks = os_path_isfile(m.folder, "customize.py")
+        for phase in DEP_LISTS:
+            if phase != "deps" and has_hooks:
+                own_pending.append((["*"], pre_key))  # its preprocess may change any env key
+            for dep in dep_lists[phase]:
+                edge = self._edge(node, dep, phase, child_adr, own_pending, stack)
+                node.edges.append(edge)
+                if edge.node is not None:
+                    own_pending.append((edge.node.new_env_keys, edge.node.key))
+        node.key = self._key_of(node, pending, node.edges)
+        node = self.nodes.setdefault(node.key, node)
+        self._memo[memo_key] = node
+        return node
+
+    def _edge(self, parent: Node, dep: Dep, phase: str, adr: dict, pending: list,
+              stack: list) -> Edge:
+        dep = _apply_adr(dep, adr)
+        penv = parent.env
+
+        def is_pending(k: str) -> bool:
+            return any(_overlap(k, p) for pats, _ in pending for p in pats)
+
+        decided = conditions.evaluate(dep.conditions, penv, is_pending)
+        if decided is False:
+            return Edge(phase, dep, None, False, "skipped: " + conditions.describe(dep.conditions))
+        tags = list(dep.tags)
+        for prefix, names in dep.update_tags_from_env_with_prefix:
+            tags += [prefix + str(penv[n]) for n in names if penv.get(n)]
+        for n in dep.update_tags_from_env:
+            tags += [t for t in str(penv.get(n, "")).split(",") if t]
+        tags = [str(envmod.substitute(t, penv)) for t in tags]
+        unresolved = [t for t in tags if "<<<" in t]
+        if unresolved:
+            raise EngineError(
+                f"{' -> '.join(parent.chain)}: dependency tags {unresolved} use a value that is "
+                "not known before execution.",
+                f"Set {', '.join(envmod.references(unresolved))} with an input, --env or default_env.")
+        q = Query.parse(tags)
+        m = self.registry.select(q, quiet=self.req.quiet, asked_by=" -> ".join(parent.chain))
+        if dep.inherit_variation_tags:
+            skip = set(dep.skip_inherit_variation_groups)
+            for name in parent.selection.names:
+                key = name if name in m.variations else name.split(".", 1)[0] + ".#"
+                var = m.variations.get(key)
+                if var and var.group not in skip and name not in q.variations \
+                        and name not in q.exclude_variations:
+                    q.variations.append(name)
+        inbound = dict(penv)
+        dep_env = {k: envmod.substitute(v, penv) for k, v in dep.env}
+        envmod.merge(inbound, dep_env)
+        child = self._resolve(m, q, Constraint(dep.version, dep.version_min, dep.version_max),
+                              inbound, list(dep_env), adr, pending, stack)
+        reason = "" if decided else "decided at run time: " + conditions.describe(dep.conditions)
+        return Edge(phase, dep, child, decided, reason)
+
+    def _key_of(self, node: Node, pending: list, edges: list[Edge]) -> str:
+        m = node.manifest
+        env_part = {}
+        for k in node.declared:
+            if "*" in k:
+                for kk, vv in node.env.items():
+                    if envmod.matches(kk, [k]):
+                        env_part[kk] = vv
+            elif k in node.env:
+                env_part[k] = node.env[k]
+        for k in list(env_part):
+            if envmod.is_secret(k):  # a secret changes the key without being written anywhere
+                env_part[k] = "sha256:" + hashlib.sha256(str(env_part[k]).encode()).hexdigest()
+        from_deps = {}
+        for k in node.declared:
+            producers = [pk for pats, pk in pending if any(_overlap(k, p) for p in pats)]
+            if producers:
+                from_deps[k] = producers[-1]
+        node.components = {
+            "format": KEY_FORMAT,
+            "script": f"{m.repo}:{m.alias}",
+            "content": self.fp.digest(m.folder, m.get("cache_key_files") or []),
+            "variations": node.selection.names,
+            "version": [node.version, node.constraint.version_min, node.constraint.version_max],
+            "env": env_part,
+            "env_from_deps": from_deps,
+            "deps": [[e.phase, e.node.alias, e.node.key, e.decided is None]
+                     for e in edges if e.node is not None],
+        }
+        return hashlib.sha256(_canon(node.components).encode()).hexdigest()
+
+
+def os_path_isfile(folder: str, name: str) -> bool:
+    import os
+    return os.path.isfile(os.path.join(folder, name))
+
+
+def _merge_adr(base: dict, top: dict) -> dict:
+    """adr dicts by dependency name; tags from both are kept (top last), other keys from top."""
+    out = {k: dict(v) for k, v in (base or {}).items() if isinstance(v, dict)}
+    for name, spec in (top or {}).items():
+        if not isinstance(spec, dict):
+            raise InputError(f"--adr.{name} must be given as --adr.{name}.tags=... "
+                             f"(or .version=, .env.NAME=)")
+        cur = out.setdefault(name, {})
+        for k, v in spec.items():
+            if k == "tags" and cur.get("tags"):
+                cur["tags"] = f"{cur['tags']},{v}"
+            elif k == "env" and isinstance(v, dict):
+                cur["env"] = {**cur.get("env", {}), **v}
+            else:
+                cur[k] = v
+    return out
+
+
+def _apply_adr(dep: Dep, adr: dict) -> Dep:
+    import dataclasses
+    for name in dep.names:
+        spec = adr.get(name)
+        if not spec:
+            continue
+        changes: dict = {}
+        if spec.get("tags"):
+            extra = spec["tags"] if isinstance(spec["tags"], list) else str(spec["tags"]).split(",")
+            changes["tags"] = tuple(dep.tags) + tuple(t.strip() for t in extra if t.strip())
+        for k in ("version", "version_min", "version_max"):
+            if spec.get(k):
+                changes[k] = str(spec[k])
+        if isinstance(spec.get("env"), dict):
+            changes["env"] = tuple(sorted({**dict(dep.env), **{
+                k: str(v) for k, v in spec["env"].items()}}.items()))
+        dep = dataclasses.replace(dep, **changes)
+    return dep
+
+
+def _apply_add_deps(dep_lists: dict, add: dict) -> None:
+    """A variation's add_deps: {dep name: {tags: ..., env: ...}} modifies named deps."""
+    import dataclasses
+    for phase, deps in dep_lists.items():
+        for i, d in enumerate(deps):
+            for name in d.names:
+                spec = add.get(name)
+                if isinstance(spec, dict):
+                    deps[i] = _apply_adr(d, {name: spec})
+
+
+def render(plan: Plan, inputs_note: str = "") -> str:
+    """The printed plan: one line per node with its cache verdict and the reason."""
+    lines = [f"Plan for '{plan.root.name}' ({len(plan.nodes)} distinct steps):"]
+    for depth, edge, node, first in plan.walk():
+        pad = "  " * depth
+        phase = "" if edge is None or edge.phase == "deps" else f"[{edge.phase}] "
+        if not first:
+            lines.append(f"{pad}- {phase}{node.name}  (shared: planned above)")
+            continue
+        v = node.verdict
+        verdict = f"{v.action:7s} {v.reason}" if v else ""
+        cond = f"  ({edge.reason})" if edge is not None and edge.reason else ""
+        lines.append(f"{pad}- {phase}{node.name}  [{node.key[:12]}]  {verdict}{cond}")
+    for _, edge, node, _ in plan.walk():
+        for e in node.edges:
+            if e.node is None:
+                lines.append(f"  (not planned under {node.alias}: {','.join(e.dep.tags)} — {e.reason})")
+    if inputs_note:
+        lines.append(inputs_note)
+    return "\n".join(dict.fromkeys(lines))

@@ -1,0 +1,220 @@
+"""Scripts across every registered repository: loading, tag search, did-you-mean.
+
+Repositories are searched in precedence order (the user's local repo first, then this project,
+then the others). A script alias present in several repositories resolves to the first; a tag
+query matching scripts with different aliases is ambiguous and says how to choose.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .errors import AmbiguousScript, ManifestError, ScriptNotFound, did_you_mean
+from .manifest import SCRIPT_AUTOMATION_UID, Manifest, load_manifest
+
+_MEMO_VERSION = 3
+
+
+@dataclass(frozen=True)
+class Repo:
+    alias: str
+    path: str
+
+
+@dataclass
+class Query:
+    """What a user or a dependency asks for with tags."""
+    tags: list[str] = field(default_factory=list)           # required plain tags
+    exclude_tags: list[str] = field(default_factory=list)   # -tag
+    variations: list[str] = field(default_factory=list)     # _x (without the underscore)
+    exclude_variations: list[str] = field(default_factory=list)  # -_x
+    alias: str = ""                                         # cm run script ALIAS
+    repo: str = ""                                          # repo:ALIAS
+
+    @classmethod
+    def parse(cls, tags: list[str], alias: str = "") -> "Query":
+        q = cls()
+        for t in tags:
+            t = t.strip()
+            if not t:
+                continue
+            if t.startswith("-_"):
+                q.exclude_variations.append(t[2:])
+            elif t.startswith("-"):
+                q.exclude_tags.append(t[1:])
+            elif t.startswith("_"):
+                q.variations.append(t[1:])
+            else:
+                q.tags.append(t)
+        if alias:
+            q.repo, _, q.alias = alias.rpartition(":")
+        return q
+
+    def describe(self) -> str:
+        parts = ([f"alias '{self.alias}'"] if self.alias else []) + (
+            [f"tags '{','.join(self.tags)}'"] if self.tags else [])
+        return " and ".join(parts) or "no tags"
+
+
+class Registry:
+    def __init__(self, repos: list[Repo], memo_path: Optional[str] = None):
+        self.repos = repos
+        self.scripts: list[Manifest] = []
+        self.broken: list[ManifestError] = []
+        self._memo_path = memo_path
+        self._load()
+
+    # -- loading ------------------------------------------------------------------------------
+    def _load(self) -> None:
+        memo = self._read_memo()
+        new_memo: dict = {}
+        seen_alias: set[str] = set()
+        for repo in self.repos:
+            sdir = os.path.join(repo.path, "script")
+            try:
+                entries = sorted(os.scandir(sdir), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
+                if not entry.is_dir():
+                    continue
+                folder = entry.path
+                stamp = _stamp(folder)
+                if stamp is None:
+                    continue
+                cached = memo.get(folder)
+                if cached is not None and cached[0] == stamp:
+                    result = cached[1]
+                else:
+                    try:
+                        result = load_manifest(folder)
+                    except ManifestError as e:
+                        result = e
+                new_memo[folder] = (stamp, result)
+                if isinstance(result, ManifestError):
+                    self.broken.append(result)
+                    continue
+                if str(result.get("automation_uid", SCRIPT_AUTOMATION_UID)) != SCRIPT_AUTOMATION_UID \
+                        and result.get("automation_alias", "script") != "script":
+                    continue
+                result.repo = repo.alias
+                # the first repository with an alias wins; later copies stay reachable as repo:alias
+                result.data["_shadowed"] = result.alias in seen_alias
+                seen_alias.add(result.alias)
+                self.scripts.append(result)
+        if new_memo != memo:
+            self._write_memo(new_memo)
+
+    def _read_memo(self) -> dict:
+        if not self._memo_path:
+            return {}
+        try:
+            with open(self._memo_path, "rb") as f:
+                version, memo = pickle.load(f)
+            return memo if version == _MEMO_VERSION else {}
+        except Exception:  # a missing or unreadable memo is only a slower start
+            return {}
+
+    def _write_memo(self, memo: dict) -> None:
+        if not self._memo_path:
+            return
+        try:
+            os.makedirs(os.path.dirname(self._memo_path), exist_ok=True)
+            tmp = f"{self._memo_path}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                pickle.dump((_MEMO_VERSION, memo), f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self._memo_path)
+        except OSError:
+            pass
+
+    # -- search -------------------------------------------------------------------------------
+    def warnings(self) -> list[str]:
+        return [f"warning: ignoring a broken script manifest (other scripts are unaffected): {e}"
+                for e in self.broken]
+
+    def all_tags(self) -> set[str]:
+        return {t for m in self.scripts for t in m.tags}
+
+    def find(self, q: Query) -> list[Manifest]:
+        if q.alias:
+            found = [m for m in self.scripts if q.alias in (m.alias, m.uid)
+                     and (not q.repo or q.repo == m.repo)]
+            if not q.repo:
+                found = found[:1]
+            return [m for m in found if set(q.tags) <= set(m.tags)]
+        need, avoid = set(q.tags), set(q.exclude_tags)
+        found = [m for m in self.scripts if not m.data.get("_shadowed")
+                 and need <= set(m.tags) and not (avoid & set(m.tags))]
+        if len(found) > 1 and q.variations:
+            with_vars = [m for m in found if all(_has_variation(m, v) for v in q.variations)]
+            if with_vars:
+                found = with_vars
+        return found
+
+    def select(self, q: Query, quiet: bool = True, asked_by: str = "") -> Manifest:
+        found = self.find(q)
+        if len(found) == 1:
+            return found[0]
+        who = f" (needed by {asked_by})" if asked_by else ""
+        if not found:
+            raise ScriptNotFound(f"no script matches {q.describe()}{who}.", self._hint(q))
+        if not quiet:
+            chosen = _prompt_choice(found)
+            if chosen is not None:
+                return chosen
+        listing = "\n".join(f"  - {m.alias} ({m.repo}) tags: {','.join(m.tags)}" for m in found)
+        raise AmbiguousScript(
+            f"{len(found)} scripts match {q.describe()}{who}:\n{listing}",
+            "Choose one by adding a tag that only it has, or run it by alias: "
+            f"cm run script {found[0].alias}  (or repo:alias, e.g. {found[0].repo}:{found[0].alias}).")
+
+    def _hint(self, q: Query) -> str:
+        hints = []
+        known = self.all_tags()
+        for t in q.tags:
+            if t not in known:
+                hints.append(f"No script has the tag '{t}'." + did_you_mean(t, known))
+        if q.alias:
+            hints.append(f"No script has the alias '{q.alias}'."
+                         + did_you_mean(q.alias, [m.alias for m in self.scripts]))
+        if not hints and q.tags:
+            partial = [m.alias for m in self.scripts if set(q.tags) & set(m.tags)]
+            if partial:
+                hints.append("Scripts with some of these tags: " + ", ".join(sorted(partial)[:8]))
+        for e in self.broken:
+            hints.append(f"Note: a broken manifest was skipped: {e.path}")
+        return "\n".join(hints) + f"\n({len(self.scripts)} scripts in {len(self.repos)} repositories; " \
+            "list them with: cm find script)"
+
+
+def _has_variation(m: Manifest, v: str) -> bool:
+    if v in m.variations:
+        return True
+    prefix = v.split(".", 1)[0]
+    return f"{prefix}.#" in m.variations
+
+
+def _stamp(folder: str) -> Optional[tuple]:
+    for name in ("_cm.yaml", "_cm.json"):
+        try:
+            st = os.stat(os.path.join(folder, name))
+            return (name, st.st_mtime_ns, st.st_size)
+        except OSError:
+            continue
+    return None
+
+
+def _prompt_choice(found: list[Manifest]) -> Optional[Manifest]:
+    import sys
+    if not sys.stdin or not sys.stdin.isatty():
+        return None
+    print("Several scripts match; choose one:")
+    for i, m in enumerate(found, 1):
+        print(f"  {i}) {m.alias} ({m.repo})")
+    try:
+        answer = input("number> ").strip()
+        return found[int(answer) - 1]
+    except (ValueError, IndexError, EOFError):
+        return None

@@ -1,0 +1,81 @@
+"""The real `cm` command (cmind) in a subprocess, with this repository installed in its venv."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from enginefixtures import make_repo
+
+pytestmark = pytest.mark.e2e
+
+BIN = os.path.dirname(sys.executable)
+CM = os.path.join(BIN, "cm")
+CMR = os.path.join(BIN, "cmr")
+
+
+@pytest.fixture
+def cm_env(tmp_path):
+    if not os.path.exists(CM):
+        pytest.fail(f"the cm command is not installed next to {sys.executable}: "
+                    "pip install . (see README)")
+    env = dict(os.environ, CM_REPOS=str(tmp_path / "CM"), CM4MLPERF_CACHE_DIR=str(tmp_path / "cache"))
+    os.makedirs(env["CM_REPOS"])
+    return env
+
+
+def cm(env, *args, cmd=CM):
+    return subprocess.run([cmd, *args], env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_detect_os_through_cm_with_json(cm_env):
+    r = cm(cm_env, "run", "script", "--tags=detect,os", "--quiet", "-j")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["return"] == 0 and out["new_env"]["CM_HOST_OS_TYPE"] == "linux"
+
+
+def test_cmr_shortcut(cm_env):
+    r = cm(cm_env, "detect os", "--quiet", cmd=CMR)
+    assert r.returncode == 0, r.stderr
+    assert "done: detect-os" in r.stdout
+
+
+def test_unknown_tag_is_a_clear_error_without_traceback(cm_env):
+    r = cm(cm_env, "run", "script", "--tags=detect,oss", "--quiet")
+    assert r.returncode != 0
+    assert "Did you mean: os" in r.stderr and "Traceback" not in r.stderr + r.stdout
+
+
+def test_user_repo_scripts_and_broken_manifest(cm_env, tmp_path):
+    repo = make_repo(str(tmp_path / "user"), {"hello": ({"tags": ["hello", "user"], "cache": True,
+                                                         "new_env_keys": ["CM_HELLO"]},
+                                                        {"run.sh": "echo CM_HELLO=hi > tmp-run-env.out\n"})},
+                     alias="user-scripts")
+    # cmind itself opens the alphabetically first manifest of each folder to identify
+    # automations (docs/engine.md, "cmind and broken manifests"); any other is ours to isolate
+    bad = os.path.join(repo.path, "script", "zz-broken")
+    os.makedirs(bad)
+    with open(os.path.join(bad, "_cm.yaml"), "w") as f:
+        f.write("alias: zz-broken\ntags: [x\n")
+    with open(os.path.join(cm_env["CM_REPOS"], "repos.json"), "w") as f:
+        json.dump([repo.path], f)
+    r = cm(cm_env, "run", "script", "--tags=hello,user", "--quiet", "-j")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["new_env"]["CM_HELLO"] == "hi"
+    assert "zz-broken/_cm.yaml" in r.stderr and "ignoring a broken script manifest" in r.stderr
+    assert cm(cm_env, "run", "script", "--tags=detect,os", "--quiet").returncode == 0
+    shown = cm(cm_env, "show", "cache", "--tags=hello")
+    assert "hello" in shown.stdout and "1 cache entry" in shown.stdout
+    gone = cm(cm_env, "rm", "cache", "--tags=hello", "-f")
+    assert gone.returncode == 0 and "removed 1" in gone.stdout
+    assert "0 cache entries" in cm(cm_env, "show", "cache").stdout
+
+
+def test_plan_action_prints_verdicts(cm_env):
+    r = cm(cm_env, "run", "script", "--tags=get,python3", "--quiet", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "get-python3" in r.stdout and "detect-os" in r.stdout and "run" in r.stdout

@@ -1,0 +1,222 @@
+"""The engine on small fixture repositories: chains, sharing, cycles, variations, adr, caching."""
+import json
+import os
+
+import pytest
+
+from enginefixtures import Runner, make_repo
+
+COUNT_SH = 'echo run >> "$COUNTER_FILE"\necho "CM_OUT_{name}=$CM_IN_{name}" > tmp-run-env.out\n'
+
+
+def counting(name, deps=(), cache=True, **extra):
+    manifest = {"tags": [name], "cache": cache, "deps": [{"tags": d} for d in deps],
+                "default_env": {f"CM_IN_{name.upper()}": "v"},
+                "new_env_keys": [f"CM_OUT_*"], **extra}
+    return manifest, {"run.sh": COUNT_SH.replace("{name}", name.upper())
+                      .replace("$COUNTER_FILE", f"$CM_COUNTER_DIR/{name}")}
+
+
+@pytest.fixture
+def env_counter(tmp_path, monkeypatch):
+    d = tmp_path / "counts"
+    d.mkdir()
+    monkeypatch.setenv("CM_COUNTER_DIR", str(d))
+
+    def count(name):
+        p = d / name
+        return len(p.read_text().splitlines()) if p.exists() else 0
+    return count
+
+
+def runner(tmp_path, scripts):
+    return Runner([make_repo(str(tmp_path / "repos"), scripts)], str(tmp_path / "cache"))
+
+
+def test_chain_runs_then_comes_from_cache(tmp_path, env_counter):
+    r = runner(tmp_path, {"a": counting("a", ["b"]), "b": counting("b", ["c"]), "c": counting("c")})
+    out = r.run("a")
+    assert out["return"] == 0, out
+    assert out["new_env"]["CM_OUT_A"] == "v" and out["new_env"]["CM_OUT_C"] == "v"
+    assert [env_counter(n) for n in "abc"] == [1, 1, 1]
+    again = r.run("a")
+    assert again["return"] == 0 and again["cached"] is True
+    assert [env_counter(n) for n in "abc"] == [1, 1, 1]
+    assert again["new_env"] == out["new_env"]
+
+
+def test_diamond_shares_the_common_node(tmp_path, env_counter):
+    r = runner(tmp_path, {"top": counting("top", ["left", "right"]),
+                          "left": counting("left", ["base"]), "right": counting("right", ["base"]),
+                          "base": counting("base", cache=False)})
+    assert r.run("top")["return"] == 0
+    assert env_counter("base") == 1
+
+
+def test_cycle_is_reported_as_a_chain(tmp_path):
+    r = runner(tmp_path, {"a": {"tags": ["a"], "deps": [{"tags": "b"}]},
+                          "b": {"tags": ["b"], "deps": [{"tags": "a"}]}})
+    out = r.run("a")
+    assert out["return"] != 0 and "dependency cycle: a -> b -> a" in out["error"]
+
+
+def test_edited_script_invalidates_its_entry_and_its_dependents(tmp_path, env_counter):
+    r = runner(tmp_path, {"a": counting("a", ["b"]), "b": counting("b")})
+    r.run("a")
+    sh = os.path.join(r.repos[0].path, "script", "b", "run.sh")
+    with open(sh, "a") as f:
+        f.write("# edited\n")
+    plan = r.plan("a")
+    verdicts = {p["script"]: p for p in plan["plan"]}
+    assert verdicts["b"]["verdict"] == "run"
+    assert "script folder's content" in verdicts["b"]["reason"]
+    assert r.run("a")["return"] == 0
+    assert env_counter("b") == 2 and env_counter("a") == 2
+
+
+def test_changed_input_makes_a_new_entry_and_old_one_is_reused(tmp_path, env_counter):
+    m, files = counting("a")
+    m["input_mapping"] = {"size": "CM_IN_A"}
+    r = runner(tmp_path, {"a": (m, files)})
+    assert r.run("a", size="1")["new_env"]["CM_OUT_A"] == "1"
+    assert r.run("a", size="2")["new_env"]["CM_OUT_A"] == "2"
+    assert r.run("a", size="1")["cached"] is True
+    assert env_counter("a") == 2
+    reason = [p for p in r.plan("a", size="3")["plan"] if p["script"] == "a"][0]["reason"]
+    assert "CM_IN_A" in reason
+
+
+def test_unknown_input_is_refused_with_a_suggestion(tmp_path):
+    m, files = counting("a")
+    m["input_mapping"] = {"size": "CM_IN_A"}
+    out = runner(tmp_path, {"a": (m, files)}).run("a", sise="1")
+    assert out["return"] == 2 and "--sise" in out["error"] and "Did you mean: size" in out["error"]
+
+
+def test_variation_groups_defaults_and_dynamic(tmp_path):
+    m = {"tags": ["v"], "cache": False, "new_env_keys": ["CM_*"],
+         "variations": {"cpu": {"group": "device", "default": True, "env": {"CM_DEV": "cpu"}},
+                        "cuda": {"group": "device", "env": {"CM_DEV": "cuda"}},
+                        "size.#": {"env": {"CM_SIZE": "#"}}}}
+    r = runner(tmp_path, {"v": m})
+    assert r.run("v")["new_env"]["CM_DEV"] == "cpu"
+    out = r.run("v,_cuda,_size.7")
+    assert out["new_env"]["CM_DEV"] == "cuda" and out["new_env"]["CM_SIZE"] == "7"
+    bad = r.run("v,_cuda,_cpu")
+    assert bad["return"] == 2 and "group 'device'" in bad["error"]
+
+
+def test_adr_adds_tags_recursively_to_named_deps(tmp_path):
+    leaf = {"tags": ["leaf"], "cache": False, "new_env_keys": ["CM_LEAF"],
+            "variations": {"x": {"env": {"CM_LEAF": "x"}}, "y": {"env": {"CM_LEAF": "y"}}},
+            "default_env": {"CM_LEAF": "plain"}}
+    mid = {"tags": ["mid"], "cache": False, "deps": [{"tags": "leaf", "names": ["the-leaf"]}],
+           "new_env_keys": ["CM_LEAF"]}
+    top = {"tags": ["top"], "cache": False, "deps": [{"tags": "mid"}], "new_env_keys": ["CM_LEAF"]}
+    r = runner(tmp_path, {"leaf": leaf, "mid": mid, "top": top})
+    assert r.run("top")["new_env"]["CM_LEAF"] == "plain"
+    assert r.run("top", adr={"the-leaf": {"tags": "_y"}})["new_env"]["CM_LEAF"] == "y"
+
+
+def test_conditions_skip_and_runtime_decision(tmp_path, env_counter):
+    producer = ({"tags": ["producer"], "cache": False, "new_env_keys": ["CM_FLAG"]},
+                {"run.sh": "echo CM_FLAG=on > tmp-run-env.out\n"})
+    top = {"tags": ["top"], "cache": False, "deps": [
+        {"tags": "producer"},
+        {"tags": "b", "enable_if_env": {"CM_FLAG": ["yes"]}},
+        {"tags": "c", "enable_if_env": {"CM_STATIC": ["yes"]}}]}
+    r = runner(tmp_path, {"producer": producer, "top": top, "b": counting("b", cache=False),
+                          "c": counting("c", cache=False)})
+    plan = r.plan("top")["plan"]
+    assert "c" not in [p["script"] for p in plan]       # decided statically: skipped
+    assert r.run("top")["return"] == 0
+    assert env_counter("b") == 1 and env_counter("c") == 0
+
+
+def test_failing_run_sh_reports_status_log_and_rerun(tmp_path):
+    r = runner(tmp_path, {"bad": ({"tags": ["bad"]}, {"run.sh": "echo preparing\necho oops >&2\nexit 3\n"})})
+    out = r.run("bad")
+    assert out["return"] == 1
+    err = out["error"]
+    assert "exited with code 3" in err and "oops" in err and "bad.log" in err
+    assert "cm run script bad" in err
+    assert "35072" not in err
+
+
+def test_killed_run_sh_names_the_signal(tmp_path):
+    r = runner(tmp_path, {"k": ({"tags": ["k"]}, {"run.sh": "kill -KILL $$\n"})})
+    out = r.run("k")
+    assert "killed by SIGKILL" in out["error"]
+
+
+def test_hook_exception_names_file_and_line(tmp_path):
+    r = runner(tmp_path, {"h": ({"tags": ["h"]}, {"customize.py": """
+        def preprocess(i):
+            x = 1
+            raise ValueError("bad value for CM_X")
+        """})})
+    out = r.run("h")
+    assert out["return"] == 1
+    assert "customize.py:3" in out["error"] and "ValueError: bad value for CM_X" in out["error"]
+    assert "Traceback" not in out["error"]
+
+
+def test_hook_error_return_is_reported(tmp_path):
+    r = runner(tmp_path, {"h": ({"tags": ["h"]}, {"customize.py": """
+        def preprocess(i):
+            return {'return': 1, 'error': 'input --model is missing: pass --model=NAME'}
+        """})})
+    out = r.run("h")
+    assert "input --model is missing" in out["error"]
+
+
+def test_failed_build_publishes_nothing(tmp_path):
+    r = runner(tmp_path, {"f": ({"tags": ["f"], "cache": True},
+                                {"run.sh": "echo partial > data.bin\nexit 1\n"})})
+    assert r.run("f")["return"] != 0
+    entries = os.path.join(str(tmp_path / "cache"), "entries")
+    assert not os.path.isdir(entries) or os.listdir(entries) == []
+
+
+def test_unknown_tag_suggests(tmp_path):
+    r = runner(tmp_path, {"detect-os": {"tags": ["detect", "os"]}})
+    out = r.run("detect,oss")
+    assert out["return"] == 16 and "Did you mean: os" in out["error"]
+
+
+def test_ambiguous_tags_list_candidates(tmp_path):
+    r = runner(tmp_path, {"one": {"tags": ["get", "x", "one"]}, "two": {"tags": ["get", "x", "two"]}})
+    out = r.run("get,x")
+    assert out["return"] == 2 and "one" in out["error"] and "two" in out["error"]
+    assert "cm run script" in out["error"]
+
+
+def test_state_and_tmp_run_state(tmp_path):
+    m = {"tags": ["s"], "cache": True, "new_state_keys": ["info"]}
+    r = runner(tmp_path, {"s": (m, {"run.sh": 'echo \'{"info": {"n": 3}}\' > tmp-run-state.json\n'})})
+    assert r.run("s")["new_state"] == {"info": {"n": 3}}
+    assert r.run("s")["new_state"] == {"info": {"n": 3}}
+
+
+def test_secret_never_written_to_entry(tmp_path):
+    m = {"tags": ["s"], "cache": True, "new_env_keys": ["*"], "input_mapping": {"token": "HF_TOKEN"}}
+    r = runner(tmp_path, {"s": m})
+    assert r.run("s", token="hf_supersecret")["return"] == 0
+    for root, _, files in os.walk(str(tmp_path / "cache")):
+        for f in files:
+            p = os.path.join(root, f)
+            if not os.path.islink(p):
+                assert b"hf_supersecret" not in open(p, "rb").read(), p
+
+
+def test_corrupt_entry_is_evicted_with_warning(tmp_path, capsys):
+    r = runner(tmp_path, {"c": {"tags": ["c"], "cache": True}})
+    r.run("c")
+    entries = os.path.join(str(tmp_path / "cache"), "entries")
+    (key,) = os.listdir(entries)
+    meta = os.path.join(os.path.realpath(os.path.join(entries, key)), "cm-entry.json")
+    with open(meta, "w") as f:
+        f.write("{broken")
+    out = r.run("c")
+    assert out["return"] == 0 and out["cached"] is False
+    assert "evicting a corrupt cache entry" in capsys.readouterr().err

@@ -1,0 +1,50 @@
+from cmengine import conditions, env, versions
+from cmengine.errors import describe_exit
+
+
+def test_plus_lists_extend_and_prepend_to_process_env():
+    e = {"+PATH": ["/a"]}
+    env.merge(e, {"+PATH": ["/b", "/a"]})
+    assert e["+PATH"] == ["/a", "/b"]
+    assert env.for_process(e, {"PATH": "/usr/bin"})["PATH"] == "/a:/b:/usr/bin"
+
+
+def test_substitution_and_defaults():
+    e = {"A": "x", "B": "<<<A>>>/y", "C": "<<<MISSING>>>"}
+    env.substitute_all(e)
+    assert e["B"] == "x/y" and e["C"] == "<<<MISSING>>>"
+    env.fill_defaults(e, {"A": "no", "D": "d"})
+    assert e["A"] == "x" and e["D"] == "d"
+
+
+def test_secret_keys_are_redacted():
+    assert env.redacted({"HF_TOKEN": "abc", "X": "1"}) == {"HF_TOKEN": "***", "X": "1"}
+
+
+def cond(kind, **items):
+    return ((kind, tuple((k, tuple(v)) for k, v in items.items())),)
+
+
+def test_conditions():
+    assert conditions.evaluate(cond("enable_if_env", A=["yes"]), {"A": "on"}) is True
+    assert conditions.evaluate(cond("enable_if_env", A=["yes"]), {}) is False
+    assert conditions.evaluate(cond("skip_if_env", A=["1"], B=["2"]), {"A": "1"}) is True
+    assert conditions.evaluate(cond("skip_if_env", A=["1"], B=["2"]), {"A": "1", "B": "2"}) is False
+    assert conditions.evaluate(cond("enable_if_any_env", A=["1"], B=["2"]), {"B": "2"}) is True
+    assert conditions.evaluate(cond("skip_if_any_env", A=["1"], B=["2"]), {"B": "2"}) is False
+    assert conditions.evaluate(cond("enable_if_env", A=["1"]), {}, lambda k: k == "A") is None
+
+
+def test_versions():
+    assert versions.compare("3.11.7", "3.9") == 1
+    assert versions.compare("0.32.0rc1", "0.32.0") == -1
+    c = versions.Constraint(version_min="3.10", version_max="3.12.99")
+    assert c.allows("3.11.7") and not c.allows("3.9.1")
+    assert versions.Constraint(version="4.1").allows("4.1.3")
+    assert versions.choose(["1.0", "2.0", "3.0"], "", versions.Constraint(version_max="2.5")) == "2.0"
+
+
+def test_exit_status_is_decoded():
+    assert describe_exit(-9) == "was killed by SIGKILL"
+    assert describe_exit(3) == "exited with code 3"
+    assert "SIGKILL" in describe_exit(137)
