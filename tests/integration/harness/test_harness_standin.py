@@ -1,0 +1,139 @@
+"""The whole harness (driver -> one subprocess per LoadGen test) against stand-in servers."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mlperf_llm.harness.driver import HarnessRequest, run_all
+from mlperf_llm.harness.results import HarnessStatus
+from mlperf_llm.harness.qsl import load_dataset
+from mlperf_llm.standin import StandinConfig, StandinProcess, generated_ids
+from mlperf_llm.standin.dataset import write_dataset
+
+ROWS = 24
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    return write_dataset(str(tmp_path / "ds.pkl"), ROWS)
+
+
+def _req(tmp_path, dataset, urls, **kw):
+    base = dict(results_dir=str(tmp_path / "results"), dataset_path=dataset, api_servers=tuple(urls),
+                api_model_name="standin-model", test_query_count=ROWS, progress=False)
+    base.update(kw)
+    return HarnessRequest(**base)
+
+
+def _accuracy_ids(path: Path) -> dict[int, list[int]]:
+    out = {}
+    for rec in json.loads(path.read_text()):
+        data = bytes.fromhex(rec["data"])
+        out.setdefault(rec["qsl_idx"], list(memoryview(data).cast("i")))
+    return out
+
+
+def test_offline_performance_and_accuracy(tmp_path, dataset):
+    cfg = StandinConfig(output_tokens=9)
+    with StandinProcess(cfg) as sp:
+        outs = run_all(_req(tmp_path, dataset, [sp.url], scenarios=("Offline",)))
+    perf, acc = outs
+    assert (perf.verdict, acc.verdict) == ("VALID", "VALID"), [o.reasons for o in outs]
+    run1 = tmp_path / "results" / "llama2-70b-99" / "Offline" / "performance" / "run_1"
+    assert perf.directory == str(run1)
+    for name in ("mlperf_log_summary.txt", "mlperf_log_detail.txt", "user.conf", "harness.log"):
+        assert (run1 / name).is_file(), name
+    assert not (run1 / "audit.config").exists()
+    # accuracy: every sample once, the ids the server generated as int32, n_tokens counted
+    ds = load_dataset(dataset)
+    got = _accuracy_ids(Path(acc.directory) / "mlperf_log_accuracy.json")
+    assert sorted(got) == list(range(ROWS))
+    for idx, ids in got.items():
+        assert ids == generated_ids(cfg, ds.tok_input[idx], 1024)[0]
+    status = HarnessStatus.read(Path(acc.directory))
+    assert status.ok and status.completed == ROWS and status.generated_tokens == 9 * ROWS
+
+
+def test_server_reports_the_first_token_early(tmp_path, dataset):
+    # 5 tokens: first after 60 ms, then one every 40 ms -> TTFT ~60 ms, whole answer ~220 ms
+    with StandinProcess(StandinConfig(output_tokens=5, ttft_ms=60, tpot_ms=40)) as sp:
+        perf, = run_all(_req(tmp_path, dataset, [sp.url], scenarios=("Server",), modes=("performance",),
+                             server_target_qps=20))
+    s = perf.summary
+    assert perf.verdict in ("VALID", "INVALID") and perf.returncode == 0
+    assert 55e6 <= s["ttft_p99_ns"] < 200e6, s
+    assert 30e6 <= s["tpot_p99_ns"] < 150e6, s
+    detail = (Path(perf.directory) / "mlperf_log_detail.txt").read_text()
+    assert '"is_error": true' not in detail
+
+
+def test_interactive_latency_bound_makes_the_run_invalid(tmp_path, dataset):
+    # Interactive allows 450 ms TTFT; a 600 ms first token can never be VALID
+    with StandinProcess(StandinConfig(output_tokens=3, ttft_ms=600)) as sp:
+        perf, = run_all(_req(tmp_path, dataset, [sp.url], scenarios=("Interactive",), modes=("performance",),
+                             interactive_target_qps=20))
+    assert perf.verdict == "INVALID" and "LoadGen result is INVALID" in perf.reasons[0]
+    assert perf.summary["ttft_p99_ns"] >= 600e6
+    summary = (Path(perf.directory) / "mlperf_log_summary.txt").read_text()
+    assert "Performance constraints satisfied : NO" in summary
+    assert Path(perf.directory).parts[-3:] == ("Interactive", "performance", "run_1")
+
+
+def test_several_endpoints_share_an_offline_run(tmp_path, dataset):
+    with StandinProcess() as a, StandinProcess() as b:
+        perf, = run_all(_req(tmp_path, dataset, [a.url, b.url], modes=("performance",), num_workers=2))
+    status = HarnessStatus.read(Path(perf.directory))
+    assert perf.verdict == "VALID" and set(status.endpoints) == {a.url, b.url}
+    assert min(status.endpoints.values()) >= ROWS // 4
+
+
+def test_unreachable_server_stops_before_loadgen(tmp_path, dataset):
+    perf, = run_all(_req(tmp_path, dataset, ["http://127.0.0.1:9"], modes=("performance",)))
+    assert perf.verdict == "FAILED" and perf.returncode == 2
+    assert "unreachable" in perf.reasons[0] and "fix:" in perf.reasons[0]
+    assert ".failed-" in perf.directory
+    assert not (Path(perf.directory) / "mlperf_log_summary.txt").exists()   # LoadGen never started
+    assert not (tmp_path / "results" / "llama2-70b-99" / "Offline" / "performance" / "run_1").exists()
+
+
+def test_wrong_model_name_stops_before_loadgen(tmp_path, dataset):
+    with StandinProcess(StandinConfig(model_name="the-real-one")) as sp:
+        perf, = run_all(_req(tmp_path, dataset, [sp.url], modes=("performance",)))
+    assert perf.verdict == "FAILED" and perf.returncode == 2
+    assert "does not serve model 'standin-model'" in perf.reasons[0] and "the-real-one" in perf.reasons[0]
+    assert not (Path(perf.directory) / "mlperf_log_detail.txt").exists()
+
+
+def test_tokenizer_mismatch_is_refused(tmp_path):
+    bad = write_dataset(str(tmp_path / "other-tokenizer.pkl"), ROWS, offset=7)
+    with StandinProcess() as sp:
+        perf, = run_all(_req(tmp_path, bad, [sp.url], modes=("performance",)))
+    assert perf.verdict == "FAILED" and perf.returncode == 2
+    assert "does not match the model's tokenizer" in perf.reasons[0]
+
+
+@pytest.mark.parametrize("scenario", ["Offline", "Server"])
+def test_server_dying_mid_run_fails_the_run_and_keeps_logs(tmp_path, dataset, scenario):
+    with StandinProcess(StandinConfig(output_tokens=6, tpot_ms=5, die_after=8)) as sp:
+        perf, = run_all(_req(tmp_path, dataset, [sp.url], scenarios=(scenario,), modes=("performance",),
+                             server_target_qps=40))
+        assert not sp.alive()
+    assert perf.verdict == "FAILED" and perf.returncode == 3, perf
+    d = Path(perf.directory)
+    assert d.name.startswith("run_1.failed-")
+    assert (d / "mlperf_log_detail.txt").exists() and (d / "harness.log").exists()
+    status = HarnessStatus.read(d)
+    assert not status.ok and status.failed_samples >= 1
+    assert not (d.parent / "run_1").exists()
+    outcomes = json.loads((tmp_path / "results" / "harness_outcomes.json").read_text())
+    assert [o["verdict"] for o in outcomes] == ["FAILED"]
+
+
+def test_find_performance_sets_targets_from_a_short_run(tmp_path, dataset):
+    with StandinProcess() as sp:
+        perf, = run_all(_req(tmp_path, dataset, [sp.url], modes=("performance",), find_performance=True))
+    found = json.loads((tmp_path / "results" / "find_performance.json").read_text())
+    assert found["targets"]["Offline"] > 0 and found["targets"]["Server"] < found["targets"]["Offline"]
+    conf = (Path(perf.directory) / "user.conf").read_text()
+    assert f"llama2-70b.Offline.target_qps = {found['targets']['Offline']:g}" in conf
