@@ -1,22 +1,14 @@
-"""detect-cpu: processor facts from /proc/cpuinfo (a first version; lscpu parsing comes later)."""
-import os
+"""detect-cpu: processor (lscpu), memory (/proc/meminfo, dmidecode), storage (lsblk), network cards
+(/sys/class/net). A missing or failing tool leaves its keys unset and is reported, never fatal."""
+from mlperf_llm.sysinfo.envmap import host_env
+from mlperf_llm.sysinfo.probe import collect
 
 
 def preprocess(i):
-    env = i['env']
-    models, physical = [], set()
-    try:
-        with open('/proc/cpuinfo', encoding='utf-8', errors='replace') as f:
-            for line in f:
-                k, _, v = line.partition(':')
-                k, v = k.strip(), v.strip()
-                if k == 'model name':
-                    models.append(v)
-                elif k == 'physical id':
-                    physical.add(v)
-    except OSError:
-        pass
-    env['CM_HOST_CPU_MODEL_NAME'] = models[0] if models else 'unknown (no /proc/cpuinfo)'
-    env['CM_HOST_CPU_TOTAL_LOGICAL_CORES'] = str(os.cpu_count() or 0)
-    env['CM_HOST_CPU_SOCKETS'] = str(len(physical) or 1)
+    facts = collect()
+    i['env'].update(host_env(facts))
+    gaps = [str(g) for g in facts.gaps if not g.affects.startswith('accelerator')]
+    i['state']['host_detection_gaps'] = gaps
+    for gap in gaps:
+        print(f'detect-cpu: not detected: {gap}')
     return {'return': 0}

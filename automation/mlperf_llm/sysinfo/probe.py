@@ -54,7 +54,8 @@ class Gap:
     affects: str         # which description fields stay undetected
 
     def __str__(self) -> str:
-        return f"{self.source}: {self.reason} (affects {self.affects})"
+        reason = self.reason[len(self.source) + 2:] if self.reason.startswith(self.source + ": ") else self.reason
+        return f"{self.source}: {reason} (affects {self.affects})"
 
 
 @dataclass
@@ -123,7 +124,7 @@ def _detect_storage(run: Runner, facts: SystemFacts) -> None:
         facts.gaps.append(Gap("lsblk", str(e), affects))
 
 
-def _detect_accelerators(run: Runner, facts: SystemFacts) -> None:
+def detect_accelerators(run: Runner, facts: SystemFacts) -> None:
     affects = "accelerator_* fields"
     query = run(["nvidia-smi", *NVIDIA_QUERY_ARGS])
     if query.returncode != NOT_FOUND:
@@ -171,7 +172,7 @@ def collect(run: Runner = run_command, meminfo_path: str = "/proc/meminfo",
     facts.network = read_sys_class_net(net_root)
     if not facts.network.cards:
         facts.gaps.append(Gap(net_root, "no physical network interface found", "host_networking"))
-    _detect_accelerators(run, facts)
+    detect_accelerators(run, facts)
     try:
         with open(os_release_path) as f:
             os_release = f.read()

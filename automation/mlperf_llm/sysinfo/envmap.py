@@ -1,0 +1,103 @@
+"""The edges: detected facts -> the CM_* env keys scripts publish, and env/inputs -> typed values."""
+
+from __future__ import annotations
+
+from .gpu import AcceleratorInfo, format_gpu_memory
+from .probe import SystemFacts
+from .sut import SoftwareStack, SutInputs
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def host_env(facts: SystemFacts) -> dict[str, str]:
+    """CM_HOST_CPU_* (names as cm4mlops' detect-cpu), CM_HOST_MEMORY_*, CM_HOST_DISK_*, CM_HOST_NETWORK*."""
+    env: dict[str, str] = {}
+    cpu = facts.cpu
+    if cpu:
+        env.update({
+            "CM_HOST_CPU_MODEL_NAME": cpu.model_name,
+            "CM_HOST_CPU_VENDOR_ID": cpu.vendor,
+            "CM_HOST_CPU_ARCHITECTURE": cpu.architecture,
+            "CM_HOST_CPU_MAX_MHZ": cpu.max_mhz,
+            "CM_HOST_CPU_HYPERVISOR": cpu.hypervisor,
+            "CM_HOST_CPU_FLAGS_KEY": ",".join(cpu.key_flags),
+            "CM_HOST_CPU_HAS_AVX512": _yes(any(f.startswith("avx512") for f in cpu.flags)),
+            "CM_HOST_CPU_HAS_AMX": _yes(any(f.startswith("amx") for f in cpu.flags)),
+            "CM_HOST_CPU_CACHES": cpu.caches_text,
+        })
+        for key, value in (("SOCKETS", cpu.sockets), ("PHYSICAL_CORES_PER_SOCKET", cpu.cores_per_socket),
+                           ("THREADS_PER_CORE", cpu.threads_per_core), ("TOTAL_LOGICAL_CORES", cpu.logical_cpus),
+                           ("TOTAL_CORES", cpu.logical_cpus), ("TOTAL_PHYSICAL_CORES", cpu.total_cores),
+                           ("NUMA_NODES", cpu.numa_nodes)):
+            if value is not None:
+                env[f"CM_HOST_CPU_{key}"] = str(value)
+        for lvl in ("L1d", "L1i", "L2", "L3"):
+            if lvl in cpu.caches:
+                env[f"CM_HOST_CPU_{lvl.upper()}_CACHE_SIZE"] = cpu.caches[lvl]
+    if facts.memory:
+        env["CM_HOST_MEMORY_CAPACITY"] = facts.memory.capacity_text
+        env["CM_HOST_MEMORY_BYTES"] = str(facts.memory.total_bytes)
+        env["CM_HOST_MEMORY_CONFIGURATION"] = facts.memory.configuration
+    if facts.storage and facts.storage.disks:
+        env["CM_HOST_DISK_CAPACITY"] = facts.storage.capacity_text
+        env["CM_HOST_DISK_TYPE"] = facts.storage.type_text
+    if facts.network:
+        env["CM_HOST_NETWORK_CARD_COUNT"] = str(facts.network.card_count)
+        env["CM_HOST_NETWORKING"] = facts.network.networking_text
+    return env
+
+
+def gpu_env(acc: AcceleratorInfo | None) -> dict[str, str]:
+    """CM_GPU_*: vendor none/nvidia/amd (or unknown when the tool failed), count, model, memory, clocks."""
+    if acc is None:
+        return {"CM_GPU_VENDOR": "unknown", "CM_GPU_COUNT": ""}
+    env = {"CM_GPU_VENDOR": acc.vendor, "CM_GPU_COUNT": str(acc.count)}
+    if not acc.gpus:
+        return env
+    g = acc.gpus[0]
+    clock = g.clock_base_mhz or g.clock_max_mhz
+    env.update({
+        "CM_GPU_NAME": acc.model_name,
+        "CM_GPU_MEMORY_CAPACITY": format_gpu_memory(g.physical_memory_gib),
+        "CM_GPU_MEMORY_MIB": str(g.memory_total_mib or ""),
+        "CM_GPU_MEMORY_TYPE": g.memory_type,
+        "CM_GPU_FREQUENCY_MHZ": str(clock or ""),
+        "CM_GPU_DRIVER_VERSION": g.driver_version,
+        "CM_GPU_CUDA_VERSION": acc.cuda_version,
+        "CM_GPU_HOST_INTERCONNECT": f"PCIe Gen{g.pcie_gen} x{g.pcie_width}" if g.pcie_gen and g.pcie_width else "",
+        "CM_GPU_INTERCONNECT": acc.interconnect,
+    })
+    return env
+
+
+def _opt(env: dict, key: str) -> str | None:
+    value = env.get(key, "")
+    return value if value != "" else None
+
+
+def sut_inputs_from_env(env: dict, overrides: dict | None = None) -> SutInputs:
+    hw_name = env.get("CM_HW_NAME") or (env.get("CM_HOST_SYSTEM_NAME") or "default").split(".")[0].replace("-", "_")
+    return SutInputs(
+        hw_name=hw_name,
+        submitter=_opt(env, "CM_MLPERF_SUBMITTER"), division=_opt(env, "CM_MLPERF_SUBMISSION_DIVISION"),
+        status=_opt(env, "CM_MLPERF_SYSTEM_STATUS"), system_name=_opt(env, "CM_MLPERF_SYSTEM_NAME"),
+        system_type=_opt(env, "CM_MLPERF_SYSTEM_TYPE"), system_type_detail=_opt(env, "CM_MLPERF_SYSTEM_TYPE_DETAIL"),
+        cooling=_opt(env, "CM_MLPERF_SYSTEM_COOLING"), hw_notes=_opt(env, "CM_MLPERF_HW_NOTES"),
+        sw_notes=_opt(env, "CM_MLPERF_SW_NOTES"), overrides=overrides or {},
+    )
+
+
+def software_from_env(env: dict) -> SoftwareStack:
+    """Versions the run's steps published (CM_VLLM_VERSION, CM_TORCH_VERSION, CM_LOADGEN_VERSION, ...)."""
+    extra = tuple(x.strip() for x in env.get("CM_MLPERF_OTHER_SOFTWARE", "").split(";") if x.strip())
+    return SoftwareStack(
+        framework_name=env.get("CM_MLPERF_FRAMEWORK_NAME", "vLLM"),
+        framework_version=env.get("CM_MLPERF_FRAMEWORK_VERSION") or env.get("CM_VLLM_VERSION", ""),
+        torch_version=env.get("CM_TORCH_VERSION", ""),
+        loadgen_version=env.get("CM_LOADGEN_VERSION") or env.get("CM_MLCOMMONS_LOADGEN_VERSION", ""),
+        python_version=env.get("CM_PYTHON_VERSION", ""),
+        tool_version=env.get("CM_CM4MLPERF_LLM_VERSION", ""),
+        extra=extra,
+    )

@@ -1,0 +1,76 @@
+"""The mlcommons/inference sources: a shallow clone at a round's tag, or a checkout the user gives."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from dataclasses import dataclass
+
+DEFAULT_URL = "https://github.com/mlcommons/inference"
+CHECKER = os.path.join("tools", "submission", "submission_checker.py")
+LLAMA2 = os.path.join("language", "llama2-70b")
+
+
+class InferenceSrcError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class InferenceSource:
+    path: str
+    tag: str               # the tag HEAD is at ("" if none / not a git checkout)
+    commit: str            # HEAD commit ("" if not a git checkout)
+
+    @property
+    def checker(self) -> str:
+        return os.path.join(self.path, CHECKER)
+
+    @property
+    def llama2_dir(self) -> str:
+        return os.path.join(self.path, LLAMA2)
+
+    @property
+    def mlperf_conf(self) -> str:
+        p = os.path.join(self.path, "loadgen", "mlperf.conf")
+        return p if os.path.exists(p) else ""
+
+
+def _git(args: list[str], cwd: str | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env=dict(os.environ, GIT_TERMINAL_PROMPT="0"))
+    except FileNotFoundError as e:
+        raise InferenceSrcError("git is not installed: apt-get install git, or give --src_path=DIR") from e
+
+
+def describe(path: str) -> InferenceSource:
+    """Check that path looks like mlcommons/inference and read its tag and commit."""
+    path = os.path.abspath(path)
+    if not os.path.isdir(path):
+        raise InferenceSrcError(f"--src_path={path}: no such folder; give a checkout of mlcommons/inference")
+    missing = [p for p in ("loadgen", CHECKER) if not os.path.exists(os.path.join(path, p))]
+    if missing:
+        raise InferenceSrcError(f"--src_path={path} is not an mlcommons/inference checkout: "
+                                f"{', '.join(missing)} missing")
+    commit = _git(["rev-parse", "HEAD"], cwd=path)
+    tag = _git(["describe", "--tags", "--exact-match", "HEAD"], cwd=path)
+    return InferenceSource(path=path, tag=tag.stdout.strip() if tag.returncode == 0 else "",
+                           commit=commit.stdout.strip() if commit.returncode == 0 else "")
+
+
+def clone_at_tag(url: str, tag: str, dest: str) -> InferenceSource:
+    """`git clone --depth 1 --branch TAG` into a temp folder beside dest, then rename it into place."""
+    if os.path.exists(dest):
+        return describe(dest)
+    tmp = f"{dest}.tmp-{uuid.uuid4().hex[:8]}"
+    res = _git(["clone", "--depth", "1", "--branch", tag, "--single-branch", url, tmp])
+    if res.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        err = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"
+        hint = ("the tag does not exist there" if "not found" in res.stderr.lower() or "remote branch" in
+                res.stderr.lower() else "no network or wrong URL? give a local checkout with --src_path=DIR")
+        raise InferenceSrcError(f"git clone of {url} at {tag} failed: {err} ({hint})")
+    os.replace(tmp, dest)
+    return describe(dest)

@@ -1,0 +1,135 @@
+"""Python environments: a venv per purpose, pinned pip installs into it, installed-version checks.
+
+Everything runs the target interpreter as a subprocess (`python -m venv`, `python -m pip`), so the
+venv that vLLM's torch lives in never has to be importable from the one running cm.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+
+from cmengine.versions import compare          # the project's one version ordering (0.32.0rc1 < 0.32.0)
+
+PIP_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?$")
+VENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+DONE_MARK = "cm-venv-complete"
+
+
+class PyEnvError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class PackageRequest:
+    """A pip package with CM-style constraints: `version` is a prefix ("5.1" = any 5.1.x),
+    `version_min`/`version_max` are inclusive bounds."""
+    name: str
+    version: str = ""
+    version_min: str = ""
+    version_max: str = ""
+
+    def __post_init__(self):
+        if not PIP_NAME_RE.match(self.name):
+            raise PyEnvError(f"package name {self.name!r} is not a pip project name; "
+                             "use e.g. _package.mlcommons-loadgen or _package.transformers[torch]")
+
+    @property
+    def dist_name(self) -> str:
+        """The distribution name without extras, as importlib.metadata knows it."""
+        return self.name.split("[")[0]
+
+    def pip_spec(self) -> str:
+        parts = []
+        if self.version:
+            full = self.version.count(".") >= 2
+            parts.append(f"=={self.version}" if full else f"=={self.version}.*")
+        if self.version_min:
+            parts.append(f">={self.version_min}")
+        if self.version_max:
+            parts.append(f"<={self.version_max}")
+        return self.name + ",".join(parts)
+
+    def allows(self, installed: str) -> bool:
+        if self.version and not (installed == self.version or installed.startswith(self.version + ".")):
+            return False
+        if self.version_min and compare(installed, self.version_min) < 0:
+            return False
+        if self.version_max and compare(installed, self.version_max) > 0:
+            return False
+        return True
+
+
+def _run(argv: list[str], timeout: float | None = None) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError as e:
+        raise PyEnvError(f"{argv[0]} does not exist: point --python (or CM_PYTHON_BIN_WITH_PATH) at an "
+                         "existing interpreter") from e
+    except subprocess.TimeoutExpired as e:
+        raise PyEnvError(f"{' '.join(argv[:4])} ... did not finish in {timeout:.0f} s") from e
+
+
+def _tail(text: str, n: int = 8) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+def venv_python(venv_dir: str) -> str:
+    return os.path.join(venv_dir, "bin", "python")
+
+
+def create_venv(base_python: str, dest: str, system_site_packages: bool = False) -> str:
+    """Create (or reuse a complete) venv at dest; returns its python. A venv without the completion
+    mark (an interrupted creation) is rebuilt with --clear."""
+    py = venv_python(dest)
+    if os.path.exists(os.path.join(dest, DONE_MARK)) and os.path.exists(py):
+        return py
+    argv = [base_python, "-m", "venv", "--clear", dest]
+    if system_site_packages:
+        argv.insert(3, "--system-site-packages")
+    res = _run(argv, timeout=600)
+    if res.returncode != 0:
+        hint = (" (Debian/Ubuntu: apt-get install python3-venv, or the python3.X-venv package)"
+                if "ensurepip" in res.stderr + res.stdout else "")
+        raise PyEnvError(f"creating the venv {dest} with {base_python} failed{hint}:\n{_tail(res.stderr)}")
+    with open(os.path.join(dest, DONE_MARK), "w") as f:
+        f.write(base_python + "\n")
+    return py
+
+
+def installed_version(python: str, dist_name: str) -> str:
+    """The installed version of a distribution in that interpreter's environment, "" if absent."""
+    code = ("import importlib.metadata as m, sys\n"
+            "try:\n    print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError:\n    pass\n")
+    res = _run([python, "-c", code, dist_name], timeout=120)
+    if res.returncode != 0:
+        raise PyEnvError(f"{python} could not report the version of {dist_name}:\n{_tail(res.stderr)}")
+    return res.stdout.strip()
+
+
+def pip_install(python: str, req: PackageRequest, extra_args: tuple[str, ...] = (),
+                timeout: float = 3600) -> str:
+    """Install req unless an allowed version is already there; returns the installed version."""
+    have = installed_version(python, req.dist_name)
+    if have and req.allows(have):
+        return have
+    argv = [python, "-m", "pip", "install", "--disable-pip-version-check", req.pip_spec(), *extra_args]
+    res = _run(argv, timeout=timeout)
+    if res.returncode != 0:
+        raise PyEnvError(f"pip could not install {req.pip_spec()} into {python}:\n{_tail(res.stderr or res.stdout)}\n"
+                         "Check the version exists (pip index versions " + req.dist_name + ") or relax "
+                         "--version/--version_min/--version_max.")
+    have = installed_version(python, req.dist_name)
+    if not have or not req.allows(have):
+        raise PyEnvError(f"after pip install {req.pip_spec()}, {req.dist_name} is {have or 'missing'}: "
+                         "another requirement overrode the pin; install into a separate venv (_name.X)")
+    return have
+
+
+def check_venv_name(name: str) -> str:
+    if not VENV_NAME_RE.match(name or ""):
+        raise PyEnvError(f"venv name {name!r} is not usable as a folder name; use letters, digits, '.', "
+                         "'_' or '-' (e.g. install,python-venv,_name.vllm)")
+    return name
