@@ -1,0 +1,118 @@
+"""The env edge: `CM_VLLM_*` strings from the script folder -> typed `ServeConfig` and run options.
+
+Each `ServeConfig` field `name` is read from `CM_VLLM_<NAME>` (e.g. `CM_VLLM_MAX_NUM_SEQS`);
+the extra arguments come from `CM_VLLM_EXTRA_ARGS` as one shell-quoted string.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from .command import ServeConfig, ServeConfigError, parse_extra_args
+
+PREFIX = 'CM_VLLM_'
+_TRUE = ('1', 'yes', 'true', 'on', 'y')
+_FALSE = ('', '0', 'no', 'false', 'off', 'n')
+
+
+def env_key(field_name: str) -> str:
+    return PREFIX + field_name.upper()
+
+
+def parse_bool(key: str, text: str | None, default: bool = False) -> bool:
+    if text is None:
+        return default
+    t = str(text).strip().lower()
+    if t in _TRUE:
+        return True
+    if t in _FALSE:
+        return False
+    raise ServeConfigError(f'{key}={text!r} is not a yes/no value; use yes or no')
+
+
+def _parse_int(key, text):
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        raise ServeConfigError(f'{key}={text!r} is not an integer; give a whole number, e.g. 64') from None
+
+
+def _parse_float(key, text):
+    try:
+        return float(str(text).strip())
+    except ValueError:
+        raise ServeConfigError(f'{key}={text!r} is not a number; give a fraction such as 0.95') from None
+
+
+_INTS = {'tensor_parallel_size', 'pipeline_parallel_size', 'max_num_seqs', 'max_model_len',
+         'max_num_batched_tokens', 'port'}
+_FLOATS = {'gpu_memory_utilization'}
+_BOOLS = {'enable_chunked_prefill', 'enforce_eager', 'disable_log_requests'}
+
+
+def config_from_env(env: dict, **overrides) -> ServeConfig:
+    """Read a ServeConfig from env; empty strings count as unset. `overrides` win over env."""
+    values = {}
+    for f in fields(ServeConfig):
+        key = env_key(f.name)
+        text = env.get(key)
+        if f.name == 'extra_args':
+            values[f.name] = parse_extra_args(text)
+            continue
+        if text is None or str(text).strip() == '':
+            if f.name in _BOOLS:
+                values[f.name] = False
+            continue
+        if f.name in _INTS:
+            values[f.name] = _parse_int(key, text)
+        elif f.name in _FLOATS:
+            values[f.name] = _parse_float(key, text)
+        elif f.name in _BOOLS:
+            values[f.name] = parse_bool(key, text)
+        else:
+            values[f.name] = str(text).strip()
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    if not values.get('model'):
+        raise ServeConfigError(f'no model to serve: set --model=PATH (env {env_key("model")}) or add a model '
+                               'dependency that sets it')
+    return ServeConfig(**values)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How the managed server is run (not part of the vLLM command line)."""
+
+    api_servers: tuple[str, ...] = ()
+    keep_server: bool = False
+    start_timeout_s: float = 600.0
+    python: str = 'python3'
+
+
+def split_urls(text: str | None) -> tuple[str, ...]:
+    """`URL[,URL...]` -> normalised base URLs (no trailing slash, no /v1 suffix)."""
+    if not text:
+        return ()
+    urls = []
+    for part in str(text).split(','):
+        url = part.strip().rstrip('/')
+        if not url:
+            continue
+        if not url.startswith(('http://', 'https://')):
+            raise ServeConfigError(f'api_server {part.strip()!r} is not an http(s) URL; '
+                                   'write it as http://HOST:PORT')
+        if url.endswith('/v1'):
+            url = url[:-3]
+        urls.append(url)
+    return tuple(urls)
+
+
+def run_options_from_env(env: dict) -> RunOptions:
+    timeout_text = env.get('CM_VLLM_SERVER_START_TIMEOUT') or '600'
+    timeout = _parse_float('CM_VLLM_SERVER_START_TIMEOUT', timeout_text)
+    if timeout <= 0:
+        raise ServeConfigError(f'CM_VLLM_SERVER_START_TIMEOUT={timeout_text!r} must be a positive number of seconds')
+    return RunOptions(
+        api_servers=split_urls(env.get('CM_VLLM_API_SERVERS')),
+        keep_server=parse_bool('CM_VLLM_KEEP_SERVER', env.get('CM_VLLM_KEEP_SERVER')),
+        start_timeout_s=timeout,
+        python=env.get('CM_VLLM_PYTHON') or 'python3',
+    )

@@ -1,0 +1,309 @@
+"""Managed lifecycle of an OpenAI-compatible vLLM server, and checks of servers that already run.
+
+start() refuses a taken port, launches the command in its own process group with output going to a
+log file, and returns a `ServerProcess`; wait_ready() polls `/health` then `/v1/models` with progress,
+noticing an early death (its exit code and the log's tail go into the error); stop() sends SIGTERM to
+the whole group and SIGKILL after a grace period. A `ServerRecord` (JSON) lets a later process stop a
+server it did not start, guarded against PID reuse. check_existing() vets `--api_server` URLs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .command import redact, shell_command
+
+LOG_TAIL_LINES = 40
+
+
+class ServerError(RuntimeError):
+    """A server could not be started, reached, or used."""
+
+
+class PortTakenError(ServerError):
+    pass
+
+
+class EarlyExitError(ServerError):
+    pass
+
+
+class ReadyTimeoutError(ServerError):
+    pass
+
+
+class ModelMismatchError(ServerError):
+    pass
+
+
+@dataclass(frozen=True)
+class ServerRecord:
+    """What a later process needs to find, use and stop a started server (saved as JSON)."""
+
+    pid: int
+    pgid: int
+    start_ticks: int | None
+    url: str
+    model_name: str
+    log_path: str
+    argv: list[str] = field(default_factory=list)
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        tmp = path.with_name(path.name + '.tmp')
+        tmp.write_text(json.dumps(asdict(self), indent=2) + '\n')
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> 'ServerRecord':
+        try:
+            return cls(**json.loads(Path(path).read_text()))
+        except (OSError, ValueError, TypeError) as e:
+            raise ServerError(f'cannot read server record {path} ({e}); was the server started by '
+                              'run-vllm-server in this work directory?') from None
+
+
+# ---------------------------------------------------------------- helpers
+
+def log_tail(path: str | Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        with open(path, 'rb') as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            text = f.read().decode('utf-8', 'replace')
+    except OSError as e:
+        return f'(log {path} unreadable: {e})'
+    return '\n'.join(text.splitlines()[-lines:])
+
+
+def port_taken_reason(host: str, port: int) -> str | None:
+    """None if a server could bind host:port, else why not."""
+    with socket.socket(socket.AF_INET6 if ':' in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT is no obstacle
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            return e.strerror or str(e)
+    return None
+
+
+def _proc_start_ticks(pid: int) -> int | None:
+    """Process start time in clock ticks since boot (field 22 of /proc/PID/stat); None if gone/unknown."""
+    try:
+        stat = Path(f'/proc/{pid}/stat').read_text()
+    except OSError:
+        return None
+    try:
+        return int(stat.rsplit(')', 1)[1].split()[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def http_get_json(url: str, timeout: float = 5.0, api_key: str | None = None):
+    """GET url; return (status, parsed JSON or None). Raises OSError/URLError on connection failure."""
+    req = urllib.request.Request(url, headers={'Authorization': f'Bearer {api_key}'} if api_key else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            body = r.read()
+            status = r.status
+    except urllib.error.HTTPError as e:
+        return e.code, None
+    try:
+        return status, json.loads(body) if body else None
+    except ValueError:
+        return status, None
+
+
+def served_model_names(models_json) -> list[str]:
+    """Names listed by an OpenAI-style /v1/models answer."""
+    if not isinstance(models_json, dict) or not isinstance(models_json.get('data'), list):
+        return []
+    return [m.get('id') for m in models_json['data'] if isinstance(m, dict) and m.get('id')]
+
+
+def probe(url: str, model_name: str, api_key: str | None = None, timeout: float = 5.0) -> str | None:
+    """None when url answers /health and serves model_name; else a short reason."""
+    try:
+        status, _ = http_get_json(f'{url}/health', timeout, api_key)
+        if status != 200:
+            return f'/health answered HTTP {status}'
+        status, models = http_get_json(f'{url}/v1/models', timeout, api_key)
+    except (OSError, urllib.error.URLError) as e:
+        reason = getattr(e, 'reason', e)
+        return f'not reachable ({reason})'
+    if status == 401:
+        return '/v1/models answered HTTP 401: the API key is missing or wrong'
+    if status != 200:
+        return f'/v1/models answered HTTP {status}'
+    names = served_model_names(models)
+    if model_name not in names:
+        return f'serves {names or "no models"}, not {model_name!r}'
+    return None
+
+
+# ---------------------------------------------------------------- lifecycle
+
+class ServerProcess:
+    """A server started by this process (Popen kept so that the exit code can be read and reaped)."""
+
+    def __init__(self, popen: subprocess.Popen, record: ServerRecord):
+        self.popen = popen
+        self.record = record
+
+    @property
+    def url(self) -> str:
+        return self.record.url
+
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    def wait_ready(self, timeout_s: float, api_key: str | None = None,
+                   progress: Callable[[str], None] = print, interval_s: float = 1.0,
+                   progress_every_s: float = 10.0) -> float:
+        """Block until the server is ready; return seconds waited. Raises EarlyExitError/ReadyTimeoutError."""
+        t0 = time.monotonic()
+        next_report = t0 + progress_every_s
+        reason = 'not polled yet'
+        while True:
+            code = self.returncode()
+            if code is not None:
+                raise EarlyExitError(
+                    f'vLLM server exited with code {code} after {time.monotonic() - t0:.0f} s, before it was ready.\n'
+                    f'Command: {shell_command(redact(self.record.argv))}\n'
+                    f'Last lines of {self.record.log_path}:\n{log_tail(self.record.log_path)}')
+            reason = probe(self.url, self.record.model_name, api_key, timeout=min(5.0, interval_s * 5))
+            now = time.monotonic()
+            if reason is None:
+                progress(f'vLLM server ready at {self.url} after {now - t0:.0f} s (log: {self.record.log_path})')
+                return now - t0
+            if now - t0 >= timeout_s:
+                raise ReadyTimeoutError(
+                    f'vLLM server at {self.url} not ready after {timeout_s:.0f} s (last check: {reason}); '
+                    'raise --server_start_timeout if the model is large.\n'
+                    f'Last lines of {self.record.log_path}:\n{log_tail(self.record.log_path)}')
+            if now >= next_report:
+                progress(f'waiting for vLLM at {self.url}: {now - t0:.0f} s of {timeout_s:.0f} s ({reason}); '
+                         f'log: {self.record.log_path}')
+                next_report = now + progress_every_s
+            time.sleep(interval_s)
+
+    def stop(self, grace_s: float = 30.0) -> str:
+        return stop(self.record, grace_s, popen=self.popen)
+
+
+def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: str | Path,
+          env: dict | None = None, cwd: str | Path | None = None) -> ServerProcess:
+    """Launch argv in a new process group, output appended to log_path. Refuses a taken port."""
+    reason = port_taken_reason(host, port)
+    if reason is not None:
+        raise PortTakenError(
+            f'port {port} on {host} is already in use ({reason}). Stop whatever listens there, choose another '
+            f'--port, or, if it is a vLLM server with the right model, use --api_server=http://{host}:{port}')
+    log_path = Path(log_path).resolve()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, 'ab') as log:
+        log.write(f'# {time.strftime("%Y-%m-%d %H:%M:%S")} starting: {shell_command(redact(argv))}\n'.encode())
+        log.flush()
+        try:
+            popen = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=env, cwd=cwd, start_new_session=True)
+        except OSError as e:
+            raise ServerError(f'cannot start {argv[0]!r}: {e}; is vLLM installed in that environment?') from None
+    url_host = f'[{host}]' if ':' in host else host
+    if host in ('0.0.0.0', '::'):
+        url_host = '127.0.0.1'
+    record = ServerRecord(pid=popen.pid, pgid=popen.pid, start_ticks=_proc_start_ticks(popen.pid),
+                          url=f'http://{url_host}:{port}', model_name=model_name, log_path=str(log_path),
+                          argv=redact(argv))
+    return ServerProcess(popen, record)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def stop(record: ServerRecord, grace_s: float = 30.0, popen: subprocess.Popen | None = None) -> str:
+    """SIGTERM the server's process group, SIGKILL what is left after grace_s. Returns what happened."""
+    if popen is None:
+        ticks = _proc_start_ticks(record.pid)
+        if ticks is not None and record.start_ticks is not None and ticks != record.start_ticks:
+            # Linux does not reuse a PID while its process group lives, so the server's group is gone.
+            return f'server pid {record.pid} had already exited (the PID now belongs to another process)'
+    elif popen.poll() is not None and not _group_alive(record.pgid):
+        return f'server pid {record.pid} had already exited with code {popen.returncode}'
+    if not _group_alive(record.pgid):
+        return f'server pid {record.pid} had already exited'
+    _signal_group(record.pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if popen is not None:
+            popen.poll()
+        if not _group_alive(record.pgid):
+            return f'server pid {record.pid} stopped (SIGTERM)'
+        time.sleep(0.2)
+    _signal_group(record.pgid, signal.SIGKILL)
+    if popen is not None:
+        try:
+            popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+    return f'server pid {record.pid} killed (SIGKILL after {grace_s:.0f} s)'
+
+
+# ---------------------------------------------------------------- servers that already run
+
+@dataclass(frozen=True)
+class ExistingServer:
+    url: str
+    model_name: str
+
+
+def check_existing(urls, expected_model_name: str, api_key: str | None = None,
+                   timeout_s: float = 10.0) -> list[ExistingServer]:
+    """Each URL must answer /v1/models listing expected_model_name; otherwise one error naming every bad URL."""
+    urls = list(urls)
+    if not urls:
+        raise ServerError('no server URLs given; pass --api_server=http://HOST:PORT[,http://HOST:PORT...]')
+    problems = []
+    for url in urls:
+        try:
+            status, models = http_get_json(f'{url}/v1/models', timeout_s, api_key)
+        except (OSError, urllib.error.URLError) as e:
+            problems.append(f'{url}: not reachable ({getattr(e, "reason", e)}); is the server running?')
+            continue
+        if status != 200:
+            hint = ': the API key is missing or wrong (--api_key)' if status == 401 else ''
+            problems.append(f'{url}: /v1/models answered HTTP {status}{hint}')
+            continue
+        names = served_model_names(models)
+        if expected_model_name not in names:
+            problems.append(f'{url}: serves {names or "no models"}, not {expected_model_name!r}; pass the '
+                            f'served name with --served_model_name or point --api_server at the right server')
+    if problems:
+        mismatch = all('serves' in p for p in problems)
+        cls = ModelMismatchError if mismatch else ServerError
+        raise cls('--api_server check failed:\n  ' + '\n  '.join(problems))
+    return [ExistingServer(url, expected_model_name) for url in urls]
