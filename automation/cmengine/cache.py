@@ -19,7 +19,7 @@ import os
 import shutil
 import sys
 import time
-import uuid
+
 from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
@@ -125,7 +125,7 @@ class Store:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
     def new_folder(self, alias: str, key: str) -> str:
-        path = os.path.join(self._dir("store"), f"{alias}-{key[:12]}-{uuid.uuid4().hex[:8]}")
+        path = os.path.join(self._dir("store"), f"{alias}-{key[:12]}-{os.urandom(4).hex()}")
         os.makedirs(path)
         return path
 
@@ -143,7 +143,7 @@ class Store:
         edir = self._dir("entries")
         link = os.path.join(edir, key)
         old = os.path.realpath(link) if os.path.lexists(link) else None
-        tmp_link = os.path.join(edir, f".{key}.{uuid.uuid4().hex[:8]}")
+        tmp_link = os.path.join(edir, f".{key}.{os.urandom(4).hex()}")
         os.symlink(os.path.relpath(folder, edir), tmp_link)
         os.replace(tmp_link, link)
         if old and old != folder:
@@ -161,7 +161,7 @@ class Store:
 
     def run_folder(self, label: str) -> str:
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = os.path.join(self._dir("runs"), f"{stamp}-{label}-{uuid.uuid4().hex[:6]}")
+        path = os.path.join(self._dir("runs"), f"{stamp}-{label}-{os.urandom(3).hex()}")
         os.makedirs(path)
         return path
 
