@@ -1,0 +1,187 @@
+"""Run the official submission checker of a round on a tree, and sort what it says.
+
+The checker (mlcommons/inference tools/submission/submission_checker.py, stdlib only) is run from the
+inference source as a subprocess, never copied. Its ERROR lines are sorted into:
+- checks that only a full-length run can pass (named in FULL_LENGTH_CHECKS): in a `test`-mode run these
+  are expected, and listed by name;
+- consequences of other lines ("... has issues", "NoResults ...", the SUMMARY line), explained by them;
+- everything else: real errors, which fail the step in any mode.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+from .errors import SubmissionError
+from .logs import read_detail_log
+from .spec import MIN_DURATION_MS, get_round
+
+FULL_LENGTH_CHECKS = (   # (name, what the checker says, what a full-length run does)
+    ("min_duration", "Test duration less than 600s", "runs at least 600 s (min_duration=600000)"),
+    ("min_query_count", "Required minimum Query Count not met", "issues the round's minimum query count"),
+    ("offline_samples_per_query", "Required minimum samples per query not met",
+     "issues at least 24576 samples in its Offline query"),
+    ("performance_sample_count", "performance_sample_count, found", "uses all 24576 samples of the data set"),
+    ("accuracy_covers_dataset", "does not cover all dataset", "scores all 24576 samples"),
+    ("early_stopping", "Early stopping condition was not met", "runs enough queries for early stopping"),
+)
+LINE = re.compile(r"^(?:\[[^\]]* (?P<l1>ERROR|WARNING|INFO)\] |(?P<l2>ERROR|WARNING|INFO):\w+:)(?P<msg>.*)$")
+
+
+@dataclass
+class Finding:
+    level: str             # ERROR | WARNING
+    message: str
+    kind: str              # full_length | consequence | error | warning
+    check: str = ""        # the named check, for full_length ones
+
+
+@dataclass
+class CheckerReport:
+    command: list
+    returncode: int
+    mode: str
+    output: str
+    findings: list = field(default_factory=list)
+
+    @property
+    def errors(self) -> list:
+        return [f for f in self.findings if f.kind == "error"]
+
+    @property
+    def full_length_checks(self) -> list:
+        return sorted({f.check for f in self.findings if f.kind == "full_length"})
+
+    @property
+    def passed(self) -> bool:
+        """The checker is clean, or (test mode) only full-length checks failed."""
+        if self.returncode == 0:
+            return True
+        return self.mode == "test" and not self.errors and bool(self.full_length_checks)
+
+    def summary_lines(self) -> list:
+        keep = ("Results=", "Closed Results=", "Open Results=", "Systems=", "SUMMARY:")
+        return [m.group("msg").strip() for m in map(LINE.match, self.output.splitlines())
+                if m and any(k in m.group("msg") for k in keep)]
+
+
+def find_checker(inference_src: str | None) -> str:
+    src = inference_src or os.environ.get("CM_MLPERF_INFERENCE_SOURCE")
+    if not src:
+        raise SubmissionError("inference source", "is not given",
+                              "pass --inference_src=DIR (mlcommons/inference at the round's tag) or set "
+                              "CM_MLPERF_INFERENCE_SOURCE, or run get-mlperf-inference-src")
+    path = os.path.join(src, "tools", "submission", "submission_checker.py")
+    if not os.path.isfile(path):
+        raise SubmissionError(f"inference source {src}", "has no tools/submission/submission_checker.py",
+                              "point at a checkout of mlcommons/inference")
+    return path
+
+
+def detect_mode(tree: str) -> str:
+    """`test` when any performance run in the tree asked for less than 600 s, else `valid`."""
+    for dirpath, _, files in os.walk(tree):
+        if dirpath.endswith(os.path.join("performance", "run_1")) and "mlperf_log_detail.txt" in files:
+            log = read_detail_log(os.path.join(dirpath, "mlperf_log_detail.txt"))
+            if int(log.get("effective_min_duration_ms", MIN_DURATION_MS)) < MIN_DURATION_MS:
+                return "test"
+    return "valid"
+
+
+def _perf_has_issues(tree: str, rel_path: str) -> Finding | None:
+    """A "<perf dir> has issues" line: LoadGen INVALID for a reason no other line names?"""
+    log_path = os.path.join(tree, rel_path, "mlperf_log_detail.txt")
+    if not os.path.isfile(log_path):
+        return None
+    log = read_detail_log(log_path)
+    failed = log.failed_conditions()
+    if "performance constraints" in failed:
+        return Finding("ERROR", f"{rel_path}: LoadGen result INVALID: performance constraints not met "
+                       "(latency targets missed at this QPS)", "error")
+    if failed:
+        return Finding("ERROR", f"{rel_path}: LoadGen result INVALID ({', '.join(failed)} not met)",
+                       "full_length", "result_valid")
+    return None
+
+
+def _scenario_folders(tree: str, model_path: str) -> set:
+    full = os.path.join(tree, model_path)
+    return set(os.listdir(full)) if os.path.isdir(full) else set()
+
+
+def classify(output: str, tree: str, mode: str) -> list:
+    findings = []
+    for line in output.splitlines():
+        m = LINE.match(line)
+        if not m or (m.group("l1") or m.group("l2")) == "INFO":
+            continue
+        level, msg = m.group("l1") or m.group("l2"), m.group("msg").strip()
+        if level == "WARNING":
+            findings.append(Finding(level, msg, "warning"))
+            continue
+        named = next((name for name, text, _ in FULL_LENGTH_CHECKS if text in msg), None)
+        if named:
+            findings.append(Finding(level, msg, "full_length" if mode == "test" else "error", named))
+        elif msg.startswith("NoResults ") or msg.startswith("SUMMARY:"):
+            findings.append(Finding(level, msg, "consequence"))
+        elif msg.endswith(" has issues") and "/performance/" in msg:
+            findings.append(Finding(level, msg, "consequence"))
+            extra = _perf_has_issues(tree, msg[:-len(" has issues")].strip())
+            if extra:
+                if extra.kind == "full_length" and mode != "test":
+                    extra.kind = "error"
+                findings.append(extra)
+        elif "does not have all required scenarios" in msg:
+            model_path = msg.split(" does not have")[0].strip()
+            present = _scenario_folders(tree, model_path)
+            missing = set(re.findall(r"'(\w+)'", msg)) or {"Server", "Interactive"}
+            needed = missing if "missing" in msg else ({"Server", "Interactive"} if not present & missing else set())
+            real = [s for s in needed if s not in present] if "missing" in msg else sorted(needed)
+            findings.append(Finding(level, msg, "error" if real else "consequence"))
+        else:
+            findings.append(Finding(level, msg, "error"))
+    return findings
+
+
+def run_checker(tree: str, version: str, submitter: str | None = None, inference_src: str | None = None,
+                workdir: str | None = None, mode: str | None = None, extra_args: tuple = (),
+                timeout: int = 900) -> CheckerReport:
+    spec = get_round(version)
+    script = find_checker(inference_src)
+    tree = os.path.abspath(tree)
+    if not os.path.isdir(tree):
+        raise SubmissionError(f"submission tree {tree}", "does not exist", "build it with generate-mlperf-inference-submission")
+    workdir = os.path.abspath(workdir or os.path.dirname(tree))
+    os.makedirs(workdir, exist_ok=True)
+    cmd = [sys.executable, script, "--input", tree, "--version", spec.version,
+           "--csv", os.path.join(workdir, "summary.csv")]
+    if submitter:
+        cmd += ["--submitter", submitter]
+    cmd += list(extra_args)
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    output = proc.stdout + proc.stderr
+    mode = mode or detect_mode(tree)
+    return CheckerReport(cmd, proc.returncode, mode, output, classify(output, tree, mode))
+
+
+def format_report(report: CheckerReport) -> str:
+    lines = ["Official submission checker: " + " ".join(report.command[1:]), ""]
+    lines += ["  " + s for s in report.summary_lines()]
+    if report.full_length_checks:
+        explain = {name: does for name, _, does in FULL_LENGTH_CHECKS}
+        explain["result_valid"] = "gets a VALID LoadGen result"
+        lines += ["", f"Checks only a full-length run can pass ({report.mode} mode), by name:"]
+        lines += [f"  - {name}: passes when the run {explain[name]}" for name in report.full_length_checks]
+    if report.errors:
+        lines += ["", "Errors:"] + [f"  - {f.message}" for f in report.errors]
+    warnings = [f for f in report.findings if f.kind == "warning"]
+    if warnings:
+        lines += ["", "Warnings:"] + [f"  - {f.message}" for f in warnings]
+    verdict = ("PASS" if report.returncode == 0 else
+               "PASS except the full-length checks above (test mode)" if report.passed else "FAIL")
+    lines += ["", f"Verdict: {verdict}"]
+    return "\n".join(lines)

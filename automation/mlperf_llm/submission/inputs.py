@@ -1,0 +1,183 @@
+"""What the builder reads: the metadata of the run, the SUT description, and the harness's results folder.
+
+Results folder layout (as the harness and the accuracy/compliance steps write it):
+    <results>/<model>/<Scenario>/performance/run_1/{mlperf_log_summary.txt, mlperf_log_detail.txt, user.conf}
+    <results>/<model>/<Scenario>/accuracy/{accuracy.txt, mlperf_log_accuracy.json, mlperf_log_summary.txt,
+                                           mlperf_log_detail.txt}
+    <results>/<model>/<Scenario>/TEST06/{verify_accuracy.txt, accuracy/mlperf_log_accuracy.json}
+user.conf (and for v4.1 mlperf.conf) may also sit in the scenario folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, fields
+
+from .errors import SubmissionError
+from .spec import SCENARIO_ORDER
+
+SYSTEM_REQUIRED_FIELDS = (
+    "division", "submitter", "status", "system_name", "system_type", "number_of_nodes",
+    "host_processor_model_name", "host_processors_per_node", "host_processor_core_count",
+    "host_processor_frequency", "host_processor_caches", "host_processor_interconnect",
+    "host_memory_capacity", "host_memory_configuration", "host_storage_capacity", "host_storage_type",
+    "host_networking", "host_networking_topology", "host_network_card_count", "accelerators_per_node",
+    "accelerator_model_name", "accelerator_memory_capacity", "accelerator_memory_configuration",
+    "accelerator_frequency", "accelerator_host_interconnect", "accelerator_interconnect",
+    "accelerator_interconnect_topology", "accelerator_on-chip_memories", "framework", "operating_system",
+    "other_software_stack", "cooling", "hw_notes", "sw_notes", "system_type_detail")
+SYSTEM_MEANINGFUL_FIELDS = (
+    "division", "submitter", "system_type", "status", "system_name", "number_of_nodes",
+    "host_processor_model_name", "host_processors_per_node", "host_processor_core_count",
+    "host_memory_capacity", "host_memory_configuration", "host_storage_capacity", "host_storage_type",
+    "host_networking", "host_network_card_count", "host_networking_topology", "accelerators_per_node",
+    "accelerator_model_name", "accelerator_memory_capacity", "accelerator_host_interconnect",
+    "accelerator_memory_configuration", "accelerator_interconnect", "cooling", "framework",
+    "operating_system", "other_software_stack")
+
+
+@dataclass
+class Quantization:
+    scheme: str = "none"            # none | fp8 | gptq-w4a16 | int8-w8a8
+    tool: str = ""                  # e.g. "llmcompressor 0.14.0.1"
+    calibration_dataset: str = ""   # e.g. "open_orca_gpt4_tokenized_llama.calibration_1000.pkl"
+    num_calibration_samples: int = 0
+    group_size: int = 128           # GPTQ
+    ignore: list = field(default_factory=lambda: ["lm_head"])
+    checkpoint: str = ""            # the quantized checkpoint served
+
+
+@dataclass
+class Metadata:
+    submitter: str
+    division: str = "open"          # closed | open
+    category: str = "datacenter"
+    round: str = "v5.1"
+    system_name: str = ""           # the folder name under systems/, results/, measurements/
+    implementation: str = "reference"
+    framework: str = "vllm"
+    device: str = "cpu"
+    execution_mode: str = "test"    # test | valid
+    command: str = ""               # the exact command that reproduces the run
+    vllm_serve_command: str = ""
+    served_model_name: str = ""
+    starting_weights_filename: str = "https://huggingface.co/meta-llama/Llama-2-70b-chat-hf"
+    weight_data_types: str = "bf16"
+    input_data_types: str = "int32"
+    retraining: str = "no"
+    availability: str = ""          # e.g. "Available as of Nov 2026"
+    host_platform: dict = field(default_factory=dict)    # os, cpu, python, engine (versions)
+    component_versions: dict = field(default_factory=dict)
+    accuracy_targets: dict = field(default_factory=dict)  # metric -> [min, max|None]; empty = closed targets
+    accuracy_targets_label: str = ""
+    quantization: Quantization = field(default_factory=Quantization)
+    code_version: str = ""          # git commit of this project
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = "metadata") -> "Metadata":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SubmissionError(source, f"has unknown keys {unknown}", f"use only {sorted(known)}")
+        if not data.get("submitter"):
+            raise SubmissionError(source, "has no submitter", "give --submitter=ORG (letters, digits, _ or -)")
+        values = dict(data)
+        q = values.get("quantization") or {}
+        if isinstance(q, str):
+            q = {"scheme": q}
+        qknown = {f.name for f in fields(Quantization)}
+        if set(q) - qknown:
+            raise SubmissionError(source, f"quantization has unknown keys {sorted(set(q) - qknown)}",
+                                  f"use only {sorted(qknown)}")
+        values["quantization"] = Quantization(**q)
+        meta = cls(**values)
+        meta.validate(source)
+        return meta
+
+    def validate(self, source: str) -> None:
+        for name, value, allowed in (("division", self.division, ("closed", "open")),
+                                     ("category", self.category, ("datacenter", "edge")),
+                                     ("execution_mode", self.execution_mode, ("test", "valid")),
+                                     ("quantization.scheme", self.quantization.scheme,
+                                      ("none", "fp8", "gptq-w4a16", "int8-w8a8"))):
+            if value not in allowed:
+                raise SubmissionError(f"{source} {name}={value!r}", "is not allowed", f"use one of {allowed}")
+        for name in ("submitter", "system_name", "implementation"):
+            value = getattr(self, name)
+            if value and (" " in value or value.startswith(".") or "/" in value):
+                raise SubmissionError(f"{source} {name}={value!r}", "cannot be a folder name in the tree "
+                                      "(spaces, a leading dot or '/')", "use letters, digits, '_', '-' and '.'")
+
+
+def load_json(path: str, what: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise SubmissionError(f"{what} {path}", f"cannot be read ({e.strerror})", "give the path of an existing file") from None
+    except json.JSONDecodeError as e:
+        raise SubmissionError(f"{what} {path}", f"is not JSON ({e.msg}, line {e.lineno})", "fix the JSON") from None
+    if not isinstance(data, dict):
+        raise SubmissionError(f"{what} {path}", "is not a JSON object", "give a JSON object of fields")
+    return data
+
+
+def check_system(system: dict, source: str) -> list[str]:
+    """Problems with a SUT description; empty when every required field is there and meaningful."""
+    problems = [f"field {k!r} is missing" for k in SYSTEM_REQUIRED_FIELDS if k not in system]
+    problems += [f"field {k!r} is empty" for k in SYSTEM_MEANINGFUL_FIELDS
+                 if k in system and (system[k] is None or str(system[k]).strip() == "")]
+    if str(system.get("status", "")).lower() not in ("available", "preview", "rdi"):
+        problems.append(f"status {system.get('status')!r} is not available, preview or rdi")
+    if system.get("system_type") not in ("datacenter", "edge", "datacenter,edge", "edge,datacenter"):
+        problems.append(f"system_type {system.get('system_type')!r} is not datacenter or edge")
+    return problems
+
+
+@dataclass
+class ScenarioRun:
+    model: str
+    scenario: str
+    path: str                      # <results>/<model>/<Scenario>
+    performance: str | None        # performance/run_1 folder
+    accuracy: str | None
+    test06: str | None             # TEST06 folder
+    user_conf: str | None
+    mlperf_conf: str | None
+
+
+def _first_file(*candidates: str) -> str | None:
+    return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def _complete(folder: str, names: tuple[str, ...]) -> str | None:
+    return folder if all(os.path.isfile(os.path.join(folder, n)) for n in names) else None
+
+
+def discover_results(results_dir: str) -> list[ScenarioRun]:
+    if not os.path.isdir(results_dir):
+        raise SubmissionError(f"results folder {results_dir}", "does not exist",
+                              "give --results_dir=DIR as the harness wrote it (<model>/<Scenario>/performance/run_1)")
+    runs = []
+    for model in sorted(os.listdir(results_dir)):
+        mdir = os.path.join(results_dir, model)
+        if not os.path.isdir(mdir):
+            continue
+        for scenario in sorted(os.listdir(mdir), key=lambda s: (SCENARIO_ORDER + (s,)).index(s)):
+            sdir = os.path.join(mdir, scenario)
+            if scenario not in SCENARIO_ORDER or not os.path.isdir(sdir):
+                continue
+            perf = _complete(os.path.join(sdir, "performance", "run_1"),
+                             ("mlperf_log_summary.txt", "mlperf_log_detail.txt"))
+            acc = _complete(os.path.join(sdir, "accuracy"), ("accuracy.txt", "mlperf_log_accuracy.json",
+                                                             "mlperf_log_summary.txt", "mlperf_log_detail.txt"))
+            t06 = _complete(os.path.join(sdir, "TEST06"), ("verify_accuracy.txt",))
+            run1 = os.path.join(sdir, "performance", "run_1")
+            runs.append(ScenarioRun(model, scenario, sdir, perf, acc, t06,
+                                    _first_file(os.path.join(run1, "user.conf"), os.path.join(sdir, "user.conf")),
+                                    _first_file(os.path.join(run1, "mlperf.conf"), os.path.join(sdir, "mlperf.conf"))))
+    if not runs:
+        raise SubmissionError(f"results folder {results_dir}", "holds no <model>/<Scenario> folders",
+                              "run the benchmark first, or point at the folder the harness wrote")
+    return runs

@@ -1,0 +1,79 @@
+"""The numbers of one model/scenario, read from its logs, and how they compare with what is required."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .inputs import Metadata, ScenarioRun
+from .logs import AccuracyResult, DetailLog
+from .spec import RESULT_KEYS, Target, accuracy_targets
+
+
+@dataclass
+class AccuracyCheck:
+    metric: str
+    value: float
+    target: Target
+
+    @property
+    def passed(self) -> bool:
+        return self.target.passes(self.value)
+
+
+@dataclass
+class ScenarioResult:
+    model: str
+    scenario: str
+    system: str
+    performance_log: DetailLog
+    accuracy: AccuracyResult | None
+    checks: list = field(default_factory=list)          # AccuracyCheck
+    test06: dict | None = None                          # verify_accuracy.txt checks
+    test06_samples: int | None = None                   # entries in the TEST06 accuracy log
+    notes: list = field(default_factory=list)
+
+    @property
+    def unit(self) -> str:
+        return RESULT_KEYS[self.scenario][1]
+
+    @property
+    def value(self) -> float:
+        return float(self.performance_log.get(RESULT_KEYS[self.scenario][0], 0.0))
+
+    @property
+    def valid(self) -> bool:
+        return self.performance_log.valid
+
+    def percentile_ms(self, key: str) -> float | None:
+        v = self.performance_log.get(key)
+        return None if v is None else float(v) / 1e6
+
+    @property
+    def ttft_p99_ms(self) -> float | None:
+        return self.percentile_ms("result_first_token_99.00_percentile_latency_ns")
+
+    @property
+    def tpot_p99_ms(self) -> float | None:
+        return self.percentile_ms("result_time_per_output_token_99.00_percentile_ns")
+
+    def accuracy_text(self, sep: str = "  ") -> str:
+        if not self.accuracy:
+            return ""
+        return sep.join(f"{c.metric}: {c.value:g}" for c in self.checks)
+
+
+def targets_for(meta: Metadata, model: str) -> tuple[list[Target], str]:
+    """The targets the run is judged by: the metadata's own (embedded data set) or the closed-division ones."""
+    if meta.accuracy_targets:
+        targets = [Target(k, float(v[0]), None if len(v) < 2 or v[1] is None else float(v[1]))
+                   for k, v in meta.accuracy_targets.items()]
+        return targets, meta.accuracy_targets_label or "the run's own targets"
+    return accuracy_targets(model), "closed division"
+
+
+def scenario_result(meta: Metadata, run: ScenarioRun, perf: DetailLog, acc: AccuracyResult | None) -> ScenarioResult:
+    res = ScenarioResult(run.model, run.scenario, meta.system_name, perf, acc)
+    if acc:
+        targets, _ = targets_for(meta, run.model)
+        res.checks = [AccuracyCheck(t.metric, acc.values[t.metric], t) for t in targets if t.metric in acc.values]
+    return res

@@ -1,0 +1,83 @@
+"""What the submission rules say for llama2-70b, per round (mlcommons/inference tools/submission).
+
+Numbers are the checker's own (MODEL_CONFIG, LLM_LATENCY_LIMITS of v4.1, v5.0 and v5.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import SubmissionError
+
+REFERENCE_ACCURACY = {"ROUGE1": 44.4312, "ROUGE2": 22.0352, "ROUGEL": 28.6162, "TOKENS_PER_SAMPLE": 294.45}
+DATASET_SIZE = 24576
+MIN_DURATION_MS = 600000
+FILE_SIZE_LIMIT = 50 * 1024 * 1024
+MAX_ACCURACY_LOG_SIZE = 10 * 1024
+VIEWABLE_SIZE = 4096                      # head and tail kept by truncation
+SCENARIO_ORDER = ("Offline", "Server", "Interactive")
+LATENCY_LIMITS_MS = {"Server": (2000, 200), "Interactive": (450, 40)}   # (p99 TTFT, p99 TPOT)
+RESULT_KEYS = {                           # detail-log key of the reported metric, and its unit
+    "Offline": ("result_tokens_per_second", "Tokens/s"),
+    "Server": ("result_completed_tokens_per_second", "Tokens/s"),
+    "Interactive": ("result_completed_tokens_per_second", "Tokens/s"),
+}
+MODELS = ("llama2-70b-99", "llama2-70b-99.9", "llama2-70b-interactive-99", "llama2-70b-interactive-99.9")
+
+
+@dataclass(frozen=True)
+class Target:
+    metric: str
+    minimum: float
+    maximum: float | None = None
+
+    def passes(self, value: float) -> bool:
+        return value >= self.minimum and (self.maximum is None or value <= self.maximum)
+
+    def describe(self) -> str:
+        text = f">= {self.minimum:.5f}".rstrip("0").rstrip(".")
+        if self.maximum is not None:
+            text += f" and <= {self.maximum:.5f}".rstrip("0").rstrip(".")
+        return text
+
+
+@dataclass(frozen=True)
+class RoundSpec:
+    version: str                 # "v5.1", as the checker's --version wants it
+    mlperf_conf_in_measurements: bool
+    calibration_doc_closed: bool
+    required_scenarios: tuple[str, ...]   # datacenter, llama2-70b-99
+
+
+ROUNDS = {
+    "v4.1": RoundSpec("v4.1", True, False, ("Server", "Offline")),
+    "v5.0": RoundSpec("v5.0", False, False, ("Server", "Offline")),
+    "v5.1": RoundSpec("v5.1", False, True, ("Server", "Offline")),
+}
+
+
+def get_round(name: str) -> RoundSpec:
+    key = "v" + str(name).strip().lstrip("vr")
+    if key.count(".") > 1:
+        key = ".".join(key.split(".")[:2])
+    if key not in ROUNDS:
+        raise SubmissionError(f"round {name!r}", "is not a round this tool builds",
+                              f"use one of {', '.join(ROUNDS)}")
+    return ROUNDS[key]
+
+
+def base_model(model: str) -> str:
+    """llama2-70b-interactive-99.9 -> llama2-70b-99.9 (same accuracy rules)."""
+    return model.replace("-interactive", "")
+
+
+def accuracy_targets(model: str) -> list[Target]:
+    """The closed-division targets of `model`, in the checker's order."""
+    m = base_model(model)
+    if m not in ("llama2-70b-99", "llama2-70b-99.9"):
+        raise SubmissionError(f"model {model!r}", "has no llama2-70b accuracy targets",
+                              f"use one of {', '.join(MODELS)}")
+    factor = 0.99 if m.endswith("-99") else 0.999
+    tps = REFERENCE_ACCURACY["TOKENS_PER_SAMPLE"]
+    return [Target(k, REFERENCE_ACCURACY[k] * factor) for k in ("ROUGE1", "ROUGE2", "ROUGEL")] + [
+        Target("TOKENS_PER_SAMPLE", tps * 0.9, tps * 1.1)]
