@@ -105,6 +105,8 @@ class Session:
         self.warn_broken()
         t0 = time.time()
         plan = self.plan(i)
+        for w in plan.warnings:
+            print(w, file=sys.stderr)
         if i.get("dry_run") or i.get("plan") or i.get("action") == "plan":
             text = render(plan)
             print(text, file=out)

@@ -107,6 +107,7 @@ class Plan:
     root: Node
     nodes: dict[str, Node]
     request: Request
+    warnings: list[str] = field(default_factory=list)
 
     def walk(self) -> list[tuple[int, Edge | None, Node, bool]]:
         """(depth, edge, node, first time seen) in execution order, for printing."""
@@ -163,6 +164,8 @@ class Planner:
         self.used_inputs: set[str] = set()
         self.known_inputs: set[str] = set()
         self._memo: dict[str, Node] = {}
+        self.dep_names: set[str] = set()
+        self.warnings: list[str] = []
 
     # -- entry point ----------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -170,7 +173,10 @@ class Planner:
         m = self.registry.select(q, quiet=self.req.quiet)
         root = self._resolve(m, q, self.req.version, {}, [], dict(self.req.adr), [], [])
         self._check_inputs()
-        return Plan(root=root, nodes=self.nodes, request=self.req)
+        for name in sorted(set(self.req.adr) - self.dep_names):
+            self.warnings.append(f"note: --adr.{name} matched no dependency of this run and has no "
+                                 "effect." + did_you_mean(name, self.dep_names))
+        return Plan(root=root, nodes=self.nodes, request=self.req, warnings=self.warnings)
 
     def _check_inputs(self) -> None:
         unknown = sorted(set(self.req.inputs) - self.used_inputs)
@@ -259,6 +265,7 @@ class Planner:
 
     def _edge(self, parent: Node, dep: Dep, phase: str, adr: dict, pending: list,
               stack: list) -> Edge:
+        self.dep_names.update(dep.names)
         dep = _apply_adr(dep, adr)
         penv = parent.env
 

@@ -220,3 +220,11 @@ def test_corrupt_entry_is_evicted_with_warning(tmp_path, capsys):
     out = r.run("c")
     assert out["return"] == 0 and out["cached"] is False
     assert "evicting a corrupt cache entry" in capsys.readouterr().err
+
+
+def test_adr_that_matches_nothing_is_noted(tmp_path, capsys):
+    r = runner(tmp_path, {"a": {"tags": ["a"], "deps": [{"tags": "b", "names": ["bee"]}]},
+                          "b": {"tags": ["b"]}})
+    assert r.run("a", adr={"be": {"tags": "_x"}})["return"] == 0
+    err = capsys.readouterr().err
+    assert "--adr.be matched no dependency" in err and "Did you mean: bee" in err

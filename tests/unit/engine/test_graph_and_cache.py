@@ -1,0 +1,92 @@
+"""Keys, sharing and verdicts, computed in-process on fixture repositories (no subprocess)."""
+import os
+
+import pytest
+
+from cmengine import cache
+from cmengine.errors import CycleError
+from cmengine.fingerprint import Fingerprints
+from cmengine.graph import Planner, Request
+from cmengine.registry import Registry
+from enginefixtures import make_repo
+
+
+def plan(repo, tags, **kw):
+    return Planner(Registry([repo]), Fingerprints(), Request(tags=tags.split(","), **kw)).plan()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return make_repo(str(tmp_path), {
+        "top": {"tags": ["top"], "deps": [{"tags": "os"}, {"tags": "lib", "env": {"CM_PKG": "a"}},
+                                          {"tags": "lib", "env": {"CM_PKG": "b"}}],
+                "input_mapping": {"size": "CM_SIZE"}},
+        "os": {"tags": ["os"], "new_env_keys": ["CM_OS_*"]},
+        "lib": {"tags": ["lib"], "cache": True, "deps": [{"tags": "os"}],
+                "cache_key_env": ["CM_OS_TYPE"]},
+        "secret": {"tags": ["secret"], "input_mapping": {"token": "HF_TOKEN"}},
+    })
+
+
+def test_identical_nodes_are_shared(repo):
+    p = plan(repo, "top")
+    aliases = sorted(n.alias for n in p.nodes.values())
+    assert aliases == ["lib", "lib", "os", "top"]   # one os, two libs (different CM_PKG)
+
+
+def test_key_depends_on_inputs_and_is_stable(repo):
+    k1 = plan(repo, "top", inputs={"size": "1"}).root.key
+    assert k1 == plan(repo, "top", inputs={"size": "1"}).root.key
+    assert k1 != plan(repo, "top", inputs={"size": "2"}).root.key
+
+
+def test_dep_entry_env_is_part_of_the_key(repo):
+    p = plan(repo, "top")
+    libs = [n for n in p.nodes.values() if n.alias == "lib"]
+    assert {n.components["env"]["CM_PKG"] for n in libs} == {"a", "b"}
+
+
+def test_value_from_an_earlier_sibling_is_keyed_by_that_sibling(repo):
+    p = plan(repo, "top")
+    lib = next(n for n in p.nodes.values() if n.alias == "lib")
+    os_node = next(n for n in p.nodes.values() if n.alias == "os")
+    assert lib.components["env_from_deps"]["CM_OS_TYPE"] == os_node.key
+
+
+def test_secret_enters_key_only_as_a_hash(repo):
+    p = plan(repo, "secret", inputs={"token": "hf_abc"})
+    assert "hf_abc" not in str(p.root.components)
+    assert p.root.key != plan(repo, "secret", inputs={"token": "hf_xyz"}).root.key
+
+
+def test_cycle_error_chain(tmp_path):
+    r = make_repo(str(tmp_path), {"a": {"tags": ["a"], "deps": [{"tags": "b"}]},
+                                  "b": {"tags": ["b"], "deps": [{"tags": "c"}]},
+                                  "c": {"tags": ["c"], "deps": [{"tags": "a"}]}})
+    with pytest.raises(CycleError) as e:
+        plan(r, "a")
+    assert str(e.value).startswith("dependency cycle: a -> b -> c -> a")
+
+
+def test_verdicts_and_miss_explanation(repo, tmp_path):
+    store = cache.Store(str(tmp_path / "cache"))
+    p = plan(repo, "top")
+    cache.decide(p, store)
+    lib = next(n for n in p.nodes.values() if n.alias == "lib")
+    assert lib.verdict.action == "run" and "no entry yet" in lib.verdict.reason
+    folder = store.new_folder("lib", lib.key)
+    store.publish(lib.key, folder, {"alias": "lib", "components": lib.components})
+    p2 = plan(repo, "top")
+    cache.decide(p2, store)
+    verdicts = {n.key: n.verdict.action for n in p2.nodes.values() if n.alias == "lib"}
+    assert verdicts[lib.key] == "cached"
+    assert "not cached" in p2.root.verdict.reason
+
+
+def test_entry_of_another_key_is_not_accepted(tmp_path):
+    store = cache.Store(str(tmp_path / "cache"), warn=lambda m: None)
+    folder = store.new_folder("x", "a" * 64)
+    store.publish("a" * 64, folder, {"alias": "x"})
+    os.rename(os.path.join(store.root, "entries", "a" * 64), os.path.join(store.root, "entries", "b" * 64))
+    assert store.lookup("b" * 64) is None
+    assert store.lookup("a" * 64) is None
