@@ -229,13 +229,25 @@ def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: s
 
 
 def _group_alive(pgid: int) -> bool:
+    """True while a process of the group is running (zombies waiting to be reaped do not count)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    if not os.path.isdir('/proc'):
+        return True
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            fields_ = Path(f'/proc/{entry}/stat').read_text().rsplit(')', 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields_) > 2 and fields_[2] == str(pgid) and fields_[0] not in ('Z', 'X'):
+            return True
+    return False
 
 
 def _signal_group(pgid: int, sig: int) -> None:

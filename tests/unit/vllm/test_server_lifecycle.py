@@ -1,0 +1,149 @@
+"""The managed lifecycle against a fake server process on loopback (real processes, real HTTP)."""
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mlperf_llm.vllm import server
+from mlperf_llm.vllm.loadtest import run_completions
+
+FAKE = str(Path(__file__).resolve().parents[2] / 'fixtures' / 'vllm' / 'fake_vllm_server.py')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def start_fake(tmp_path, *extra, model='smollm2', port=None):
+    port = port or free_port()
+    argv = [sys.executable, FAKE, '--port', str(port), '--model', model, *extra]
+    return server.start(argv, host='127.0.0.1', port=port, model_name=model, log_path=tmp_path / 'server.log')
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
+
+
+def test_start_wait_ready_use_and_stop(tmp_path):
+    messages = []
+    proc = start_fake(tmp_path, '--ready-after', '1.5')
+    try:
+        waited = proc.wait_ready(30, progress=messages.append, interval_s=0.2, progress_every_s=0.5)
+        assert waited >= 1.0
+        assert any('waiting for vLLM' in m and '/health answered HTTP 503' in m for m in messages)
+        assert messages[-1].startswith(f'vLLM server ready at {proc.url}')
+        result = run_completions(proc.url, 'smollm2', [[5, 6], [7]], 3)
+        assert [c.token_ids for c in result.completions] == [(5, 6, 5), (7, 7, 7)]
+    finally:
+        outcome = proc.stop(grace_s=5)
+    assert 'stopped (SIGTERM)' in outcome
+    assert proc.returncode() is not None
+    assert 'starting:' in (tmp_path / 'server.log').read_text()
+
+
+def test_taken_port_is_refused_with_a_clear_message(tmp_path):
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(server.PortTakenError) as e:
+            start_fake(tmp_path, port=port)
+    msg = str(e.value)
+    assert f'port {port} on 127.0.0.1 is already in use' in msg and '--api_server=http://127.0.0.1:' in msg
+    assert not (tmp_path / 'server.log').exists()
+
+
+def test_early_death_reports_exit_code_and_log_tail(tmp_path):
+    proc = start_fake(tmp_path, '--never-ready', '--die-after', '0.5', '--exit-code', '7')
+    with pytest.raises(server.EarlyExitError) as e:
+        proc.wait_ready(30, progress=lambda m: None, interval_s=0.1)
+    msg = str(e.value)
+    assert 'exited with code 7' in msg and 'simulated engine failure' in msg and 'server.log' in msg
+    assert proc.stop(1).startswith(f'server pid {proc.record.pid} had already exited')
+
+
+def test_timeout_names_last_reason_and_server_can_then_be_stopped(tmp_path):
+    proc = start_fake(tmp_path, '--never-ready')
+    try:
+        with pytest.raises(server.ReadyTimeoutError) as e:
+            proc.wait_ready(1.0, progress=lambda m: None, interval_s=0.2)
+        assert 'not ready after 1 s' in str(e.value) and 'HTTP 503' in str(e.value)
+    finally:
+        proc.stop(5)
+    assert proc.returncode() is not None
+
+
+def test_wrong_model_name_is_not_ready(tmp_path):
+    proc = start_fake(tmp_path, model='other')
+    proc.record = server.ServerRecord(**{**proc.record.__dict__, 'model_name': 'smollm2'})
+    try:
+        with pytest.raises(server.ReadyTimeoutError, match=r"serves \['other'\], not 'smollm2'"):
+            proc.wait_ready(1.0, progress=lambda m: None, interval_s=0.2)
+    finally:
+        proc.stop(5)
+
+
+def test_stop_kills_the_whole_group_after_grace_when_sigterm_is_ignored(tmp_path):
+    proc = start_fake(tmp_path, '--ignore-sigterm', '--child')
+    proc.wait_ready(30, progress=lambda m: None, interval_s=0.1)
+    deadline = time.monotonic() + 10
+    while 'child pid' not in (tmp_path / 'server.log').read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    child = int((tmp_path / 'server.log').read_text().split('child pid ')[1].split()[0])
+    assert alive(child)
+    outcome = proc.stop(grace_s=1)
+    assert 'SIGKILL' in outcome
+    deadline = time.monotonic() + 10
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(child)
+
+
+def test_record_round_trip_lets_another_process_stop_it(tmp_path):
+    proc = start_fake(tmp_path)
+    proc.wait_ready(30, progress=lambda m: None, interval_s=0.1)
+    proc.record.save(tmp_path / 'server.json')
+    record = server.ServerRecord.load(tmp_path / 'server.json')
+    assert record == proc.record and record.start_ticks is not None
+    assert 'stopped (SIGTERM)' in server.stop(record, grace_s=5)
+    proc.popen.wait(5)
+    assert 'already exited' in server.stop(record, grace_s=1)
+    with pytest.raises(server.ServerError, match='cannot read server record'):
+        server.ServerRecord.load(tmp_path / 'missing.json')
+
+
+def test_stale_record_with_reused_pid_is_left_alone(tmp_path):
+    record = server.ServerRecord(pid=os.getpid(), pgid=os.getpgid(0), start_ticks=1, url='http://127.0.0.1:1',
+                                 model_name='m', log_path=str(tmp_path / 'x.log'))
+    assert 'belongs to another process' in server.stop(record, grace_s=1)
+
+
+def test_check_existing_accepts_two_servers_and_names_each_problem(tmp_path):
+    a, b = start_fake(tmp_path / 'a'), start_fake(tmp_path / 'b', model='other')
+    try:
+        a.wait_ready(30, progress=lambda m: None, interval_s=0.1)
+        assert [s.url for s in server.check_existing([a.url, a.url], 'smollm2')] == [a.url, a.url]
+        deadline = time.monotonic() + 20
+        while server.probe(b.url, 'other') is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with pytest.raises(server.ModelMismatchError) as e:
+            server.check_existing([a.url, b.url], 'smollm2')
+        assert f"{b.url}: serves ['other'], not 'smollm2'" in str(e.value) and a.url + ':' not in str(e.value)
+        dead = f'http://127.0.0.1:{free_port()}'
+        with pytest.raises(server.ServerError, match=f'{dead}: not reachable') as e:
+            server.check_existing([dead, a.url], 'smollm2', timeout_s=2)
+        assert not isinstance(e.value, server.ModelMismatchError)
+        with pytest.raises(server.ServerError, match='no server URLs'):
+            server.check_existing([], 'smollm2')
+    finally:
+        a.stop(5)
+        b.stop(5)
