@@ -64,9 +64,9 @@ class CheckerReport:
         return self.mode == "test" and not self.errors and bool(self.full_length_checks)
 
     def summary_lines(self) -> list:
-        keep = ("Results=", "Closed Results=", "Open Results=", "Systems=", "SUMMARY:")
+        keep = ("Results=", "Closed Results=", "Open Results=", "SUMMARY:")
         return [m.group("msg").strip() for m in map(LINE.match, self.output.splitlines())
-                if m and any(k in m.group("msg") for k in keep)]
+                if m and m.group("msg").strip().startswith(keep)]
 
 
 def find_checker(inference_src: str | None) -> str:

@@ -1,0 +1,99 @@
+"""The CM env contract of the submission steps: CM_* variables in, a Metadata and a BuildRequest out.
+
+Precedence, low to high: defaults, the metadata JSON file (--metadata=FILE), CM_* env variables (the
+inputs of the step and of the steps before it).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import sys
+
+from .errors import SubmissionError
+from .inputs import Metadata, load_json
+
+ENV_FIELDS = {
+    "CM_MLPERF_SUBMITTER": "submitter",
+    "CM_MLPERF_SUBMISSION_DIVISION": "division",
+    "CM_MLPERF_SUBMISSION_CATEGORY": "category",
+    "CM_MLPERF_INFERENCE_VERSION": "round",
+    "CM_MLPERF_SUBMISSION_SYSTEM_FOLDER": "system_name",
+    "CM_MLPERF_IMPLEMENTATION": "implementation",
+    "CM_MLPERF_BACKEND": "framework",
+    "CM_MLPERF_DEVICE": "device",
+    "CM_MLPERF_EXECUTION_MODE": "execution_mode",
+    "CM_MLPERF_RUN_COMMAND": "command",
+    "CM_VLLM_SERVE_COMMAND": "vllm_serve_command",
+    "CM_MLPERF_API_MODEL_NAME": "served_model_name",
+    "CM_ML_MODEL_STARTING_WEIGHTS_FILENAME": "starting_weights_filename",
+    "CM_ML_MODEL_WEIGHT_DATA_TYPES": "weight_data_types",
+    "CM_MLPERF_SUBMISSION_AVAILABILITY": "availability",
+    "CM_MLPERF_CODE_VERSION": "code_version",
+}
+QUANT_ENV = {   # CM_* -> Quantization field
+    "CM_MLPERF_QUANTIZATION": "scheme",
+    "CM_MLPERF_QUANTIZATION_TOOL": "tool",
+    "CM_MLPERF_QUANTIZATION_CALIBRATION_DATASET": "calibration_dataset",
+    "CM_MLPERF_QUANTIZATION_NUM_SAMPLES": "num_calibration_samples",
+    "CM_MLPERF_QUANTIZATION_GROUP_SIZE": "group_size",
+    "CM_MLPERF_QUANTIZED_MODEL_PATH": "checkpoint",
+}
+VERSION_ENV = {"CM_VLLM_VERSION": "vLLM", "CM_TORCH_VERSION": "torch", "CM_TRANSFORMERS_VERSION": "transformers",
+               "CM_MLPERF_LOADGEN_VERSION": "mlcommons-loadgen", "CM_LOADGEN_VERSION": "mlcommons-loadgen",
+               "CM_PYTHON_VERSION": "Python", "CM_MLPERF_INFERENCE_SOURCE_TAG": "mlcommons/inference"}
+
+
+def reproducing_command(argv: list | None = None) -> str:
+    """The command line that started this process, as the user typed it (`cm run script ...`)."""
+    argv = list(argv if argv is not None else sys.argv)
+    if argv:
+        argv[0] = os.path.basename(argv[0])
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def host_platform() -> dict:
+    try:
+        from importlib import metadata
+        version = metadata.version("cm4mlperf-llm")
+    except Exception:
+        version = "source checkout"
+    return {"OS version": platform.platform(), "CPU version": platform.machine() or "unknown",
+            "Python version": sys.version.replace("\n", " "), "cm4mlperf-llm version": version}
+
+
+def metadata_from_env(env: dict) -> Metadata:
+    data = load_json(env["CM_MLPERF_SUBMISSION_METADATA"], "metadata") if env.get(
+        "CM_MLPERF_SUBMISSION_METADATA") else {}
+    for key, name in ENV_FIELDS.items():
+        if env.get(key):
+            data[name] = env[key]
+    q = data.get("quantization") or {}
+    q = {"scheme": q} if isinstance(q, str) else dict(q)
+    for key, name in QUANT_ENV.items():
+        if env.get(key):
+            value = env[key]
+            q[name] = int(value) if name in ("num_calibration_samples", "group_size") and value.isdigit() else value
+    data["quantization"] = q
+    data.setdefault("host_platform", host_platform())
+    versions = dict(data.get("component_versions") or {})
+    versions.update({label: env[k] for k, label in VERSION_ENV.items() if env.get(k)})
+    data["component_versions"] = versions
+    if not data.get("command"):
+        data["command"] = reproducing_command()
+    if not data.get("system_name") and env.get("CM_HW_NAME"):
+        parts = [env["CM_HW_NAME"], data.get("implementation", "reference"), data.get("device", "cpu"),
+                 data.get("framework", "vllm")]
+        data["system_name"] = "-".join(p.replace(" ", "_") for p in parts)
+    if not data.get("submitter"):
+        raise SubmissionError("submitter", "is not given", "pass --submitter=ORG (no spaces)")
+    return Metadata.from_dict(data, "inputs")
+
+
+def sut_desc_path(env: dict) -> str:
+    path = env.get("CM_MLPERF_SUBMISSION_SUT_DESC") or env.get("CM_MLPERF_SUT_DESC_PATH")
+    if not path:
+        raise SubmissionError("SUT description", "is not given",
+                              "pass --sut_desc=<hw_name>.json or let get-mlperf-inference-sut-description write it")
+    return path

@@ -1,0 +1,91 @@
+"""A tarball of the submission, ready to upload, with its SHA-1 beside it (as pack_submission.sh makes).
+
+The archive is reproducible: entries sorted, owner root, fixed mtime, gzip header without time or name,
+so the same tree gives the same bytes. It is written to a temporary name and renamed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import tarfile
+import tempfile
+from dataclasses import dataclass
+
+from .errors import SubmissionError
+from .rules import find_violations
+
+FIXED_MTIME = 1700000000
+
+
+@dataclass
+class Tarball:
+    path: str
+    sha1: str
+    sha1_path: str
+    members: int
+    size: int
+
+
+def _normalize(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    info.mtime = FIXED_MTIME
+    info.mode = 0o755 if info.isdir() else 0o644
+    return info
+
+
+def _add_file(tar: tarfile.TarFile, path: str, arcname: str) -> int:
+    with open(path, "rb") as f:
+        tar.addfile(_normalize(tar.gettarinfo(path, arcname)), f)
+    return 1
+
+
+def pack(submission_dir: str, submitter: str, out_dir: str | None = None) -> Tarball:
+    """Pack the division folders of `submission_dir` (and its README.md) as mlperf_submission_<submitter>.tar.gz."""
+    root = os.path.abspath(submission_dir)
+    violations = find_violations(root)
+    if violations:
+        raise SubmissionError(f"submission tree {root}", "breaks the submission rules: " +
+                              "; ".join(map(str, violations[:10])), "rebuild it; never edit it by hand")
+    out_dir = os.path.abspath(out_dir or os.path.dirname(root))
+    if out_dir == root or out_dir.startswith(root + os.sep):
+        raise SubmissionError(f"tarball folder {out_dir}", "is inside the tree it packs",
+                              "write the tarball next to the tree")
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"mlperf_submission_{submitter}.tar.gz")
+    entries = sorted(n for n in os.listdir(root) if n in ("closed", "open", "network", "README.md"))
+    if not any(n in entries for n in ("closed", "open", "network")):
+        raise SubmissionError(f"submission tree {root}", "has no closed/, open/ or network/ folder",
+                              "build the tree first")
+    fd, tmp = tempfile.mkstemp(prefix="tarball-", suffix=".partial", dir=out_dir)
+    members = 0
+    try:
+        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
+                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for top in entries:
+                top_path = os.path.join(root, top)
+                if os.path.isfile(top_path):
+                    members += _add_file(tar, top_path, top)
+                    continue
+                for dirpath, dirnames, filenames in os.walk(top_path):
+                    dirnames.sort()
+                    rel = os.path.relpath(dirpath, root)
+                    tar.addfile(_normalize(tar.gettarinfo(dirpath, rel)))
+                    members += 1
+                    for name in sorted(filenames):
+                        members += _add_file(tar, os.path.join(dirpath, name), os.path.join(rel, name))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    h = hashlib.sha1()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    sha1_path = os.path.join(out_dir, f"mlperf_submission_{submitter}.sha1")
+    with open(sha1_path, "w", encoding="utf-8") as f:
+        f.write(f"{h.hexdigest()}  {os.path.basename(path)}\n")
+    return Tarball(path, h.hexdigest(), sha1_path, members, os.path.getsize(path))

@@ -1,0 +1,36 @@
+"""Thin hooks: run the round's official submission checker on the tree and show its summary
+(mlperf_llm.submission.checker; docs/submission.md)."""
+import os
+import shlex
+
+
+def preprocess(i):
+    from mlperf_llm.submission.checker import format_report, run_checker
+    from mlperf_llm.submission.errors import SubmissionError
+
+    env = i['env']
+    tree = env.get('CM_MLPERF_SUBMISSION_DIR', '')
+    if not tree:
+        return {'return': 1, 'error': 'run-mlperf-inference-submission-checker: no tree given: pass '
+                '--submission_dir=DIR (what generate-mlperf-inference-submission wrote)'}
+    mode = env.get('CM_MLPERF_EXECUTION_MODE') or None
+    try:
+        report = run_checker(tree, env['CM_MLPERF_INFERENCE_VERSION'], env.get('CM_MLPERF_SUBMITTER') or None,
+                             env.get('CM_MLPERF_INFERENCE_SOURCE') or None, workdir=os.getcwd(), mode=mode,
+                             extra_args=tuple(shlex.split(env.get('CM_MLPERF_SUBMISSION_CHECKER_EXTRA_ARGS', ''))))
+    except SubmissionError as e:
+        return {'return': 1, 'error': f'run-mlperf-inference-submission-checker: {e}'}
+    log = os.path.join(os.getcwd(), 'submission_checker.log')
+    with open(log, 'w', encoding='utf-8') as f:
+        f.write(report.output)
+    print(format_report(report))
+    print(f'full checker output: {log}')
+    env['CM_MLPERF_SUBMISSION_CHECKER_LOG'] = log
+    env['CM_MLPERF_SUBMISSION_CHECKER_FULL_LENGTH_CHECKS'] = ','.join(report.full_length_checks)
+    env['CM_MLPERF_SUBMISSION_CHECKER_VERDICT'] = (
+        'pass' if report.returncode == 0 else 'pass-test-mode' if report.passed else 'fail')
+    if not report.passed:
+        return {'return': 1, 'error': 'run-mlperf-inference-submission-checker: the official checker found '
+                f'{len(report.errors)} error(s): ' + '; '.join(f.message for f in report.errors[:5]) +
+                f' (full output: {log})'}
+    return {'return': 0}
