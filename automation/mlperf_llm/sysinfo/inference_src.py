@@ -33,8 +33,11 @@ class InferenceSource:
 
     @property
     def mlperf_conf(self) -> str:
-        p = os.path.join(self.path, "loadgen", "mlperf.conf")
-        return p if os.path.exists(p) else ""
+        """loadgen/mlperf.conf (v5.x), else the top-level mlperf.conf (v4.1)."""
+        for p in (os.path.join(self.path, "loadgen", "mlperf.conf"), os.path.join(self.path, "mlperf.conf")):
+            if os.path.exists(p):
+                return p
+        return ""
 
 
 def _git(args: list[str], cwd: str | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:

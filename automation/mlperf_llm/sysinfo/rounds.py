@@ -10,20 +10,27 @@ import re
 import subprocess
 from dataclasses import dataclass
 
+from cmengine.versions import compare
+
 
 @dataclass(frozen=True)
 class Round:
     name: str              # "v5.1"
     loadgen_series: str    # "5.1" -> mlcommons-loadgen 5.1.x
+    loadgen_min: str       # the 5.x wheels whose built-in mlperf.conf has this round's seeds
+    loadgen_max: str
     src_tag: str           # git tag of mlcommons/inference
     qsl_rng_seed: int      # what the round's mlperf.conf sets (REFERENCE.md section 4)
     mlperf_conf_builtin: bool
 
 
+# Measured 2026-11-22 (FromConfig with an empty user.conf, llama2-70b Offline) on every wheel of PyPI:
+#   5.0.0-5.0.7 carry the v4.1 seed, 5.0.8 an unreleased one, 5.0.9-5.0.21 the v5.0 seed and
+#   5.0.22-5.0.25 the v5.1 seed; 5.1.0-5.1.2 the v5.1 seed. 4.1.x reads the round's mlperf.conf.
 ROUNDS = {
-    "4.1": Round("v4.1", "4.1", "v4.1", 3066443479025735752, False),
-    "5.0": Round("v5.0", "5.0", "v5.0", 6023615788873153749, True),
-    "5.1": Round("v5.1", "5.1", "v5.1", 1780908523862526354, True),
+    "4.1": Round("v4.1", "4.1", "4.1.0", "4.1.999", "v4.1", 3066443479025735752, False),
+    "5.0": Round("v5.0", "5.0", "5.0.9", "5.0.21", "v5.0", 6023615788873153749, True),
+    "5.1": Round("v5.1", "5.1", "5.1.0", "5.1.999", "v5.1", 1780908523862526354, True),
 }
 
 
@@ -38,6 +45,10 @@ def round_info(text: str) -> Round:
         known = ", ".join(f"_r{k}" for k in ROUNDS)
         raise RoundError(f"round {text!r} is not supported; use one of {known}")
     return ROUNDS[key]
+
+
+def in_range(version: str, rnd: Round) -> bool:
+    return bool(version) and compare(version, rnd.loadgen_min) >= 0 and compare(version, rnd.loadgen_max) <= 0
 
 
 _SEED_PROBE = """
