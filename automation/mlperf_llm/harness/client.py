@@ -73,6 +73,29 @@ def _choice_token_ids(choice: dict, via: str) -> list[int] | None:
     return None if ids is None else [int(t) for t in ids]
 
 
+_TOKEN_IDS_KEY = b'"token_ids":['
+
+
+def _fast_token_ids(payload: bytes) -> list[int] | None:
+    """`token_ids` of a one-choice stream chunk without a full JSON parse; None when unsure.
+
+    vLLM writes compact JSON; a chunk with one `"token_ids":[` and no `"error"` is read
+    directly, anything else goes through json.loads.
+    """
+    k = payload.find(_TOKEN_IDS_KEY)
+    if k < 0 or payload.find(_TOKEN_IDS_KEY, k + 1) >= 0 or b'"error"' in payload:
+        return None
+    start = k + len(_TOKEN_IDS_KEY)
+    end = payload.find(b"]", start)
+    if end < 0:
+        return None
+    body = payload[start:end]
+    try:
+        return [int(t) for t in body.split(b",")] if body.strip() else []
+    except ValueError:
+        return None
+
+
 def _missing_ids_error(url: str, via: str) -> ApiError:
     return ApiError(url, f"the server's answer has no generated token ids ({via}); with vLLM older than "
                          "0.10 set CM_MLPERF_VLLM_TOKEN_IDS=logprobs", retryable=False)
@@ -234,8 +257,18 @@ class ApiClient:
                     continue
                 payload = line[5:].strip()
                 if payload == b"[DONE]":
-                    done = True
-                    break
+                    done = True      # read on to the end so the connection goes back to the pool
+                    continue
+                fast = _fast_token_ids(payload) if via == "return_token_ids" else None
+                if fast is not None:
+                    if fast and first_s is None:
+                        first_s = time.perf_counter()
+                        first(fast[0])
+                    ids.extend(fast)
+                    f = payload.find(b'"finish_reason":"')
+                    if f >= 0:
+                        finish = payload[f + 17:payload.find(b'"', f + 17)].decode()
+                    continue
                 chunk = json.loads(payload)
                 if "error" in chunk and not chunk.get("choices"):
                     raise ApiError(url, f"stream error: {str(chunk['error'])[:300]}")

@@ -25,9 +25,18 @@ class ApiSutConfig:
     max_inflight: int = 1024        # requests in flight per worker
 
 
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop when it is installed (about twice the requests per CPU second), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
 class _Worker:
     def __init__(self, name: str, make_client: Callable[[], ApiClient], max_inflight: int):
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self.make_client = make_client
         self.max_inflight = max_inflight
         self.client: ApiClient | None = None

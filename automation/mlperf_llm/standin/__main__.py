@@ -48,7 +48,11 @@ async def _main(cfg: StandinConfig, port: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     cfg, port = parse_args(argv)
     try:
-        asyncio.run(_main(cfg, port))
+        try:
+            import uvloop
+            uvloop.run(_main(cfg, port))
+        except ImportError:
+            asyncio.run(_main(cfg, port))
     except KeyboardInterrupt:
         pass
     return 0

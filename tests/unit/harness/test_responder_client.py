@@ -68,3 +68,17 @@ def test_progress_line_shows_samples_and_tokens_per_second():
         pass
     line = out.getvalue().strip().splitlines()[-1]
     assert line.startswith("Offline performance: 4/10 samples |") and "tok/s" in line and "6 in flight" in line
+
+
+def test_fast_stream_parse_agrees_with_json():
+    import json
+    from mlperf_llm.harness.client import _fast_token_ids
+    first = {"id": "c", "choices": [{"index": 0, "text": "a", "finish_reason": None, "token_ids": [5, 29871],
+                                     "prompt_token_ids": [1, 2, 3]}]}
+    payload = json.dumps(first, separators=(",", ":")).encode()
+    assert _fast_token_ids(payload) == [5, 29871]
+    assert _fast_token_ids(b'{"choices":[{"token_ids":[]}]}') == []
+    # anything unusual falls back to a full parse
+    assert _fast_token_ids(b'{"error":{"message":"x"},"choices":[{"token_ids":[1]}]}') is None
+    assert _fast_token_ids(b'{"choices":[{"token_ids":[1]},{"token_ids":[2]}]}') is None
+    assert _fast_token_ids(b'{"choices":[{"text":"x"}]}') is None
