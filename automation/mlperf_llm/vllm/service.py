@@ -1,0 +1,107 @@
+"""What the run-vllm-server step does, as two calls on its env: start (or vet) servers, and stop them.
+
+start_from_env(): with `--api_server=URL[,URL...]` (CM_VLLM_API_SERVERS) it only checks that each serves the
+expected model; otherwise it builds the command (inputs + tuning for this machine), starts the server
+with its log and a JSON record in the work dir, and waits until it is ready. It returns the env keys the
+benchmark reads (CM_VLLM_SERVER_URL, CM_VLLM_SERVER_MODEL_NAME, ...).
+stop_from_env(): what the benchmark step calls when it is done; keeps the server with --keep_server.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+from . import server, tuning
+from .command import ServeConfig, api_server_argv, ray_guidance, redact, server_env, shell_command
+from .inputs import config_from_env, parse_bool, run_options_from_env
+
+DEFAULT_HOST = '127.0.0.1'
+DEFAULT_PORT = 8000
+
+
+def expected_name(cfg: ServeConfig) -> str:
+    return cfg.served_model_name or cfg.model
+
+
+def _workload(env: dict, cfg: ServeConfig) -> tuning.Workload:
+    text = env.get('CM_VLLM_EXPECTED_CONCURRENCY') or '64'
+    try:
+        concurrency = int(text)
+    except ValueError:
+        raise server.ServerError(f'CM_VLLM_EXPECTED_CONCURRENCY={text!r} is not an integer') from None
+    return tuning.Workload(concurrency=concurrency, max_model_len=cfg.max_model_len)
+
+
+def prepare(env: dict, log: Callable[[str], None] = print) -> tuple[list[str], dict, ServeConfig]:
+    """(argv, process env additions, final config) for env; prints the tuned settings."""
+    cfg = config_from_env(env)
+    if cfg.host is None or cfg.port is None:
+        from dataclasses import replace
+        cfg = replace(cfg, host=cfg.host or DEFAULT_HOST, port=cfg.port or DEFAULT_PORT)
+    added = {}
+    if parse_bool('CM_VLLM_TUNE', env.get('CM_VLLM_TUNE'), default=True):
+        gpus = env.get('CM_GPU_COUNT') or '0'
+        machine = tuning.detect_machine(gpus=int(gpus) if gpus.isdigit() else 0)
+        chosen = tuning.choose(machine, tuning.model_shape(cfg.model), _workload(env, cfg))
+        cfg, added, notes = tuning.apply(cfg, chosen, {**os.environ, **env})
+        log(tuning.describe(cfg, added, chosen, notes))
+    if machine_is_cpu(env) and cfg.host in ('127.0.0.1', 'localhost'):
+        added.setdefault('VLLM_HOST_IP', '127.0.0.1')
+    added.update(server_env(cfg))
+    for line in ray_guidance(cfg):
+        log(line)
+    python = env.get('CM_VLLM_PYTHON') or 'python3'
+    return api_server_argv(cfg, python, env.get('CM_VLLM_VERSION') or None), added, cfg
+
+
+def machine_is_cpu(env: dict) -> bool:
+    return (env.get('CM_GPU_COUNT') or '0') in ('0', '')
+
+
+def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] = print) -> dict:
+    opts = run_options_from_env(env)
+    api_key = env.get('CM_VLLM_API_KEY') or None
+    if opts.api_servers:
+        name = env.get('CM_VLLM_SERVED_MODEL_NAME') or env.get('CM_VLLM_MODEL')
+        if not name:
+            raise server.ServerError('--api_server needs the model name those servers serve: pass '
+                                     '--served_model_name=NAME (or --model)')
+        found = server.check_existing(opts.api_servers, name, api_key)
+        log(f'using {len(found)} running server(s) serving {name!r}: {", ".join(s.url for s in found)}')
+        return {'CM_VLLM_SERVER_URL': ','.join(s.url for s in found), 'CM_VLLM_SERVER_MODEL_NAME': name,
+                'CM_VLLM_SERVER_STARTED': 'no'}
+    argv, added, cfg = prepare(env, log)
+    work_dir = Path(work_dir)
+    log_path = work_dir / f'vllm-server-{cfg.port}.log'
+    record_path = work_dir / f'vllm-server-{cfg.port}.json'
+    log(f'starting: {" ".join(f"{k}={v}" for k, v in sorted(added.items()))} {shell_command(redact(argv))}')
+    proc = server.start(argv, host=cfg.host, port=cfg.port, model_name=expected_name(cfg), log_path=log_path,
+                        env={**os.environ, **added})
+    try:
+        proc.wait_ready(opts.start_timeout_s, api_key=api_key, progress=log)
+    except BaseException:
+        log(proc.stop(grace_s=10))
+        raise
+    proc.record.save(record_path)
+    return {'CM_VLLM_SERVER_URL': proc.url, 'CM_VLLM_SERVER_MODEL_NAME': expected_name(cfg),
+            'CM_VLLM_SERVER_STARTED': 'yes', 'CM_VLLM_SERVER_RECORD': str(record_path),
+            'CM_VLLM_SERVER_LOG': str(log_path), 'CM_VLLM_SERVER_PID': str(proc.record.pid),
+            'CM_VLLM_SERVER_COMMAND': shell_command(proc.record.argv),
+            'CM_VLLM_KEEP_SERVER': 'yes' if opts.keep_server else 'no',
+            **{f'CM_VLLM_SERVER_ENV_{k}': v for k, v in added.items()}}
+
+
+def stop_from_env(env: dict, log: Callable[[str], None] = print) -> str | None:
+    """Stop the server this run started, unless --keep_server; None when there is nothing to stop."""
+    record_path = env.get('CM_VLLM_SERVER_RECORD')
+    if env.get('CM_VLLM_SERVER_STARTED') != 'yes' or not record_path:
+        return None
+    record = server.ServerRecord.load(record_path)
+    if parse_bool('CM_VLLM_KEEP_SERVER', env.get('CM_VLLM_KEEP_SERVER')):
+        msg = (f'vLLM server kept running at {record.url} (pid {record.pid}, log {record.log_path}); stop it with '
+               f'cm run script --tags=run,vllm-server,_stop --server_record={record_path}')
+    else:
+        msg = server.stop(record)
+    log(msg)
+    return msg

