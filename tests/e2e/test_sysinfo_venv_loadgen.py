@@ -1,0 +1,55 @@
+"""Real venv creation and real pip installs of mlcommons-loadgen per round (package index needed):
+the seed each pinned wheel applies must be the round's."""
+import os
+
+import pytest
+
+from cmengine.registry import Repo
+from enginefixtures import Runner
+from mlperf_llm.sysinfo.pyenv import installed_version
+from mlperf_llm.sysinfo.rounds import ROUNDS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    runner = Runner([Repo("cm4mlperf-llm", ROOT)], str(tmp_path_factory.mktemp("cache")), include_project=True)
+    r = runner.run("install,python-venv,_name.lgtest")
+    assert r["return"] == 0, r.get("error")
+    return runner, r["new_env"]["CM_VENV_PYTHON"]
+
+
+def test_venv_is_cached_and_usable(setup):
+    runner, python = setup
+    r = runner.run("install,python-venv,_name.lgtest")
+    assert r["new_env"]["CM_VENV_PYTHON"] == python and "cached" in runner.output
+    assert installed_version(python, "pip")
+
+
+@pytest.mark.parametrize("rnd", ["5.0", "5.1"])
+def test_loadgen_round_pins_carry_the_round_seed(setup, rnd):
+    runner, python = setup
+    r = runner.run(f"get,loadgen,_r{rnd}", env={"CM_VENV_PYTHON": python})
+    assert r["return"] == 0, r.get("error")
+    env = r["new_env"]
+    assert env["CM_LOADGEN_QSL_RNG_SEED"] == str(ROUNDS[rnd].qsl_rng_seed)
+    assert env["CM_LOADGEN_VERSION"] == installed_version(python, "mlcommons-loadgen")
+
+
+def test_a_wheel_of_another_round_is_caught(setup):
+    runner, python = setup
+    r = runner.run("get,generic-python-lib,_package.mlcommons-loadgen", version="5.0.25",
+                   env={"CM_VENV_PYTHON": python})
+    assert r["return"] == 0 and r["new_env"]["CM_PYTHONLIB_MLCOMMONS_LOADGEN_VERSION"] == "5.0.25"
+    r = runner.run("get,loadgen,_r5.0", adr={"loadgen-pip": {"version_max": "5.0.25", "version_min": "5.0.25"}},
+                   env={"CM_VENV_PYTHON": python})
+    assert r["return"] != 0 and "5.0.25" in r["error"] and "5.0.9 .. 5.0.21" in r["error"]
+
+
+def test_unknown_version_fails_with_the_fix(setup):
+    runner, python = setup
+    r = runner.run("get,generic-python-lib,_package.mlcommons-loadgen", version="99.0.1",
+                   env={"CM_VENV_PYTHON": python})
+    assert r["return"] != 0 and "pip index versions mlcommons-loadgen" in r["error"]

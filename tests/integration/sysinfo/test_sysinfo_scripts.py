@@ -1,0 +1,116 @@
+"""The sysinfo script folders run through the engine on this machine (no network, no pip)."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from cmengine.registry import Repo
+from enginefixtures import Runner
+from mlperf_llm.sysinfo.cpu import parse_lscpu
+from mlperf_llm.sysinfo.sut import MEANINGFUL_FIELDS, REQUIRED_FIELDS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+@pytest.fixture
+def runner(tmp_path):
+    return Runner([Repo("cm4mlperf-llm", ROOT)], str(tmp_path / "cache"), include_project=True)
+
+
+def test_detect_cpu_matches_lscpu(runner):
+    r = runner.run("detect,cpu")
+    assert r["return"] == 0, r.get("error")
+    env = r["new_env"]
+    lscpu = parse_lscpu(subprocess.run(["lscpu"], capture_output=True, text=True,
+                                       env=dict(os.environ, LC_ALL="C")).stdout)
+    assert env["CM_HOST_CPU_MODEL_NAME"] == lscpu.model_name
+    assert env["CM_HOST_CPU_TOTAL_LOGICAL_CORES"] == str(os.cpu_count())
+    assert env["CM_HOST_CPU_L3_CACHE_SIZE"] == lscpu.caches["L3"]
+    assert env["CM_HOST_MEMORY_CAPACITY"][-1] in "GT" and int(env["CM_HOST_MEMORY_BYTES"]) > 0
+
+
+def test_detect_gpu_says_none_here(runner):
+    r = runner.run("detect,gpu")
+    assert r["return"] == 0, r.get("error")
+    assert (r["new_env"]["CM_GPU_VENDOR"], r["new_env"]["CM_GPU_COUNT"]) == ("none", "0")
+    r = runner.run("detect,gpu", env={"CM_GPU_REQUIRED": "yes"})
+    assert r["return"] != 0 and "an accelerator is required" in r["error"]
+
+
+def test_sut_description_is_written_complete(runner, tmp_path):
+    user = tmp_path / "mine.json"
+    user.write_text(json.dumps({"cooling": "liquid", "hw_notes": "test box"}))
+    out = tmp_path / "systems"
+    r = runner.run("get,mlperf,inference,sut,description", hw_name="test_sut", submitter="Acme",
+                   division="open", sut_json=str(user), output_dir=str(out),
+                   env={"CM_VLLM_VERSION": "0.32.0", "CM_PYTHON_VERSION": "3.11.7", "CM_LOADGEN_VERSION": "5.1.2"})
+    assert r["return"] == 0, r.get("error")
+    path = r["new_env"]["CM_MLPERF_SUT_DESC_PATH"]
+    assert path == str(out / "test_sut.json")
+    data = json.loads(open(path).read())
+    assert set(REQUIRED_FIELDS) <= set(data) and all(data[k] for k in MEANINGFUL_FIELDS)
+    assert (data["submitter"], data["division"], data["cooling"], data["hw_notes"]) == ("Acme", "open", "liquid", "test box")
+    assert data["framework"] == "vLLM 0.32.0"
+    assert data["other_software_stack"] == "Python: 3.11.7, mlcommons-loadgen 5.1.2"
+    assert data["accelerators_per_node"] == "0"
+    assert data["sw_notes"].startswith("Automated by cm4mlperf-llm 0.1.0")
+    review = open(r["new_env"]["CM_MLPERF_SUT_DESC_REVIEW_PATH"]).read()
+    assert "status = 'available'" in review and "cooling" not in review
+    assert "status" in r["new_env"]["CM_MLPERF_SUT_DESC_REVIEW_FIELDS"].split(",")
+    assert sorted(os.listdir(out)) == ["review-test_sut.txt", "test_sut.json"]
+
+
+def test_sut_description_refuses_bad_input(runner, tmp_path):
+    r = runner.run("get,mlperf,inference,sut,description", hw_name="x", status="GA", output_dir=str(tmp_path / "o"))
+    assert r["return"] != 0 and "--status='GA'" in r["error"] and "available, preview, rdi" in r["error"]
+    assert not os.path.exists(tmp_path / "o" / "x.json")
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                            GIT_COMMITTER_EMAIL="t@t"))
+
+
+@pytest.fixture
+def inference_repo(tmp_path):
+    repo = tmp_path / "upstream"
+    for rel in ("loadgen/mlperf.conf", "tools/submission/submission_checker.py", "language/llama2-70b/main.py"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(rel + "\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "r4.1")
+    _git(repo, "tag", "v4.1")
+    (repo / "mlperf.conf").write_text("top\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "r5.1")
+    _git(repo, "tag", "v5.1")
+    return repo
+
+
+def test_inference_src_clone_is_cached_per_tag(runner, inference_repo):
+    url = f"file://{inference_repo}"
+    r1 = runner.run("get,mlperf,inference,src,_r4.1", git_url=url)
+    assert r1["return"] == 0, r1.get("error")
+    env = r1["new_env"]
+    assert env["CM_MLPERF_INFERENCE_SOURCE_TAG"] == "v4.1"
+    assert not os.path.exists(os.path.join(env["CM_MLPERF_INFERENCE_SOURCE"], "mlperf.conf"))
+    assert os.path.isfile(env["CM_MLPERF_INFERENCE_CHECKER"])
+    r2 = runner.run("get,mlperf,inference,src,_r4.1", git_url=url)
+    assert r2["new_env"]["CM_MLPERF_INFERENCE_SOURCE"] == env["CM_MLPERF_INFERENCE_SOURCE"]
+    assert "cached" in runner.output
+    r3 = runner.run("get,mlperf,inference,src", git_url=url)              # _r5.1 is the default
+    assert r3["new_env"]["CM_MLPERF_INFERENCE_SOURCE_TAG"] == "v5.1"
+    r4 = runner.run("get,mlperf,inference,src,_r5.0", git_url=url)
+    assert r4["return"] != 0 and "v5.0" in r4["error"]
+
+
+def test_inference_src_given_path(runner, inference_repo):
+    r = runner.run("get,mlperf,inference,src,_r5.1", src_path=str(inference_repo))
+    assert r["return"] == 0, r.get("error")
+    assert r["new_env"]["CM_MLPERF_INFERENCE_SOURCE"] == str(inference_repo)
+    assert r["new_env"]["CM_MLPERF_INFERENCE_SOURCE_TAG"] == "v5.1"
+    r = runner.run("get,mlperf,inference,src", src_path=str(inference_repo / "loadgen"))
+    assert r["return"] != 0 and "not an mlcommons/inference checkout" in r["error"]

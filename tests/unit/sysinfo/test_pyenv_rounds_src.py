@@ -1,0 +1,99 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mlperf_llm.sysinfo.inference_src import InferenceSrcError, clone_at_tag, describe
+from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, check_venv_name, installed_version
+from mlperf_llm.sysinfo.rounds import ROUNDS, RoundError, in_range, round_info
+
+
+@pytest.mark.parametrize("req,spec", [
+    (PackageRequest("mlcommons-loadgen", version="5.1"), "mlcommons-loadgen==5.1.*"),
+    (PackageRequest("torch", version="2.13.0"), "torch==2.13.0"),
+    (PackageRequest("mlcommons-loadgen", version_min="5.0.9", version_max="5.0.21"),
+     "mlcommons-loadgen>=5.0.9,<=5.0.21"),
+    (PackageRequest("transformers[torch]"), "transformers[torch]"),
+])
+def test_pip_spec(req, spec):
+    assert req.pip_spec() == spec
+
+
+def test_constraint_semantics_match_the_engine():
+    assert PackageRequest("x", version="5.1").allows("5.1.2")
+    assert not PackageRequest("x", version="5.1").allows("5.10.0")
+    r = PackageRequest("x", version_min="5.0.9", version_max="5.0.21")
+    assert r.allows("5.0.9") and r.allows("5.0.21") and not r.allows("5.0.22") and not r.allows("5.0.8")
+    assert PackageRequest("transformers[torch]").dist_name == "transformers"
+
+
+def test_bad_names_are_refused():
+    with pytest.raises(PyEnvError, match="not a pip project name"):
+        PackageRequest("torch; rm -rf /")
+    with pytest.raises(PyEnvError, match="_name.vllm"):
+        check_venv_name("my venv")
+
+
+def test_installed_version_reads_the_target_interpreter():
+    assert installed_version(sys.executable, "pytest") == __import__("pytest").__version__
+    assert installed_version(sys.executable, "no-such-distribution-xyz") == ""
+    with pytest.raises(PyEnvError, match="does not exist"):
+        installed_version("/nonexistent/python", "pytest")
+
+
+def test_rounds():
+    assert round_info("r5.1") is ROUNDS["5.1"] and round_info("v5.0").src_tag == "v5.0"
+    assert round_info("4.1").mlperf_conf_builtin is False
+    with pytest.raises(RoundError, match="_r4.1, _r5.0, _r5.1"):
+        round_info("r6.0")
+    five = ROUNDS["5.0"]
+    assert in_range("5.0.21", five) and not in_range("5.0.25", five) and not in_range("5.0.0", five)
+    assert in_range("5.1.2", ROUNDS["5.1"]) and not in_range("", ROUNDS["5.1"])
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                            GIT_COMMITTER_EMAIL="t@t"))
+
+
+@pytest.fixture
+def inference_repo(tmp_path):
+    """A small local stand-in of mlcommons/inference with tags v5.0 and v5.1."""
+    repo = tmp_path / "inference"
+    for rel, text in {"loadgen/mlperf.conf": "*.*.qsl_rng_seed = 1\n", "tools/submission/submission_checker.py": "",
+                      "language/llama2-70b/README.md": "llama2\n"}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "v5.0")
+    _git(repo, "tag", "v5.0")
+    (repo / "loadgen" / "mlperf.conf").write_text("*.*.qsl_rng_seed = 2\n")
+    _git(repo, "commit", "-q", "-am", "v5.1")
+    _git(repo, "tag", "v5.1")
+    return repo
+
+
+def test_clone_at_tag(tmp_path, inference_repo):
+    src = clone_at_tag(f"file://{inference_repo}", "v5.0", str(tmp_path / "out" / "inference"))
+    assert src.tag == "v5.0" and len(src.commit) == 40
+    assert open(src.mlperf_conf).read() == "*.*.qsl_rng_seed = 1\n"
+    assert os.path.isfile(src.checker) and os.path.isdir(src.llama2_dir)
+    assert sorted(os.listdir(tmp_path / "out")) == ["inference"]          # no temp folder left
+
+
+def test_clone_of_a_missing_tag_fails_clearly_and_leaves_nothing(tmp_path, inference_repo):
+    with pytest.raises(InferenceSrcError, match="v9.9"):
+        clone_at_tag(f"file://{inference_repo}", "v9.9", str(tmp_path / "out"))
+    assert not os.path.exists(tmp_path / "out") and os.listdir(tmp_path) == ["inference"]
+
+
+def test_describe_a_given_checkout(tmp_path, inference_repo):
+    src = describe(str(inference_repo))
+    assert src.tag == "v5.1"
+    with pytest.raises(InferenceSrcError, match="no such folder"):
+        describe(str(tmp_path / "nope"))
+    with pytest.raises(InferenceSrcError, match="submission_checker.py missing"):
+        describe(str(tmp_path))
