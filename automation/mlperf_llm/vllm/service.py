@@ -9,6 +9,7 @@ stop_from_env(): what the benchmark step calls when it is done; keeps the server
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -37,7 +38,6 @@ def prepare(env: dict, log: Callable[[str], None] = print) -> tuple[list[str], d
     """(argv, process env additions, final config) for env; prints the tuned settings."""
     cfg = config_from_env(env)
     if cfg.host is None or cfg.port is None:
-        from dataclasses import replace
         cfg = replace(cfg, host=cfg.host or DEFAULT_HOST, port=cfg.port or DEFAULT_PORT)
     added = {}
     if parse_bool('CM_VLLM_TUNE', env.get('CM_VLLM_TUNE'), default=True):

