@@ -32,6 +32,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_NON_ALNUM_KEEP_LINES = re.compile(r"[^a-z0-9\n]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 
 # byte -> byte with its 8 bits in reverse order (used to mirror a bit vector)
@@ -82,8 +83,18 @@ class RougeTokenizer:
         return out
 
     def tokenize_lines(self, text: str) -> List[List[str]]:
-        """Tokens of each non-empty line (rougeLsum's sentences), empty lists included."""
-        return [self.tokenize(line) for line in text.split("\n") if line]
+        """Tokens of each line (rougeLsum's sentences); a line without tokens gives an empty list
+        (the reference drops empty lines, and a line without tokens adds nothing to any score)."""
+        memo = self._memo
+        out = []
+        for line in _NON_ALNUM_KEEP_LINES.sub(" ", text.lower()).split("\n"):
+            tokens = []
+            for word in line.split():
+                token = memo[word] if word in memo else self._token(word)
+                if token is not None:
+                    tokens.append(token)
+            out.append(tokens)
+        return out
 
 
 def _ngram_f(target: Sequence, prediction: Sequence, n: int) -> float:
@@ -150,36 +161,35 @@ class _LineLayout:
         self.keep = keep
         self.nbytes = (position + 8) // 8
         self.tops_mirrored = self.mirror(tops)
-        self._mirrored_masks: Dict[str, int] = {}
+        self.mirrored_masks = {token: self.mirror(m) for token, m in self.masks.items()}
 
     def mirror(self, x: int) -> int:
         """Bit i -> bit (8*nbytes - 1 - i): turns "search down" into "carry up"."""
         return int.from_bytes(x.to_bytes(self.nbytes, "little").translate(_REVERSE_BITS), "big")
 
-    def mirrored_mask(self, token: str) -> int:
-        m = self._mirrored_masks.get(token)
-        if m is None:
-            m = self._mirrored_masks[token] = self.mirror(self.masks.get(token, 0))
-        return m
-
 
 def _union_lcs_bits(layout: _LineLayout, candidate: Sequence[str]) -> int:
     """Mirrored bits of the reference positions on rouge_score's LCS of every reference line
     with this candidate line (its `_backtrack_norec` choice)."""
-    masks, keep = layout.masks, layout.keep
-    columns = []
+    masks, keep, nbytes = layout.masks, layout.keep, layout.nbytes
+    from_bytes, table = int.from_bytes, _REVERSE_BITS
+    mirrored = layout.mirrored_masks
+    columns = []      # per column: the mirrored bit vector (shared while it does not change)
     v = keep
+    vr = layout.mirror(v)
     for token in candidate:
         m = masks.get(token)
         if m:
             u = v & m
-            v = ((v + u) | (v ^ u)) & keep  # u is a subset of v: v - u == v ^ u
-        columns.append(v)
+            if u:
+                v = ((v + u) | (v ^ u)) & keep  # u is a subset of v: v - u == v ^ u
+                vr = from_bytes(v.to_bytes(nbytes, "little").translate(table), "big")
+        columns.append(vr)
     union = 0
     start = layout.tops_mirrored  # per line: the lowest row still open to the backtrack
     for j in range(len(candidate) - 1, -1, -1):
-        match = layout.mirrored_mask(candidate[j])
-        skip = layout.mirror(columns[j]) & ~match  # rows the backtrack passes going "up"
+        match = mirrored.get(candidate[j], 0)
+        skip = columns[j] & ~match                 # rows the backtrack passes going "up"
         found = (skip + start) & ~skip             # first match-or-left row per line (or its guard)
         hit = found & match
         union |= hit

@@ -1,0 +1,117 @@
+"""What the process-mlperf-accuracy and TEST06 steps do, as plain functions on typed requests.
+
+A results folder, as the harness writes it: <results>/<model>/<Scenario>/accuracy/ (AccuracyOnly
+run) and <results>/<model>/<Scenario>/TEST06/ (TEST06 run), each with its LoadGen logs.
+"""
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from .evaluate import AccuracyResult, EvaluationError, evaluate, load_tokenizer
+from .report import write_accuracy_txt, write_result_json
+from .splitter import get_splitter
+from .targets import SCALE, Verdict, embedded_targets, judge, mlperf_targets
+from .test06 import Test06Result, verify, write_verification
+
+LOG = "mlperf_log_accuracy.json"
+
+
+def accuracy_dirs(results_dir: str, model: str = "") -> List[str]:
+    """Every <results>/<model>/<Scenario>/accuracy holding an accuracy log."""
+    pattern = os.path.join(results_dir, model or "*", "*", "accuracy", LOG)
+    return sorted(os.path.dirname(p) for p in glob.glob(pattern))
+
+
+def target_models(model: str) -> List[str]:
+    """The run's model first, then its -99 / -99.9 sibling: both verdicts are shown."""
+    base = model.replace("-99.9", "").replace("-99", "")
+    ordered = [model] + [m for m in (f"{base}-99", f"{base}-99.9") if m != model]
+    return [m for m in ordered if m in SCALE]
+
+
+@dataclass
+class AccuracyRequest:
+    directories: List[str]          # each holds mlperf_log_accuracy.json; accuracy.txt goes there
+    dataset: str
+    tokenizer: str
+    model: str = "llama2-70b-99"
+    dtype: str = "int32"
+    workers: Optional[int] = None
+    sentence_splitter: str = "auto"
+    embedded_reference: str = ""    # set: targets are the embedded data set's numbers
+
+
+@dataclass
+class AccuracyOutcome:
+    directory: str
+    result: AccuracyResult
+    verdicts: List[Verdict]
+    log_hash: str
+
+    @property
+    def passed(self) -> bool:
+        return self.verdicts[0].passed   # the run's own model
+
+
+def process_accuracy(req: AccuracyRequest) -> List[AccuracyOutcome]:
+    if not req.directories:
+        raise EvaluationError("no accuracy run found: expected <results>/<model>/<Scenario>/accuracy/"
+                              f"{LOG}; run the benchmark with --mode=accuracy first")
+    splitter = get_splitter(req.sentence_splitter)
+    tokenizer = load_tokenizer(req.tokenizer)
+    targets = [embedded_targets(m, req.embedded_reference) if req.embedded_reference else mlperf_targets(m)
+               for m in target_models(req.model)]
+    outcomes = []
+    for directory in req.directories:
+        log = os.path.join(directory, LOG)
+        result = evaluate(log, req.dataset, req.tokenizer, dtype=req.dtype, workers=req.workers,
+                          splitter=splitter, tokenizer=tokenizer)
+        verdicts = [judge(result.checker_values(), t) for t in targets]
+        log_hash = write_accuracy_txt(os.path.join(directory, "accuracy.txt"), result, log)
+        write_result_json(os.path.join(directory, "accuracy.json"), result, verdicts, log_hash,
+                          extra={"model": req.model, "dataset": os.path.abspath(req.dataset)})
+        outcomes.append(AccuracyOutcome(directory, result, verdicts, log_hash))
+    return outcomes
+
+
+def describe(outcome: AccuracyOutcome) -> List[str]:
+    r = outcome.result
+    lines = [f"{outcome.directory}:", f"  sentence splitter: {r.sentence_splitter}",
+             f"  tokenizer: {r.tokenizer}", f"  {r.reference_dict()}"]
+    for v in outcome.verdicts:
+        lines.append(f"  {v.model}: {'PASS' if v.passed else 'FAIL'}")
+        lines += ["    " + line for line in v.lines()]
+    return lines
+
+
+@dataclass
+class Test06Request:
+    results_dir: str
+    model: str
+    scenarios: List[str]
+    eos_token_id: int = 2
+    dtype: str = "int32"
+
+
+@dataclass
+class Test06Outcome:
+    scenario: str
+    test_dir: str
+    result: Test06Result
+    lines: List[str] = field(default_factory=list)
+
+
+def verify_test06(req: Test06Request) -> List[Test06Outcome]:
+    """Verify <results>/<model>/<Scenario>/TEST06/mlperf_log_accuracy.json for each scenario and
+    write TEST06/verify_accuracy.txt and TEST06/accuracy/ beside the run's logs."""
+    outcomes = []
+    for scenario in req.scenarios:
+        base = os.path.join(req.results_dir, req.model, scenario)
+        log = os.path.join(base, "TEST06", LOG)
+        result = verify(log, scenario, eos_token_id=req.eos_token_id, dtype=req.dtype)
+        test_dir = write_verification(result, log, base)
+        outcomes.append(Test06Outcome(scenario, test_dir, result, result.text().splitlines()))
+    return outcomes

@@ -1,0 +1,66 @@
+"""accuracy.txt in the form the submission checker parses, and the machine-readable result.
+
+The checker (tools/submission/submission_checker.py) matches each line of accuracy.txt against
+`.*'rouge1':\\s+'?([\\d.]+)'?.*` (and rouge2, rougeL, tokens_per_sample) and `^hash=([\\w\\d]+)$`;
+truncate_accuracy_log.py leaves a log alone when accuracy.txt already has its hash and the log is
+small. So accuracy.txt is the reference's printed dict (plain floats, never numpy reprs such as
+`np.float64(44.4)` that the regexes would miss) followed by the sha256 of the full log.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from typing import Iterable, Optional
+
+from .evaluate import AccuracyResult
+from .targets import Verdict
+
+
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write to a temporary file beside `path`, then rename: never a half-written file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def accuracy_text(result: AccuracyResult, log_hash: str) -> str:
+    return f"\nResults\n\n{result.reference_dict()!r}\n\nhash={log_hash}\n"
+
+
+def write_accuracy_txt(path: str, result: AccuracyResult, accuracy_log: str) -> str:
+    """Writes accuracy.txt; returns the hash of the log written into it."""
+    log_hash = sha256_file(accuracy_log)
+    write_atomic(path, accuracy_text(result, log_hash))
+    return log_hash
+
+
+def write_result_json(path: str, result: AccuracyResult, verdicts: Iterable[Verdict],
+                      log_hash: str, extra: Optional[dict] = None) -> dict:
+    """accuracy.json: the numbers, each target's verdict with seed 003's lines, for the README."""
+    verdicts = list(verdicts)
+    doc = {
+        "result": result.as_dict(),
+        "accuracy_log_sha256": log_hash,
+        "verdicts": [dict(v.as_dict(), lines=v.lines(markdown=True)) for v in verdicts],
+        **(extra or {}),
+    }
+    write_atomic(path, json.dumps(doc, indent=1) + "\n")
+    return doc

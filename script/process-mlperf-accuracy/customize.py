@@ -1,0 +1,47 @@
+"""Thin hooks: env -> AccuracyRequest -> mlperf_llm.accuracy.process -> env/state (docs/accuracy.md)."""
+import os
+
+
+def preprocess(i):
+    from mlperf_llm.accuracy.evaluate import EvaluationError
+    from mlperf_llm.accuracy.log import AccuracyLogError
+    from mlperf_llm.accuracy.process import AccuracyRequest, accuracy_dirs, describe, process_accuracy
+    from mlperf_llm.accuracy.splitter import SplitterError
+    from mlperf_llm.accuracy.targets import TargetError
+
+    env, state = i['env'], i['state']
+    model = env['CM_MLPERF_MODEL']
+    if env.get('CM_MLPERF_ACCURACY_RESULTS_DIR'):
+        dirs = [env['CM_MLPERF_ACCURACY_RESULTS_DIR']]
+    elif env.get('CM_MLPERF_RESULTS_DIR'):
+        dirs = accuracy_dirs(env['CM_MLPERF_RESULTS_DIR'], model)
+    else:
+        return {'return': 1, 'error': 'process-mlperf-accuracy: no accuracy run given: pass '
+                '--result_dir=<.../accuracy> or --results_dir=<harness results folder>'}
+    dataset = env.get('CM_DATASET_PREPROCESSED_PATH', '')
+    tokenizer = env.get('CM_MLPERF_ACCURACY_TOKENIZER_PATH') or env.get('CM_ML_MODEL_PATH', '')
+    if not dataset or not tokenizer:
+        return {'return': 1, 'error': 'process-mlperf-accuracy: the data set and the tokenizer of the run '
+                'are needed: pass --dataset_path=<processed pickle> and --tokenizer_path=<model folder>'}
+    embedded = env['CM_MLPERF_ACCURACY_TARGETS'] == 'embedded'
+    if embedded and not env.get('CM_DATASET_REFERENCE_FILE'):
+        return {'return': 1, 'error': 'process-mlperf-accuracy: _embedded targets need the embedded data '
+                "set's reference.json: pass --embedded_reference=FILE (the _embedded data set step sets it)"}
+    workers = env.get('CM_MLPERF_ACCURACY_WORKERS', '')
+    req = AccuracyRequest(directories=dirs, dataset=dataset, tokenizer=tokenizer, model=model,
+                          dtype=env['CM_MLPERF_ACCURACY_DTYPE'],
+                          workers=int(workers) if workers.isdigit() and int(workers) > 0 else None,
+                          sentence_splitter=env['CM_MLPERF_ACCURACY_SENTENCE_SPLITTER'],
+                          embedded_reference=env['CM_DATASET_REFERENCE_FILE'] if embedded else '')
+    try:
+        outcomes = process_accuracy(req)
+    except (EvaluationError, AccuracyLogError, SplitterError, TargetError) as e:
+        return {'return': 1, 'error': f'process-mlperf-accuracy: {e}'}
+    for o in outcomes:
+        print('\n'.join(describe(o)))
+    env['CM_MLPERF_ACCURACY_PASSED'] = 'yes' if all(o.passed for o in outcomes) else 'no'
+    env['CM_MLPERF_ACCURACY_FILES'] = ','.join(os.path.join(o.directory, 'accuracy.json') for o in outcomes)
+    state['mlperf_accuracy'] = {o.directory: {'result': o.result.reference_dict(), 'passed': o.passed,
+                                              'readme_lines': o.verdicts[0].lines(markdown=True)}
+                                for o in outcomes}
+    return {'return': 0}

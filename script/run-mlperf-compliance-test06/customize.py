@@ -1,0 +1,49 @@
+"""Thin hooks: audit.config for the TEST06 run (preprocess), its verification (postprocess)."""
+import os
+
+
+def preprocess(i):
+    from mlperf_llm.accuracy.test06_config import AuditConfigError, audit_config
+
+    env = i['env']
+    if env.get('CM_MLPERF_TEST06_VERIFY_ONLY', '').lower() in ('yes', 'on', 'true', '1'):
+        return {'return': 0}
+    if not env.get('CM_MLPERF_AUDIT_CONF'):
+        try:
+            path, origin = audit_config(env.get('CM_MLPERF_INFERENCE_SOURCE', ''), os.getcwd())
+        except AuditConfigError as e:
+            return {'return': 1, 'error': f'run-mlperf-compliance-test06: {e}'}
+        env['CM_MLPERF_AUDIT_CONF'] = path
+        print(f'TEST06: {origin}')
+    env['CM_MLPERF_TEST06_AUDIT_CONF'] = env['CM_MLPERF_AUDIT_CONF']
+    return {'return': 0}
+
+
+def postprocess(i):
+    from mlperf_llm.accuracy.log import AccuracyLogError
+    from mlperf_llm.accuracy.process import Test06Request, verify_test06
+
+    env, state = i['env'], i['state']
+    results = env.get('CM_MLPERF_RESULTS_DIR', '')
+    if not results:
+        return {'return': 1, 'error': 'run-mlperf-compliance-test06: no results folder: pass --results_dir '
+                '(where <model>/<Scenario>/TEST06/ is written)'}
+    eos = env['CM_MLPERF_EOS_TOKEN_ID']
+    if not eos.lstrip('-').isdigit():
+        return {'return': 1, 'error': f'run-mlperf-compliance-test06: --eos_token_id={eos!r} is not an integer'}
+    req = Test06Request(results_dir=results, model=env['CM_MLPERF_MODEL'],
+                        scenarios=[s for s in env['CM_MLPERF_LOADGEN_SCENARIO'].split(',') if s],
+                        eos_token_id=int(eos), dtype=env['CM_MLPERF_ACCURACY_DTYPE'])
+    try:
+        outcomes = verify_test06(req)
+    except (AccuracyLogError, ValueError) as e:
+        return {'return': 1, 'error': f'run-mlperf-compliance-test06: {e}'}
+    for o in outcomes:
+        print(f'TEST06 {o.scenario}: ' + '; '.join(o.lines) + f' ({o.test_dir})')
+        for problem in o.result.problems:
+            print('  ' + problem)
+    env['CM_MLPERF_TEST06_PASSED'] = 'yes' if all(o.result.passed for o in outcomes) else 'no'
+    env['CM_MLPERF_TEST06_DIRS'] = ','.join(o.test_dir for o in outcomes)
+    state['mlperf_test06'] = {o.scenario: {'passed': o.result.passed, 'lines': o.lines, 'dir': o.test_dir}
+                              for o in outcomes}
+    return {'return': 0}
