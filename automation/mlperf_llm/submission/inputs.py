@@ -5,7 +5,8 @@ Results folder layout (as the harness and the accuracy/compliance steps write it
     <results>/<model>/<Scenario>/accuracy/{accuracy.txt, mlperf_log_accuracy.json, mlperf_log_summary.txt,
                                            mlperf_log_detail.txt}
     <results>/<model>/<Scenario>/TEST06/{verify_accuracy.txt, accuracy/mlperf_log_accuracy.json}
-user.conf (and for v4.1 mlperf.conf) may also sit in the scenario folder.
+user.conf may also sit in the scenario folder; mlperf.conf (v4.1) in run_1/, the scenario folder or
+<results>/ itself.
 """
 
 from __future__ import annotations
@@ -176,7 +177,8 @@ def discover_results(results_dir: str) -> list[ScenarioRun]:
             run1 = os.path.join(sdir, "performance", "run_1")
             runs.append(ScenarioRun(model, scenario, sdir, perf, acc, t06,
                                     _first_file(os.path.join(run1, "user.conf"), os.path.join(sdir, "user.conf")),
-                                    _first_file(os.path.join(run1, "mlperf.conf"), os.path.join(sdir, "mlperf.conf"))))
+                                    _first_file(os.path.join(run1, "mlperf.conf"), os.path.join(sdir, "mlperf.conf"),
+                                                os.path.join(results_dir, "mlperf.conf"))))
     if not runs:
         raise SubmissionError(f"results folder {results_dir}", "holds no <model>/<Scenario> folders",
                               "run the benchmark first, or point at the folder the harness wrote")

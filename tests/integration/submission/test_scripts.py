@@ -1,0 +1,60 @@
+"""generate-mlperf-inference-submission and run-mlperf-inference-submission-checker through the engine."""
+import os
+import tarfile
+
+import pytest
+
+from cmengine.registry import Repo
+from enginefixtures import Runner
+from submission_fixtures import FIX, inference_source
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+@pytest.fixture
+def runner(tmp_path):
+    return Runner([Repo("cm4mlperf-llm", ROOT)], str(tmp_path / "cache"), include_project=True)
+
+
+def test_generate_then_check(runner, tmp_path, capsys):
+    out = tmp_path / "sub" / "mlperf_submission"
+    r = runner.run("generate,mlperf,inference,submission,_r5.1,_closed", results_dir=os.path.join(FIX, "results-v5.1"),
+                   sut_desc=os.path.join(FIX, "system.json"), submission_dir=str(out), submitter="cm4mlperf",
+                   hw_name="cpu_2c", run_command="cm run script --tags=run-mlperf,inference,_full --quiet")
+    assert r["return"] == 0, r.get("error")
+    env = r["new_env"]
+    assert env["CM_MLPERF_SUBMISSION_DIR"] == str(out)
+    assert os.path.isfile(os.path.join(out, "closed", "cm4mlperf", "systems", "cpu_2c-reference-cpu-vllm.json"))
+    assert env["CM_MLPERF_SUBMISSION_SUMMARY_HTML"].endswith("results/cpu_2c-reference-cpu-vllm/summary.html")
+    with tarfile.open(env["CM_MLPERF_SUBMISSION_TARBALL"]) as t:
+        assert "closed/cm4mlperf/documentation/calibration.md" in t.getnames()
+    readme = open(os.path.join(out, "closed", "cm4mlperf", "measurements", "cpu_2c-reference-cpu-vllm",
+                               "llama2-70b-99", "Server", "README.md")).read()
+    assert "cm run script --tags=run-mlperf,inference,_full --quiet" in readme
+    printed = capsys.readouterr().out
+    assert "llama2-70b-99 Server:" in printed and "submission tree:" in printed
+
+    src, why = inference_source("v5.1")
+    if not src:
+        pytest.skip(why)
+    r = runner.run("run,mlperf,inference,submission,checker,_r5.1", submission_dir=str(out),
+                   submitter="cm4mlperf", src_path=src)
+    assert r["return"] == 0, r.get("error")
+    env = r["new_env"]
+    assert env["CM_MLPERF_SUBMISSION_CHECKER_VERDICT"] == "pass-test-mode"
+    assert "min_duration" in env["CM_MLPERF_SUBMISSION_CHECKER_FULL_LENGTH_CHECKS"].split(",")
+    assert "Checks only a full-length run can pass (test mode), by name:" in capsys.readouterr().out
+    assert os.path.isfile(env["CM_MLPERF_SUBMISSION_CHECKER_LOG"])
+
+
+def test_generate_without_results_says_what_to_pass(runner):
+    r = runner.run("generate,mlperf,inference,submission", submitter="x", sut_desc=os.path.join(FIX, "system.json"))
+    assert r["return"] != 0 and "--results_dir=DIR" in r["error"]
+
+
+def test_checker_on_a_missing_tree(runner, tmp_path):
+    src, why = inference_source("v5.1")
+    if not src:
+        pytest.skip(why)
+    r = runner.run("run,mlperf,inference,submission,checker", submission_dir=str(tmp_path / "none"), src_path=src)
+    assert r["return"] != 0 and "generate-mlperf-inference-submission" in r["error"]

