@@ -1,0 +1,1 @@
+"""Models: the embedded SmolLM2 conversion, Hugging Face hub downloads, quantization."""
