@@ -5,9 +5,9 @@ from mlperf_llm.sysinfo.probe import collect
 
 
 def preprocess(i):
-    facts = collect()
+    facts = collect(accelerators=False)
     i['env'].update(host_env(facts))
-    gaps = [str(g) for g in facts.gaps if not g.affects.startswith('accelerator')]
+    gaps = [str(g) for g in facts.gaps]
     i['state']['host_detection_gaps'] = gaps
     for gap in gaps:
         print(f'detect-cpu: not detected: {gap}')

@@ -163,8 +163,9 @@ def _glibc_version() -> str:
 
 def collect(run: Runner = run_command, meminfo_path: str = "/proc/meminfo",
             net_root: str = "/sys/class/net", os_release_path: str = "/etc/os-release",
-            kernel: str | None = None, glibc: str | None = None) -> SystemFacts:
-    """Detect everything; `kernel`/`glibc` default to this process's (tests pass recorded values)."""
+            kernel: str | None = None, glibc: str | None = None, accelerators: bool = True) -> SystemFacts:
+    """Detect everything (accelerators=False skips the vendor tools); `kernel`/`glibc` default to this
+    process's (tests pass recorded values)."""
     facts = SystemFacts()
     _detect_cpu(run, facts)
     _detect_memory(run, facts, meminfo_path)
@@ -172,7 +173,8 @@ def collect(run: Runner = run_command, meminfo_path: str = "/proc/meminfo",
     facts.network = read_sys_class_net(net_root)
     if not facts.network.cards:
         facts.gaps.append(Gap(net_root, "no physical network interface found", "host_networking"))
-    detect_accelerators(run, facts)
+    if accelerators:
+        detect_accelerators(run, facts)
     try:
         with open(os_release_path) as f:
             os_release = f.read()
