@@ -15,7 +15,7 @@ def preprocess(i):
         req = request_from_env(env)
         outcomes = run_all(req)
     except (HarnessInputError, DatasetError, RoundError, UserConfError) as e:
-        return {'return': 1, 'error': f'app-mlperf-inference: {e}'}
+        return {'return': 1, 'error': str(e)}
     env.update(env_from_outcomes(req, outcomes))
     state['mlperf_harness'] = [asdict(o) for o in outcomes]
     print('\nMLPerf llama2-70b tests:')
@@ -24,6 +24,6 @@ def preprocess(i):
     failed = [o for o in outcomes if o.verdict == 'FAILED']
     if failed:
         f = failed[0]
-        return {'return': 1, 'error': f'app-mlperf-inference: {f.scenario} {f.mode} test FAILED: '
+        return {'return': 1, 'error': f'{f.scenario} {f.mode} test FAILED: '
                                       f'{"; ".join(f.reasons[:2])}; logs kept in {f.directory} (harness.log)'}
     return {'return': 0}

@@ -77,7 +77,8 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         batch_size=_num(env, "CM_MLPERF_BATCH_SIZE", int) or 1,
         dtype=env.get("CM_MLPERF_DTYPE") or "float32",
         max_tokens=_num(env, "CM_MLPERF_MAX_TOKENS", int) or 1024,
-        python=env.get("CM_PYTHON_BIN_WITH_PATH") or sys.executable,
+        python=(env.get("CM_LOADGEN_PYTHON") or env.get("CM_VENV_PYTHON") or env.get("CM_PYTHON_BIN_WITH_PATH")
+                or sys.executable),
         progress=not _yes(env, "CM_MLPERF_NO_PROGRESS"),
     )
 

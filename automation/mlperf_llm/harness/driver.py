@@ -188,10 +188,14 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
         req = replace(req, offline_target_qps=req.offline_target_qps or t["Offline"],
                       server_target_qps=req.server_target_qps or t["Server"],
                       interactive_target_qps=req.interactive_target_qps or t["Interactive"])
-    outcomes = []
+    outcomes: list[RunOutcome] = []
     for scenario in req.scenarios:
         for mode in req.modes:
             outcomes.append(run_one(req, scenario, mode, rows))
+            if outcomes[-1].verdict == "FAILED":     # the next tests would meet the same fault
+                break
+        if outcomes and outcomes[-1].verdict == "FAILED":
+            break
     write_atomic(str(Path(req.results_dir) / "harness_outcomes.json"),
                  json.dumps([asdict(o) for o in outcomes], indent=1))
     return outcomes

@@ -29,6 +29,9 @@ def write_dataset(path: str, n: int, offset: int = toytok.OFFSET, seed: int = 0)
     import pandas as pd
 
     tmp = path + ".tmp"
-    pd.DataFrame(make_rows(n, offset, seed)).to_pickle(tmp)
+    # object columns, as the reference pickle has: readable without pyarrow by any pandas
+    df = pd.DataFrame(make_rows(n, offset, seed), dtype=object)
+    df.columns = pd.Index(list(df.columns), dtype=object)
+    df.to_pickle(tmp)
     os.replace(tmp, path)
     return path
