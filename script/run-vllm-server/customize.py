@@ -3,9 +3,11 @@ a server from its record. The benchmark step stops the server when done via
 mlperf_llm.vllm.service.stop_from_env (unless --keep_server)."""
 import os
 
+from mlperf_llm.sysinfo.pyenv import PyEnvError
 from mlperf_llm.vllm import server, service
 from mlperf_llm.vllm.command import ServeConfigError
 from mlperf_llm.vllm.inputs import split_urls
+from mlperf_llm.vllm.install import check_import
 
 
 def _fail(e):
@@ -21,15 +23,19 @@ def preprocess(i):
             if not env.get('CM_VLLM_SERVER_RECORD'):
                 return _fail('_stop needs --server_record=PATH (the vllm-server-PORT.json the start printed)')
             print(server.stop(server.ServerRecord.load(env['CM_VLLM_SERVER_RECORD'])))
-            env['CM_VLLM_START'] = 'no'
+            env['CM_VLLM_START'] = env['CM_VLLM_INSTALL'] = 'no'
             return {'return': 0}
         if split_urls(env.get('CM_VLLM_API_SERVERS')):
             env.update(service.start_from_env(env, os.getcwd()))
-            env['CM_VLLM_START'] = 'no'
-        else:
-            service.prepare(env, log=lambda m: None)     # validate every input before installing anything
-            env['CM_VLLM_START'] = 'yes'
-    except (ServeConfigError, server.ServerError) as e:
+            env['CM_VLLM_START'] = env['CM_VLLM_INSTALL'] = 'no'
+            return {'return': 0}
+        service.prepare(env, log=lambda m: None)     # validate every input before installing anything
+        env['CM_VLLM_START'] = 'yes'
+        env['CM_VLLM_INSTALL'] = 'yes'
+        if env.get('CM_VLLM_PYTHON'):                # --vllm_python: use that vLLM, install nothing
+            env['CM_VLLM_VERSION'] = check_import(env['CM_VLLM_PYTHON'])
+            env['CM_VLLM_INSTALL'] = 'no'
+    except (ServeConfigError, server.ServerError, PyEnvError) as e:
         return _fail(e)
     return {'return': 0}
 

@@ -52,7 +52,11 @@ def prepare(env: dict, log: Callable[[str], None] = print) -> tuple[list[str], d
     for line in ray_guidance(cfg):
         log(line)
     python = env.get('CM_VLLM_PYTHON') or 'python3'
-    return api_server_argv(cfg, python, env.get('CM_VLLM_VERSION') or None), added, cfg
+    shown = cfg
+    if cfg.api_key:   # vLLM reads VLLM_API_KEY: the key stays out of the process list and the printed command
+        added['VLLM_API_KEY'] = cfg.api_key
+        shown = replace(cfg, api_key=None)
+    return api_server_argv(shown, python, env.get('CM_VLLM_VERSION') or None), added, cfg
 
 
 def machine_is_cpu(env: dict) -> bool:
@@ -75,7 +79,8 @@ def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] =
     work_dir = Path(work_dir)
     log_path = work_dir / f'vllm-server-{cfg.port}.log'
     record_path = work_dir / f'vllm-server-{cfg.port}.json'
-    log(f'starting: {" ".join(f"{k}={v}" for k, v in sorted(added.items()))} {shell_command(redact(argv))}')
+    public = {k: v for k, v in added.items() if k != 'VLLM_API_KEY'}
+    log(f'starting: {" ".join(f"{k}={v}" for k, v in sorted(public.items()))} {shell_command(redact(argv))}')
     proc = server.start(argv, host=cfg.host, port=cfg.port, model_name=expected_name(cfg), log_path=log_path,
                         env={**os.environ, **added})
     try:
@@ -89,7 +94,7 @@ def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] =
             'CM_VLLM_SERVER_LOG': str(log_path), 'CM_VLLM_SERVER_PID': str(proc.record.pid),
             'CM_VLLM_SERVER_COMMAND': shell_command(proc.record.argv),
             'CM_VLLM_KEEP_SERVER': 'yes' if opts.keep_server else 'no',
-            **{f'CM_VLLM_SERVER_ENV_{k}': v for k, v in added.items()}}
+            **{f'CM_VLLM_SERVER_ENV_{k}': v for k, v in public.items()}}
 
 
 def stop_from_env(env: dict, log: Callable[[str], None] = print) -> str | None:

@@ -62,3 +62,10 @@ def test_stop_from_env_stops_or_keeps(tmp_path):
         else:
             assert 'kept running' in msg and '_stop --server_record=' in msg and proc.returncode() is None
             proc.stop(5)
+
+
+def test_api_key_goes_through_the_environment_not_argv():
+    argv, added, cfg = service.prepare({'CM_VLLM_MODEL': '/m', 'CM_VLLM_API_KEY': 's3cret', 'CM_VLLM_TUNE': 'no'},
+                                       log=lambda m: None)
+    assert cfg.api_key == 's3cret' and added['VLLM_API_KEY'] == 's3cret'
+    assert not any('s3cret' in a or a.startswith('--api-key') for a in argv)
