@@ -136,12 +136,12 @@ def classify(output: str, tree: str, mode: str) -> list:
                     extra.kind = "error"
                 findings.append(extra)
         elif "does not have all required scenarios" in msg:
-            model_path = msg.split(" does not have")[0].strip()
-            present = _scenario_folders(tree, model_path)
-            missing = set(re.findall(r"'(\w+)'", msg)) or {"Server", "Interactive"}
-            needed = missing if "missing" in msg else ({"Server", "Interactive"} if not present & missing else set())
-            real = [s for s in needed if s not in present] if "missing" in msg else sorted(needed)
-            findings.append(Finding(level, msg, "error" if real else "consequence"))
+            present = _scenario_folders(tree, msg.split(" does not have")[0].strip())
+            if "missing" in msg:
+                absent = [s for s in re.findall(r"'(\w+)'", msg) if s not in present]
+            else:                       # "one of [Server, Interactive] is required"
+                absent = [] if present & {"Server", "Interactive"} else ["Server or Interactive"]
+            findings.append(Finding(level, msg, "error" if absent else "consequence"))
         else:
             findings.append(Finding(level, msg, "error"))
     return findings

@@ -51,7 +51,6 @@ def _fmt(v: float) -> str:
 
 def render_measurement_readme(meta: Metadata, r: ScenarioResult) -> str:
     _, label = targets_for(meta, r.model)
-    label = "closed division" if label == "closed division" else label
     accuracy = [dict(metric=c.metric, value=f"{c.value:g}", required=c.target.describe(), label=label,
                      passed=c.passed) for c in r.checks]
     perf = [dict(name=f"{r.unit.replace('/s', ' per second')}", value=_fmt(r.value)),

@@ -135,21 +135,38 @@ def _availability(system: dict) -> str:
 
 def _measurements_json(meta: Metadata) -> dict:
     q = meta.quantization
-    return {
+    doc = {
         "input_data_types": meta.input_data_types,
         "retraining": meta.retraining,
         "starting_weights_filename": meta.starting_weights_filename,
         "weight_data_types": scheme_of(q).weight_data_types if q.scheme != "none" else meta.weight_data_types,
         "weight_transformations": weight_transformations(q),
-        "served_model": meta.served_model_name or meta.starting_weights_filename,
-        "quantization_checkpoint": q.checkpoint,
     }
+    if meta.served_model_name:
+        doc["served_model_name"] = meta.served_model_name
+    if q.checkpoint:
+        doc["quantized_checkpoint"] = q.checkpoint
+    return doc
+
+
+def _scenario_warnings(runs: list[ScenarioRun], required: tuple[str, ...]) -> list[str]:
+    """Closed division: what the checker will miss for each model (Offline, and Server or Interactive)."""
+    out = []
+    for model in sorted({r.model for r in runs}):
+        have = {r.scenario for r in runs if r.model == model}
+        need = [s for s in required if s not in have and not (s == "Server" and "Interactive" in have)]
+        if need:
+            out.append(f"{model}: closed division needs scenario(s) {', '.join(need)}, not in the results")
+    return out
 
 
 def _place(build_root: str, target: str, clean: bool) -> None:
     if os.path.exists(target):
         readme = os.path.join(target, "README.md")
-        ours = os.path.isfile(readme) and MARKER in open(readme, encoding="utf-8").read()
+        ours = False
+        if os.path.isfile(readme):
+            with open(readme, encoding="utf-8") as f:
+                ours = MARKER in f.read()
         if os.listdir(target) and not ours and not clean:
             raise SubmissionError(f"submission folder {target}", "exists and was not made by this tool",
                                   "choose another --submission_dir or pass --clean to replace it")
@@ -176,6 +193,8 @@ def build_submission(req: BuildRequest) -> BuildReport:
                               "produce the missing parts, then build again")
     for r in runs:
         check_conf(r.user_conf)
+    if meta.division == "closed":
+        warnings += _scenario_warnings(runs, spec.required_scenarios)
     if not meta.availability:
         meta.availability = _availability(system)
 

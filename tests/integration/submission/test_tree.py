@@ -153,3 +153,13 @@ def test_bad_user_conf_line_is_refused(tmp_path):
     req = BuildRequest(str(res), os.path.join(FIX, "system.json"), metadata("v5.1", "open"), str(tmp_path / "o"))
     with pytest.raises(SubmissionError, match="user.conf:9"):
         build_submission(req)
+
+
+def test_closed_tree_without_server_is_built_with_a_warning(tmp_path):
+    import shutil
+    res = tmp_path / "results"
+    shutil.copytree(os.path.join(FIX, "results-v5.0"), res)
+    shutil.rmtree(res / "llama2-70b-99" / "Server")
+    report = build_submission(BuildRequest(str(res), os.path.join(FIX, "system.json"), metadata("v5.0", "closed"),
+                                           str(tmp_path / "out")))
+    assert "llama2-70b-99: closed division needs scenario(s) Server, not in the results" in report.warnings
