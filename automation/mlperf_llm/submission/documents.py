@@ -67,6 +67,7 @@ def render_measurement_readme(meta: Metadata, r: ScenarioResult) -> str:
     return _ENV.get_template("measurement_readme.md.j2").render(
         execution_mode=meta.execution_mode, host_platform=meta.host_platform, command=meta.command,
         vllm_serve_command=meta.vllm_serve_command, component_versions=meta.component_versions,
+        step_cache_keys=meta.step_cache_keys,
         system_name=meta.system_name, model=r.model, scenario=r.scenario,
         served_model_name=meta.served_model_name, accuracy=accuracy, performance=perf)
 

@@ -70,6 +70,7 @@ class Metadata:
     availability: str = ""          # e.g. "Available as of Nov 2026"
     host_platform: dict = field(default_factory=dict)    # os, cpu, python, engine (versions)
     component_versions: dict = field(default_factory=dict)
+    step_cache_keys: dict = field(default_factory=dict)   # step -> cache key of the entry the run used
     accuracy_targets: dict = field(default_factory=dict)  # metric -> [min, max|None]; empty = closed targets
     accuracy_targets_label: str = ""
     quantization: Quantization = field(default_factory=Quantization)

@@ -63,8 +63,9 @@ def test_accuracy_log_truncated_with_the_hash_of_the_original(tmp_path):
 
 
 def test_measurements_json_and_readme(tmp_path):
-    report = build(tmp_path, "v5.1", "closed", quantization={"scheme": "gptq-w4a16", "group_size": 64,
-                                                             "tool": "llmcompressor 0.14.0.1"})
+    report = build(tmp_path, "v5.1", "closed", step_cache_keys={"app-mlperf-inference": "0123abcd"},
+                   component_versions={"vLLM": "0.32.0"},
+                   quantization={"scheme": "gptq-w4a16", "group_size": 64, "tool": "llmcompressor 0.14.0.1"})
     meas = os.path.join(report.submitter_dir, "measurements", SYS, "llama2-70b-99", "Offline")
     j = json.load(open(os.path.join(meas, f"{SYS}_reference_Offline.json")))
     for key in ("input_data_types", "retraining", "starting_weights_filename", "weight_data_types",
@@ -74,6 +75,7 @@ def test_measurements_json_and_readme(tmp_path):
     assert j["weight_transformations"].startswith("GPTQ W4A16, group size 64")
     readme = open(os.path.join(meas, "README.md")).read()
     assert "cm run script --tags=run-mlperf,inference,_full,_embedded" in readme
+    assert "* app-mlperf-inference: `0123abcd`" in readme and "* vLLM: 0.32.0" in readme
     assert "`ROUGE1`: `89.5667`, Required accuracy for closed division `>= 43.98689`" in readme
     assert "`TOKENS_PER_SAMPLE`: `294.1`, Required accuracy for closed division `>= 265.005 and <= 323.895`" in readme
     assert "`Tokens per second`: `" in readme and "INVALID (min duration not met)" in readme
