@@ -129,8 +129,9 @@ def _cpu_fields(facts: SystemFacts, review: dict[str, str]) -> dict[str, str]:
     names = ("host_processor_model_name", "host_processors_per_node", "host_processor_core_count",
              "host_processor_frequency", "host_processor_caches")
     if cpu is None:
+        why = [str(g) for g in facts.gaps if g.source == "lscpu"]
         for k in names:
-            review[k] = "lscpu was not available or failed; fill it in a user JSON (--sut_json=FILE)"
+            review[k] = f"{why[0] if why else 'lscpu gave nothing'}; fill it in a user JSON (--sut_json=FILE)"
         return {k: UNDEFINED for k in names}
     out = {
         "host_processor_model_name": cpu.model_name or UNDEFINED,
@@ -147,13 +148,13 @@ def _cpu_fields(facts: SystemFacts, review: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _accelerator_fields(acc: AcceleratorInfo | None, review: dict[str, str]) -> dict[str, str]:
+def _accelerator_fields(acc: AcceleratorInfo | None, review: dict[str, str], why: str = "") -> dict[str, str]:
     names = ("accelerators_per_node", "accelerator_model_name", "accelerator_memory_capacity",
              "accelerator_memory_configuration", "accelerator_frequency", "accelerator_host_interconnect",
              "accelerator_interconnect", "accelerator_interconnect_topology")
     if acc is None:
         for k in names:
-            review[k] = "the accelerator tool failed (see the detection gaps); fill it in a user JSON"
+            review[k] = f"{why or 'the accelerator tool failed'}; fill it in a user JSON (--sut_json=FILE)"
         return {k: UNDEFINED for k in names}
     if not acc.gpus:
         return {"accelerators_per_node": "0", "accelerator_model_name": "N/A",
@@ -217,7 +218,9 @@ def build_sut_description(facts: SystemFacts, inputs: SutInputs, software: Softw
     f["host_memory_capacity"] = mem.capacity_text if mem else UNDEFINED
     f["host_memory_configuration"] = (mem.configuration if mem and mem.configuration else UNDEFINED)
     if not (mem and mem.configuration):
-        review["host_memory_configuration"] = "dmidecode -t memory was not readable (needs root)"
+        why = [str(g) for g in facts.gaps if "host_memory_configuration" in g.affects]
+        review["host_memory_configuration"] = (why[0] if why else "dmidecode listed no memory module") + \
+            "; or give it: --sut_json with e.g. {\"host_memory_configuration\": \"16x 32GB DDR5-4800\"}"
     if mem is None:
         review["host_memory_capacity"] = "/proc/meminfo was not readable"
 
@@ -233,7 +236,8 @@ def build_sut_description(facts: SystemFacts, inputs: SutInputs, software: Softw
     if not (net and net.cards):
         review["host_networking"] = review["host_network_card_count"] = "no network card found"
 
-    f.update(_accelerator_fields(facts.accelerators, review))
+    acc_gaps = [str(g) for g in facts.gaps if g.affects.startswith("accelerator")]
+    f.update(_accelerator_fields(facts.accelerators, review, acc_gaps[0] if acc_gaps else ""))
     f["operating_system"] = facts.operating_system or UNDEFINED
     if not facts.operating_system:
         review["operating_system"] = "OS was not detected"

@@ -114,3 +114,50 @@ def test_inference_src_given_path(runner, inference_repo):
     assert r["new_env"]["CM_MLPERF_INFERENCE_SOURCE_TAG"] == "v5.1"
     r = runner.run("get,mlperf,inference,src", src_path=str(inference_repo / "loadgen"))
     assert r["return"] != 0 and "not an mlcommons/inference checkout" in r["error"]
+
+
+def _fake_tool(bin_dir, name, body):
+    bin_dir.mkdir(exist_ok=True)
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+
+
+FIX = os.path.join(ROOT, "tests", "fixtures", "sysinfo")
+
+
+def test_detect_gpu_reads_nvidia_smi_on_path(runner, tmp_path, monkeypatch):
+    folder = os.path.join(FIX, "epyc9254_2s_8xl40s")
+    _fake_tool(tmp_path / "bin", "nvidia-smi", f"""case "$1" in
+  --query-gpu=*) cat {folder}/nvidia-smi-query.csv ;;
+  topo) cat {folder}/nvidia-smi-topo.txt ;;
+  *) cat {folder}/nvidia-smi.txt ;;
+esac
+""")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    r = runner.run("detect,gpu")
+    assert r["return"] == 0, r.get("error")
+    env = r["new_env"]
+    assert (env["CM_GPU_VENDOR"], env["CM_GPU_COUNT"], env["CM_GPU_NAME"]) == ("nvidia", "8", "NVIDIA L40S")
+    assert (env["CM_GPU_MEMORY_CAPACITY"], env["CM_GPU_CUDA_VERSION"]) == ("48 GB", "12.2")
+    out = tmp_path / "sys"
+    r = runner.run("get,mlperf,inference,sut,description", hw_name="l40s", output_dir=str(out),
+                   env={"CM_VLLM_VERSION": "0.5.2"})
+    data = json.loads((out / "l40s.json").read_text())
+    assert (data["accelerators_per_node"], data["accelerator_host_interconnect"]) == ("8", "PCIe Gen4 x16")
+    assert "CUDA 12.2, NVIDIA driver 535.183.01" in data["other_software_stack"]
+
+
+def test_a_failing_nvidia_smi_is_a_named_gap_not_a_crash(runner, tmp_path, monkeypatch):
+    _fake_tool(tmp_path / "bin", "nvidia-smi",
+               'echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver." >&2\nexit 9\n')
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    r = runner.run("detect,gpu")
+    assert r["return"] == 0 and r["new_env"]["CM_GPU_VENDOR"] == "unknown"
+    out = tmp_path / "sys"
+    r = runner.run("get,mlperf,inference,sut,description", hw_name="broken", output_dir=str(out))
+    assert r["return"] == 0, r.get("error")
+    data = json.loads((out / "broken.json").read_text())
+    assert data["accelerator_model_name"] == "undefined" and data["host_processor_model_name"] != "undefined"
+    review = (out / "review-broken.txt").read_text()
+    assert "couldn't communicate with the NVIDIA driver" in review
