@@ -107,7 +107,7 @@ def read_verify_accuracy(path: str) -> dict:
     return found
 
 
-def test06_passes(checks: dict) -> bool:
+def verification_passes(checks: dict) -> bool:
     return checks["first_token"] in ("True", "Skipped") and checks["eos"] == "True" and checks["length"] == "True"
 
 

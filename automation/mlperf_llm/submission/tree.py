@@ -28,7 +28,7 @@ from . import documents
 from .accuracy_log import truncate_with_hash
 from .errors import SubmissionError
 from .inputs import Metadata, ScenarioRun, check_system, discover_results, load_json
-from .logs import count_accuracy_entries, read_accuracy_txt, read_detail_log, read_verify_accuracy, test06_passes
+from .logs import count_accuracy_entries, read_accuracy_txt, read_detail_log, read_verify_accuracy, verification_passes
 from .quantization import scheme_of, weight_transformations
 from .results import ScenarioResult, scenario_result
 from .rules import find_violations
@@ -268,7 +268,7 @@ def _add_test06(sub, key, run, meta, result, warnings) -> None:
     t06_dir = os.path.join(sub, "compliance", *key, "TEST06")
     _copy(os.path.join(run.test06, "verify_accuracy.txt"), os.path.join(t06_dir, "verify_accuracy.txt"))
     result.test06 = read_verify_accuracy(os.path.join(t06_dir, "verify_accuracy.txt"))
-    if not test06_passes(result.test06):
+    if not verification_passes(result.test06):
         warnings.append(f"{run.model}/{run.scenario} TEST06 did not pass: {result.test06}")
     log = _find_test06_log(run.test06)
     if log is None:

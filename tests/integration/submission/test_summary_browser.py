@@ -1,5 +1,4 @@
 """summary.html as a person sees it: rendered by a real headless Chromium (Debian's), its tables read back."""
-import os
 import shutil
 import subprocess
 from html.parser import HTMLParser

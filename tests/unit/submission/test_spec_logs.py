@@ -1,4 +1,3 @@
-import json
 import os
 
 import pytest
@@ -73,11 +72,11 @@ def test_accuracy_txt_with_the_checkers_patterns(tmp_path):
 def test_verify_accuracy_lines(tmp_path):
     server = logs.read_verify_accuracy(os.path.join(RUN, "Server", "TEST06", "verify_accuracy.txt"))
     offline = logs.read_verify_accuracy(os.path.join(RUN, "Offline", "TEST06", "verify_accuracy.txt"))
-    assert server == {"first_token": "True", "eos": "True", "length": "True"} and logs.test06_passes(server)
-    assert offline["first_token"] == "Skipped" and logs.test06_passes(offline)
+    assert server == {"first_token": "True", "eos": "True", "length": "True"} and logs.verification_passes(server)
+    assert offline["first_token"] == "Skipped" and logs.verification_passes(offline)
     p = tmp_path / "verify_accuracy.txt"
     p.write_text("First token check pass: True\nEOS check pass: False\nSample length check pass: True\n")
-    assert not logs.test06_passes(logs.read_verify_accuracy(str(p)))
+    assert not logs.verification_passes(logs.read_verify_accuracy(str(p)))
 
 
 def test_accuracy_entries_counted(tmp_path):
