@@ -69,17 +69,21 @@ _HIER_CACHE = re.compile(r"^(L1d|L1i|L2|L3)$")
 
 
 def _lscpu_pairs(text: str) -> dict[str, str]:
-    """`Key: value` lines -> dict (first occurrence wins; continuation lines of Flags are joined)."""
+    """`Key: value` lines -> dict (first occurrence wins). The hierarchic layout wraps the flag list at
+    the terminal width, mid-word ("re" / "p_good"): continuation lines are cut at the value column
+    and joined as they are."""
     pairs: dict[str, str] = {}
-    last_key = ""
+    last_key, value_col = "", 0
     for raw in text.splitlines():
         if not raw.strip():
             continue
-        if ":" not in raw or (raw.startswith(" " * 20) and last_key == "Flags"):
-            if last_key == "Flags":                     # hierarchic output wraps the flag list
-                pairs["Flags"] += " " + raw.strip()
+        if last_key == "Flags" and ":" not in raw and raw[:value_col].strip() == "":
+            pairs["Flags"] += raw[value_col:]
+            continue
+        if ":" not in raw:
             continue
         key, _, value = raw.partition(":")
+        value_col = len(raw) - len(value.lstrip())
         key, value = key.strip(), value.strip()
         if _HIER_CACHE.match(key):                      # hierarchic: "  L1d:  1.1 MiB (24 instances)"
             key = f"{key} cache"

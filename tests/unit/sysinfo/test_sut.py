@@ -191,3 +191,34 @@ def test_atomic_write_leaves_no_partial_file(tmp_path):
         write_json_atomic(str(target), {"a": object()})
     assert json.loads(target.read_text()) == {"a": "1"}
     assert os.listdir(tmp_path) == ["sut.json"]
+
+
+def test_amd_accelerators_through_amd_smi(tmp_path):
+    def run(argv):
+        if argv[0] == "amd-smi":
+            with open(os.path.join(FIXTURES, "amd", "amd-smi-static.json")) as f:
+                return CommandResult(0, f.read())
+        return CommandResult(127, "", f"{argv[0]}: command not found")
+    from mlperf_llm.sysinfo.probe import detect_accelerators
+    facts = SystemFacts()
+    detect_accelerators(run, facts)
+    assert facts.accelerators.vendor == "amd" and facts.accelerators.count == 2
+    desc = build_sut_description(facts, SutInputs(hw_name="mi300x"), SoftwareStack(framework_version="0.6.3"))
+    f = desc.fields
+    assert (f["accelerator_model_name"], f["accelerator_memory_capacity"], f["accelerator_memory_configuration"],
+            f["accelerator_host_interconnect"]) == ("AMD Instinct MI300X", "192 GB", "HBM3", "PCIe Gen5 x16")
+
+
+def test_rocm_smi_is_the_fallback_and_its_failure_is_a_gap():
+    calls = []
+
+    def run(argv):
+        calls.append(argv[0])
+        if argv[0] == "rocm-smi":
+            return CommandResult(2, "", "rocm-smi: ERROR: amdgpu driver not loaded")
+        return CommandResult(127, "", f"{argv[0]}: command not found")
+    from mlperf_llm.sysinfo.probe import detect_accelerators
+    facts = SystemFacts()
+    detect_accelerators(run, facts)
+    assert calls == ["nvidia-smi", "amd-smi", "rocm-smi"]
+    assert facts.accelerators is None and "amdgpu driver not loaded" in str(facts.gaps[0])
