@@ -8,7 +8,7 @@ from mlperf_llm.sysinfo.probe import CommandResult, SystemFacts, collect
 from mlperf_llm.sysinfo.sut import (MEANINGFUL_FIELDS, REQUIRED_FIELDS, SoftwareStack, SutInputError,
                                     SutInputs, build_sut_description, load_user_json, write_json_atomic)
 
-from conftest import FIXTURES
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "sysinfo")
 
 
 def fake_runner(folder, broken=()):
