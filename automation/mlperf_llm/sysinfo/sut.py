@@ -181,6 +181,19 @@ def _accelerator_fields(acc: AcceleratorInfo | None, review: dict[str, str], why
     }
 
 
+def _auto_system_name(hw_name: str, facts: SystemFacts, software: SoftwareStack) -> str:
+    """"box (2x NVIDIA GeForce RTX 4090, vLLM 0.5.2; auto detected)", in the seeds' manner."""
+    acc = facts.accelerators
+    parts = []
+    if acc and acc.gpus:
+        parts.append(f"{acc.count}x {acc.model_name}")
+    elif facts.cpu and facts.cpu.model_name:
+        parts.append(facts.cpu.model_name)
+    if software.framework_text():
+        parts.append(software.framework_text())
+    return f"{hw_name} ({', '.join(parts) + '; ' if parts else ''}auto detected)"
+
+
 def build_sut_description(facts: SystemFacts, inputs: SutInputs, software: SoftwareStack) -> SutDescription:
     validate_inputs(inputs)
     review: dict[str, str] = {}
@@ -195,7 +208,7 @@ def build_sut_description(facts: SystemFacts, inputs: SutInputs, software: Softw
         "division": given("division", inputs.division and inputs.division.lower(), "closed", "--division"),
         "submitter": given("submitter", inputs.submitter, "default", "--submitter"),
         "status": given("status", inputs.status and inputs.status.lower(), "available", "--status"),
-        "system_name": given("system_name", inputs.system_name, f"{inputs.hw_name} (auto detected)",
+        "system_name": given("system_name", inputs.system_name, _auto_system_name(inputs.hw_name, facts, software),
                              "--system_name"),
         "system_type": given("system_type", inputs.system_type, "datacenter", "--system_type"),
         "system_type_detail": given("system_type_detail", inputs.system_type_detail, "N/A",

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from mlperf_llm.sysinfo.inference_src import InferenceSrcError, clone_at_tag, describe
-from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, check_venv_name, installed_version
+from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, check_venv_name, create_venv, installed_version
 from mlperf_llm.sysinfo.rounds import ROUNDS, RoundError, in_range, round_info
 
 
@@ -40,6 +40,16 @@ def test_installed_version_reads_the_target_interpreter():
     assert installed_version(sys.executable, "no-such-distribution-xyz") == ""
     with pytest.raises(PyEnvError, match="does not exist"):
         installed_version("/nonexistent/python", "pytest")
+
+
+def test_venv_creation_failure_names_the_fix(tmp_path):
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\necho 'The virtual environment was not created successfully because ensurepip is "
+                    "not available.' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(PyEnvError, match="apt-get install python3-venv"):
+        create_venv(str(fake), str(tmp_path / "v"))
+    assert not os.path.exists(tmp_path / "v" / "cm-venv-complete")
 
 
 def test_rounds():

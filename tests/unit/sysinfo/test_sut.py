@@ -114,7 +114,9 @@ def test_every_required_field_is_a_nonempty_string_where_the_checker_wants_one(t
     assert desc.fields["framework"] == "undefined" and "framework" in desc.review
     for k in ("submitter", "status", "cooling", "system_name", "division", "system_type"):
         assert k in desc.review, k
-    assert desc.fields["system_name"] == "sut (auto detected)"
+    assert desc.fields["system_name"] == "sut (2x NVIDIA GeForce RTX 4090; auto detected)"
+    named = build_sut_description(SystemFacts(), SutInputs(hw_name="n"), SoftwareStack(framework_version="0.5.2"))
+    assert named.fields["system_name"] == "n (vLLM 0.5.2; auto detected)"
     assert "submitter = 'default'" in desc.review_text()
 
 
