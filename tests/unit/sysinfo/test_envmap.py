@@ -34,3 +34,11 @@ def test_inputs_and_software_from_env():
                             "CM_PYTHON_VERSION": "3.10.12", "CM_MLPERF_OTHER_SOFTWARE": "nm-vllm 0.5.2; ; LLVM 15"})
     assert sw.framework_text() == "vLLM 0.5.2"
     assert sw.other_text(None) == "Python: 3.10.12, PyTorch 2.3.1, mlcommons-loadgen 4.1.30, nm-vllm 0.5.2, LLVM 15"
+
+
+def test_backend_and_category_from_the_submission_step():
+    sw = software_from_env({"CM_MLPERF_BACKEND": "transformers", "CM_TRANSFORMERS_VERSION": "5.17.0",
+                            "CM_VLLM_VERSION": "0.32.0"})
+    assert sw.framework_text() == "transformers 5.17.0"
+    assert software_from_env({"CM_VLLM_VERSION": "0.32.0"}).framework_text() == "vLLM 0.32.0"
+    assert sut_inputs_from_env({"CM_MLPERF_SUBMISSION_CATEGORY": "edge"}).system_type == "edge"
