@@ -16,16 +16,16 @@ def preprocess(i):
     elif env.get('CM_MLPERF_RESULTS_DIR'):
         dirs = accuracy_dirs(env['CM_MLPERF_RESULTS_DIR'], model)
     else:
-        return {'return': 1, 'error': 'process-mlperf-accuracy: no accuracy run given: pass '
+        return {'return': 1, 'error': 'no accuracy run given: pass '
                 '--result_dir=<.../accuracy> or --results_dir=<harness results folder>'}
     dataset = env.get('CM_DATASET_PREPROCESSED_PATH', '')
     tokenizer = env.get('CM_MLPERF_ACCURACY_TOKENIZER_PATH') or env.get('CM_ML_MODEL_PATH', '')
     if not dataset or not tokenizer:
-        return {'return': 1, 'error': 'process-mlperf-accuracy: the data set and the tokenizer of the run '
+        return {'return': 1, 'error': 'the data set and the tokenizer of the run '
                 'are needed: pass --dataset_path=<processed pickle> and --tokenizer_path=<model folder>'}
     embedded = env['CM_MLPERF_ACCURACY_TARGETS'] == 'embedded'
     if embedded and not env.get('CM_DATASET_REFERENCE_FILE'):
-        return {'return': 1, 'error': 'process-mlperf-accuracy: _embedded targets need the embedded data '
+        return {'return': 1, 'error': '_embedded targets need the embedded data '
                 "set's reference.json: pass --embedded_reference=FILE (the _embedded data set step sets it)"}
     workers = env.get('CM_MLPERF_ACCURACY_WORKERS', '')
     req = AccuracyRequest(directories=dirs, dataset=dataset, tokenizer=tokenizer, model=model,
@@ -36,7 +36,7 @@ def preprocess(i):
     try:
         outcomes = process_accuracy(req)
     except (EvaluationError, AccuracyLogError, SplitterError, TargetError) as e:
-        return {'return': 1, 'error': f'process-mlperf-accuracy: {e}'}
+        return {'return': 1, 'error': str(e)}
     for o in outcomes:
         print('\n'.join(describe(o)))
     env['CM_MLPERF_ACCURACY_PASSED'] = 'yes' if all(o.passed for o in outcomes) else 'no'

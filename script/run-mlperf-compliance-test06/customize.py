@@ -12,7 +12,7 @@ def preprocess(i):
         try:
             path, origin = audit_config(env.get('CM_MLPERF_INFERENCE_SOURCE', ''), os.getcwd())
         except AuditConfigError as e:
-            return {'return': 1, 'error': f'run-mlperf-compliance-test06: {e}'}
+            return {'return': 1, 'error': str(e)}
         env['CM_MLPERF_AUDIT_CONF'] = path
         print(f'TEST06: {origin}')
     env['CM_MLPERF_TEST06_AUDIT_CONF'] = env['CM_MLPERF_AUDIT_CONF']
@@ -26,18 +26,18 @@ def postprocess(i):
     env, state = i['env'], i['state']
     results = env.get('CM_MLPERF_RESULTS_DIR', '')
     if not results:
-        return {'return': 1, 'error': 'run-mlperf-compliance-test06: no results folder: pass --results_dir '
+        return {'return': 1, 'error': 'no results folder: pass --results_dir '
                 '(where <model>/<Scenario>/TEST06/ is written)'}
     eos = env['CM_MLPERF_EOS_TOKEN_ID']
     if not eos.lstrip('-').isdigit():
-        return {'return': 1, 'error': f'run-mlperf-compliance-test06: --eos_token_id={eos!r} is not an integer'}
+        return {'return': 1, 'error': f'--eos_token_id={eos!r} is not an integer'}
     req = Test06Request(results_dir=results, model=env['CM_MLPERF_MODEL'],
                         scenarios=[s for s in env['CM_MLPERF_LOADGEN_SCENARIO'].split(',') if s],
                         eos_token_id=int(eos), dtype=env['CM_MLPERF_ACCURACY_DTYPE'])
     try:
         outcomes = verify_test06(req)
     except (AccuracyLogError, ValueError) as e:
-        return {'return': 1, 'error': f'run-mlperf-compliance-test06: {e}'}
+        return {'return': 1, 'error': str(e)}
     for o in outcomes:
         print(f'TEST06 {o.scenario}: ' + '; '.join(o.lines) + f' ({o.test_dir})')
         for problem in o.result.problems:

@@ -1,0 +1,54 @@
+"""TEST06 end to end on loopback: the harness runs LoadGen with TEST06's audit.config in its own
+folder against the stand-in server, then the verification reads the log LoadGen wrote."""
+from pathlib import Path
+
+import pytest
+
+from mlperf_llm.accuracy.process import Test06Request as Request06, verify_test06
+from mlperf_llm.accuracy.test06_config import audit_config
+from mlperf_llm.harness.driver import HarnessRequest, run_all
+from mlperf_llm.harness.qsl import load_dataset
+from mlperf_llm.standin import StandinConfig, StandinProcess
+from mlperf_llm.standin.dataset import write_dataset
+from mlperf_llm.standin.server import prompt_key
+from mlperf_llm.standin import toytok
+
+ROWS = 24
+
+
+def run_test06(tmp_path, cfg, scenario):
+    dataset = write_dataset(str(tmp_path / "ds.pkl"), ROWS)
+    conf, _ = audit_config("", str(tmp_path / "audit"))
+    with StandinProcess(cfg) as sp:
+        outs = run_all(HarnessRequest(results_dir=str(tmp_path / "results"), dataset_path=dataset,
+                                      api_servers=(sp.url,), api_model_name="standin-model",
+                                      test_query_count=ROWS, progress=False, scenarios=(scenario,),
+                                      modes=("TEST06",), audit_conf=conf, server_target_qps=50))
+    assert outs and outs[0].returncode == 0, [o.reasons for o in outs]
+    run_dir = tmp_path / "results" / "llama2-70b-99" / scenario / "TEST06"
+    detail = (run_dir / "mlperf_log_detail.txt").read_text()
+    assert "audit.config" in detail  # LoadGen read the audit config (the README's own check)
+    [out] = verify_test06(Request06(str(tmp_path / "results"), "llama2-70b-99", [scenario],
+                                    eos_token_id=toytok.EOS_ID))
+    return out, run_dir
+
+
+@pytest.mark.parametrize("scenario", ["Offline", "Server"])
+def test_test06_passes_on_a_well_behaved_server(tmp_path, scenario):
+    out, run_dir = run_test06(tmp_path, StandinConfig(output_tokens=6), scenario)
+    assert out.result.passed, out.result.problems
+    lines = (run_dir / "verify_accuracy.txt").read_text().splitlines()
+    assert lines[0] == ("First token check pass: Skipped" if scenario == "Offline"
+                        else "First token check pass: True")
+    assert (run_dir / "accuracy" / "mlperf_log_accuracy.json").is_file()
+    assert 1 <= out.result.samples <= ROWS * 10
+
+
+def test_test06_catches_answers_ending_in_two_eos(tmp_path):
+    ds = load_dataset(write_dataset(str(tmp_path / "probe.pkl"), ROWS))
+    eos = toytok.EOS_ID
+    scripted = {prompt_key(list(ds.tok_input[i])): [toytok.OFFSET + 100, toytok.OFFSET + 101, eos, eos]
+                for i in range(ROWS)}
+    out, run_dir = run_test06(tmp_path, StandinConfig(responses=scripted), "Offline")
+    assert out.result.eos is False and not out.result.passed
+    assert "EOS check pass: False" in (run_dir / "verify_accuracy.txt").read_text().splitlines()
