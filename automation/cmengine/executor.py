@@ -102,6 +102,9 @@ class Executor:
                          "path": outcome.work_dir, "seconds": round(outcome.seconds, 3)})
         return outcome
 
+    def _rerun(self, node: Node) -> str:
+        return node.rerun_command(self.inputs if node is self.plan.root else {})
+
     def _run_dir(self) -> str:
         if not self.run_dir:
             self.run_dir = self.store.run_folder(self.plan.root.alias)
@@ -155,7 +158,8 @@ class Executor:
 
     # -- hooks and native scripts -------------------------------------------------------------
     def _hook(self, node: Node, module, fn: str, env: dict, state: dict, folder: str) -> dict:
-        i = {"env": env, "state": state, "meta": node.manifest.data, "input": dict(self.inputs),
+        inputs = dict(self.inputs) if node is self.plan.root else {}
+        i = {"env": env, "state": state, "meta": node.manifest.data, "input": inputs,
              "script_path": node.manifest.folder, "work_dir": folder,
              "run_script_input": {"path": node.manifest.folder},
              "variation_tags": node.selection.names, "version": node.version,
@@ -169,7 +173,7 @@ class Executor:
             line = _line_in(e, path)
             raise HookError(f"{fn}() in {path}{':' + str(line) if line else ''} of script "
                             f"'{node.alias}' raised {e.__class__.__name__}: {e}",
-                            f"Rerun just this step with:\n  {node.rerun_command(self.inputs)}"
+                            f"Rerun just this step with:\n  {self._rerun(node)}"
                             ) from None
         if r is None:
             r = {"return": 0}
@@ -212,7 +216,7 @@ class Executor:
             rc = proc.wait()
         if rc != 0:
             raise ScriptFailed(node.alias, command, rc, log_path, _tail(log_path),
-                               node.rerun_command(self.inputs))
+                               self._rerun(node))
         if os.path.isfile(env_out):
             with open(env_out, encoding="utf-8", errors="replace") as f:
                 for line in f:

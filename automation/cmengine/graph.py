@@ -88,14 +88,15 @@ class Node:
         tags = ",".join(self.selection.tags)
         parts = ["cm run script", self.alias] + ([f"--tags={tags}"] if tags else [])
         im = self.manifest.get("input_mapping") or {}
+        given = {im[k] for k in inputs if k in im}
         for k, v in sorted(inputs.items()):
-            if k in im:
+            if k in im and not envmod.is_secret(im[k]):
                 parts.append(f"--{k}={v}")
-        for k in sorted(self.declared_env()):
-            if not any(v == k for v in im.values()) and k in self.env and not envmod.is_secret(k) \
-                    and self.env[k] != (self.manifest.get("default_env") or {}).get(k) \
-                    and k not in (self.manifest.get("env") or {}) and not k.startswith("+"):
-                parts.append(f"--env.{k}={self.env[k]}")
+        own = {**(self.manifest.get("default_env") or {}), **(self.manifest.get("env") or {})}
+        for k, v in sorted(self.declared_env().items()):
+            if k not in given and not envmod.is_secret(k) and not k.startswith("+") \
+                    and not k.startswith("CM_VERSION") and own.get(k) != v:
+                parts.append(f"--env.{k}={v}")
         return " ".join(parts) + " --quiet"
 
     def declared_env(self) -> dict:
@@ -183,9 +184,9 @@ class Planner:
         if unknown:
             k = unknown[0]
             raise InputError(
-                f"unknown input --{k}: no script in this run takes it." + did_you_mean(
-                    k, self.known_inputs),
-                "Inputs these scripts take: " + (", ".join("--" + i for i in sorted(
+                f"unknown input --{k}: script '{self.req.alias or ','.join(self.req.tags)}' does "
+                "not take it." + did_you_mean(k, self.known_inputs),
+                "Inputs it takes: " + (", ".join("--" + i for i in sorted(
                     self.known_inputs)) or "none") + ". Set any env value with --env.NAME=VALUE.")
 
     # -- one node -------------------------------------------------------------------------------
@@ -205,12 +206,13 @@ class Planner:
         layers: list[tuple[str, dict]] = [("defaults", m.get("default_env") or {}),
                                           ("merge", m.get("env") or {})]
         im = m.get("input_mapping") or {}
-        self.known_inputs.update(im)
         mapped = {}
-        for name, value in self.req.inputs.items():
-            if name in im:
-                mapped[im[name]] = _input_value(value)
-                self.used_inputs.add(name)
+        if not stack:   # inputs are the top script's (as in CM); its env carries them down
+            self.known_inputs.update(im)
+            for name, value in self.req.inputs.items():
+                if name in im:
+                    mapped[im[name]] = _input_value(value)
+                    self.used_inputs.add(name)
         layers.append(("merge", mapped))
         declared = set(m.get("cache_key_env") or []) | set(mapped) | set(im.values())
         declared |= set(m.get("default_env") or {}) | set(m.get("env") or {}) | set(dep_env_keys)
