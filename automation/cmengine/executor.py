@@ -45,10 +45,25 @@ class Executor:
     def say(self, msg: str) -> None:
         print(msg, file=self.out, flush=True)
 
+    cleanups: list = field(default_factory=list)
+
     def run(self) -> Outcome:
         if hooks_need_path():
             sys.path.insert(0, AUTOMATION_DIR)
-        return self._exec(self.plan.root, {}, {}, 0)
+        try:
+            return self._exec(self.plan.root, {}, {}, 0)
+        finally:
+            self._cleanup()
+
+    def _cleanup(self) -> None:
+        """`cleanup(i)` hooks of the steps that ran, newest first, whether the run failed or not
+        (a server a step started is stopped even when the benchmark after it fails)."""
+        while self.cleanups:
+            node, module, env, state, folder = self.cleanups.pop()
+            try:
+                self._hook(node, module, "cleanup", env, state, folder)
+            except EngineError as e:
+                self.say(f"! cleanup of {node.name} failed: {e}")
 
     # -- one node -----------------------------------------------------------------------------
     def _exec(self, node: Node, inbound: dict, state: dict, depth: int) -> Outcome:
@@ -130,6 +145,8 @@ class Executor:
             if hooks and hasattr(hooks, "postprocess"):
                 self._hook(node, hooks, "postprocess", env, state, folder)
         finally:
+            if hooks and hasattr(hooks, "cleanup"):
+                self.cleanups.append((node, hooks, env, state, folder))
             os.chdir(cwd)
         self._deps(node, "post_deps", env, state, depth)
         return env, state

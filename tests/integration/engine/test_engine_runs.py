@@ -228,3 +228,23 @@ def test_adr_that_matches_nothing_is_noted(tmp_path, capsys):
     assert r.run("a", adr={"be": {"tags": "_x"}})["return"] == 0
     err = capsys.readouterr().err
     assert "--adr.be matched no dependency" in err and "Did you mean: bee" in err
+
+
+def test_cleanup_hooks_run_after_a_failure_newest_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("CM_MARK", str(tmp_path / "marks"))
+    hook = """
+        import os
+        def preprocess(i):
+            return {{'return': 0}}
+        def cleanup(i):
+            with open(os.environ['CM_MARK'], 'a') as f:
+                f.write('{name}\\n')
+        """
+    r = runner(tmp_path, {
+        "top": ({"tags": ["top"], "deps": [{"tags": "server"}, {"tags": "client"}, {"tags": "bench"}]}, {}),
+        "server": ({"tags": ["server"]}, {"customize.py": hook.format(name="server")}),
+        "client": ({"tags": ["client"]}, {"customize.py": hook.format(name="client")}),
+        "bench": ({"tags": ["bench"]}, {"run.sh": "exit 4\n"})})
+    out = r.run("top")
+    assert "exited with code 4" in out["error"]
+    assert (tmp_path / "marks").read_text().split() == ["client", "server"]
