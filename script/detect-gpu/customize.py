@@ -1,6 +1,7 @@
 """detect-gpu: NVIDIA through nvidia-smi, AMD through amd-smi/rocm-smi. No vendor tool means no
 accelerator (CM_GPU_VENDOR=none, CM_GPU_COUNT=0); a tool that fails gives CM_GPU_VENDOR=unknown and
 the reason, and `--env.CM_GPU_REQUIRED=yes` turns either into an error."""
+import sys
 from mlperf_llm.sysinfo.envmap import gpu_env
 from mlperf_llm.sysinfo.probe import SystemFacts, detect_accelerators, run_command
 
@@ -13,7 +14,7 @@ def preprocess(i):
     gaps = [str(g) for g in facts.gaps]
     i['state']['gpu_detection_gaps'] = gaps
     for gap in gaps:
-        print(f'detect-gpu: not detected: {gap}')
+        print(f'detect-gpu: not detected: {gap}', file=sys.stderr)
     if env.get('CM_GPU_REQUIRED', '') == 'yes' and env.get('CM_GPU_COUNT', '') in ('', '0'):
         why = '; '.join(gaps) or 'no nvidia-smi, amd-smi or rocm-smi on PATH'
         return {'return': 1, 'error': f'an accelerator is required (CM_GPU_REQUIRED=yes) but none was '

@@ -6,6 +6,7 @@ Not an engine cache entry: the venv itself is the cache. pip runs only when the 
 does not satisfy the constraint (one `importlib.metadata` call otherwise, ~0.1 s); an entry could
 not see a later install of another version into the same venv, and would report a stale version."""
 import shlex
+import sys
 
 from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, pip_install
 
@@ -33,5 +34,5 @@ def preprocess(i):
     env['CM_GENERIC_PYTHON_PACKAGE_PYTHON'] = python
     if name.split('[')[0].lower() in KNOWN_KEYS:
         env[KNOWN_KEYS[name.split('[')[0].lower()]] = version
-    print(f'{name} {version} in {python}')
+    print(f'{name} {version} in {python}', file=sys.stderr)
     return {'return': 0}

@@ -1,6 +1,8 @@
-"""get-mlperf-inference-loadgen: mlcommons-loadgen pinned to the round (_r4.1 -> 4.1.x, _r5.0 -> 5.0.x,
-_r5.1 -> 5.1.x; for v5.0 only 5.0.9-5.0.21 carry its seeds) in the selected venv, then checked: the RNG seed it applies for llama2-70b must be the
-round's, or the submission checker would reject every result."""
+"""get-mlperf-inference-loadgen: mlcommons-loadgen pinned to the round (_r4.1 -> 4.1.x, _r5.0 -> 5.0.9
+.. 5.0.21, the only 5.0.x wheels with v5.0's seeds, _r5.1 -> 5.1.x) in the selected venv, then checked:
+the RNG seed it applies for llama2-70b must be the round's, or the checker would reject every result."""
+import sys
+
 from mlperf_llm.sysinfo.pyenv import PyEnvError, installed_version
 from mlperf_llm.sysinfo.rounds import RoundError, in_range, loadgen_seed, round_info
 
@@ -25,7 +27,8 @@ def preprocess(i):
     conf = env.get('CM_MLPERF_INFERENCE_MLPERF_CONF', '')
     if not rnd.mlperf_conf_builtin and not conf:
         env['CM_LOADGEN_SEED_CHECK'] = 'skipped: v4.1 reads seeds from mlperf.conf (give --mlperf_conf)'
-        print(f'mlcommons-loadgen {version} for {rnd.name}; seed check {env["CM_LOADGEN_SEED_CHECK"]}')
+        print(f'mlcommons-loadgen {version} for {rnd.name}; seed check {env["CM_LOADGEN_SEED_CHECK"]}',
+              file=sys.stderr)
         return {'return': 0}
     try:
         seed = loadgen_seed(python, rnd, conf)
@@ -37,5 +40,5 @@ def preprocess(i):
                 f'{rnd.loadgen_series}.x with --adr.loadgen-pip.version=...'}
     env['CM_LOADGEN_QSL_RNG_SEED'] = str(seed)
     env['CM_LOADGEN_SEED_CHECK'] = 'ok'
-    print(f'mlcommons-loadgen {version} for {rnd.name}: qsl_rng_seed {seed} is the round\'s')
+    print(f'mlcommons-loadgen {version} for {rnd.name}: qsl_rng_seed {seed} is the round\'s', file=sys.stderr)
     return {'return': 0}

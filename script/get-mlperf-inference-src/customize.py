@@ -2,6 +2,7 @@
 or the checkout given with --src_path=DIR (checked, not copied; a tag other than the round's is
 reported). The entry is cached: after moving your own checkout to another commit, pass --renew."""
 import os
+import sys
 
 from mlperf_llm.sysinfo.inference_src import InferenceSrcError, clone_at_tag, describe
 
@@ -13,7 +14,8 @@ def preprocess(i):
         if env.get('CM_MLPERF_INFERENCE_SRC_PATH'):
             src = describe(env['CM_MLPERF_INFERENCE_SRC_PATH'])
             if src.tag != tag:
-                print(f'note: {src.path} is at {src.tag or src.commit[:12] or "an unknown commit"}, not {tag}')
+                at = src.tag or src.commit[:12] or 'an unknown commit'
+                print(f'note: {src.path} is at {at}, not {tag}', file=sys.stderr)
         else:
             src = clone_at_tag(env['CM_GIT_URL'], tag, os.path.join(os.getcwd(), 'inference'))
     except InferenceSrcError as e:
@@ -24,5 +26,5 @@ def preprocess(i):
     env['CM_MLPERF_INFERENCE_CHECKER'] = src.checker
     env['CM_MLPERF_INFERENCE_MLPERF_CONF'] = src.mlperf_conf
     env['CM_MLPERF_INFERENCE_LLAMA2_PATH'] = src.llama2_dir
-    print(f'mlcommons/inference {src.tag or src.commit[:12]} at {src.path}')
+    print(f'mlcommons/inference {src.tag or src.commit[:12]} at {src.path}', file=sys.stderr)
     return {'return': 0}

@@ -7,6 +7,7 @@ CM_MLPERF_OTHER_SOFTWARE ("name version; name version").
 """
 import os
 import re
+import sys
 
 from mlperf_llm.sysinfo.envmap import software_from_env, sut_inputs_from_env
 from mlperf_llm.sysinfo.probe import collect
@@ -35,9 +36,9 @@ def preprocess(i):
     env['CM_MLPERF_SUT_DESC_REVIEW_PATH'] = review_path
     env['CM_MLPERF_SUT_DESC_REVIEW_FIELDS'] = ','.join(sorted(desc.review))
     i['state']['CM_SUT_META'] = desc.fields
-    print(f'SUT description: {path}')
+    print(f'SUT description: {path}', file=sys.stderr)
     if desc.review:
-        print(desc.review_text().rstrip())
+        print(desc.review_text().rstrip(), file=sys.stderr)
     return {'return': 0}
 
 

@@ -2,6 +2,7 @@
 entry, so that packages with clashing pins (vLLM's torch, llmcompressor's) never share a venv.
 Later steps install into it through get-generic-python-lib, which reads CM_VENV_PYTHON."""
 import os
+import sys
 
 from mlperf_llm.sysinfo.pyenv import PyEnvError, check_venv_name, create_venv, installed_version
 
@@ -20,5 +21,5 @@ def preprocess(i):
     env['CM_VENV_DIR'] = dest
     env['CM_VENV_PYTHON'] = python
     env['CM_VENV_PIP_VERSION'] = pip_version
-    print(f'venv {name}: {python} (pip {pip_version or "missing"})')
+    print(f'venv {name}: {python} (pip {pip_version or "missing"})', file=sys.stderr)
     return {'return': 0}

@@ -83,7 +83,8 @@ def sut_inputs_from_env(env: dict, overrides: dict | None = None) -> SutInputs:
         hw_name=hw_name,
         submitter=_opt(env, "CM_MLPERF_SUBMITTER"), division=_opt(env, "CM_MLPERF_SUBMISSION_DIVISION"),
         status=_opt(env, "CM_MLPERF_SYSTEM_STATUS"), system_name=_opt(env, "CM_MLPERF_SYSTEM_NAME"),
-        system_type=_opt(env, "CM_MLPERF_SYSTEM_TYPE") or _opt(env, "CM_MLPERF_SUBMISSION_CATEGORY"), system_type_detail=_opt(env, "CM_MLPERF_SYSTEM_TYPE_DETAIL"),
+        system_type=_opt(env, "CM_MLPERF_SYSTEM_TYPE") or _opt(env, "CM_MLPERF_SUBMISSION_CATEGORY"),
+        system_type_detail=_opt(env, "CM_MLPERF_SYSTEM_TYPE_DETAIL"),
         cooling=_opt(env, "CM_MLPERF_SYSTEM_COOLING"), hw_notes=_opt(env, "CM_MLPERF_HW_NOTES"),
         sw_notes=_opt(env, "CM_MLPERF_SW_NOTES"), overrides=overrides or {},
     )
