@@ -1,5 +1,8 @@
 """TEST06 end to end on loopback: the harness runs LoadGen with TEST06's audit.config in its own
 folder against the stand-in server, then the verification reads the log LoadGen wrote."""
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,7 +33,23 @@ def run_test06(tmp_path, cfg, scenario):
     assert "audit.config" in detail  # LoadGen read the audit config (the README's own check)
     [out] = verify_test06(Request06(str(tmp_path / "results"), "llama2-70b-99", [scenario],
                                     eos_token_id=toytok.EOS_ID))
+    same_as_reference(run_dir, scenario, tmp_path)
     return out, run_dir
+
+
+def same_as_reference(run_dir: Path, scenario: str, tmp_path: Path) -> None:
+    """Where the inference source is at hand, its run_verification.py writes the same lines."""
+    src = os.environ.get("CM_MLPERF_INFERENCE_SOURCE", "")
+    script = Path(src) / "compliance" / "nvidia" / "TEST06" / "run_verification.py"
+    if not (src and script.is_file()):
+        print(f"reference run_verification.py not compared: set CM_MLPERF_INFERENCE_SOURCE "
+              f"(looked for {script})")
+        return
+    out = tmp_path / "reference-out"
+    # eos_token_id: the reference's default (2), which is the toy tokenizer's EOS too
+    subprocess.run([sys.executable, str(script), "-c", str(run_dir), "-o", str(out), "-s", scenario],
+                   check=True, capture_output=True, timeout=120)
+    assert (out / "TEST06" / "verify_accuracy.txt").read_text() == (run_dir / "verify_accuracy.txt").read_text()
 
 
 @pytest.mark.parametrize("scenario", ["Offline", "Server"])
