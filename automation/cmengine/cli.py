@@ -91,8 +91,10 @@ class Session:
             print(w, file=sys.stderr)
 
     def plan(self, i: dict):
+        from .executor import validate
         req = request_from(i)
         plan = Planner(self.registry, self.fp, req).plan()
+        validate(plan)
         cachemod.decide(plan, self.store, renew_all=bool(i.get("renew")),
                         new_root=bool(i.get("new")))
         self.fp.save()

@@ -17,7 +17,7 @@ from typing import Optional, TextIO
 
 from . import conditions, env as envmod
 from .cache import Store
-from .errors import EngineError, HookError, ScriptFailed
+from .errors import EngineError, HookError, InputError, ScriptFailed
 from .graph import Edge, Node, Plan
 
 AUTOMATION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -244,6 +244,34 @@ class Executor:
         if os.path.isfile(state_out):
             with open(state_out, encoding="utf-8") as f:
                 state.update(json.load(f))
+
+
+def validate(plan: Plan) -> None:
+    """Call `validate(i)` of every planned step that has one, with its static env, before
+    anything runs: a bad input stops the run before a server starts or a download begins."""
+    if hooks_need_path():
+        sys.path.insert(0, AUTOMATION_DIR)
+    for node in plan.nodes.values():
+        path = os.path.join(node.manifest.folder, "customize.py")
+        try:
+            with open(path, encoding="utf-8") as f:
+                if "def validate(" not in f.read():
+                    continue
+        except OSError:
+            continue
+        module = _load_hooks(node)
+        i = {"env": dict(node.env), "state": {}, "meta": node.manifest.data,
+             "input": dict(plan.request.inputs) if node is plan.root else {},
+             "script_path": node.manifest.folder, "variation_tags": node.selection.names,
+             "version": node.version}
+        try:
+            r = module.validate(i) or {"return": 0}
+        except Exception as e:
+            line = _line_in(e, path)
+            raise HookError(f"validate() in {path}{':' + str(line) if line else ''} of script "
+                            f"'{node.alias}' raised {e.__class__.__name__}: {e}") from None
+        if r.get("return", 0) > 0:
+            raise InputError(f"{node.alias}: {r.get('error', 'invalid input')}")
 
 
 def hooks_need_path() -> bool:

@@ -172,7 +172,9 @@ class Planner:
     def plan(self) -> Plan:
         q = Query.parse(self.req.tags, self.req.alias)
         m = self.registry.select(q, quiet=self.req.quiet)
-        root = self._resolve(m, q, self.req.version, {}, [], dict(self.req.adr), [], [])
+        import os
+        base = {"CM_RUN_CWD": os.getcwd()}   # where cm was started: default output folders
+        root = self._resolve(m, q, self.req.version, base, [], dict(self.req.adr), [], [])
         self._check_inputs()
         for name in sorted(set(self.req.adr) - self.dep_names):
             self.warnings.append(f"note: --adr.{name} matched no dependency of this run and has no "

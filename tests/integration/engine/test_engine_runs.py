@@ -248,3 +248,20 @@ def test_cleanup_hooks_run_after_a_failure_newest_first(tmp_path, monkeypatch):
     out = r.run("top")
     assert "exited with code 4" in out["error"]
     assert (tmp_path / "marks").read_text().split() == ["client", "server"]
+
+
+def test_validate_hooks_stop_the_run_before_anything_runs(tmp_path, env_counter):
+    top = ({"tags": ["top"], "deps": [{"tags": "a"}], "input_mapping": {"model": "CM_MODEL"}},
+           {"customize.py": """
+        def validate(i):
+            if i['env'].get('CM_MODEL') not in ('llama2-70b-99', 'llama2-70b-99.9'):
+                return {'return': 1, 'error': f"--model={i['env'].get('CM_MODEL')} is not a llama2-70b "
+                        "benchmark; use --model=llama2-70b-99 or --model=llama2-70b-99.9"}
+            return {'return': 0}
+        """})
+    r = runner(tmp_path, {"top": top, "a": counting("a")})
+    out = r.run("top", model="gpt-j")
+    assert out["return"] == 2 and "--model=gpt-j is not a llama2-70b" in out["error"]
+    assert env_counter("a") == 0
+    assert r.plan("top", model="gpt-j")["return"] == 2
+    assert r.run("top", model="llama2-70b-99")["return"] == 0 and env_counter("a") == 1
