@@ -165,11 +165,28 @@ def parse_nvidia_topo(text: str) -> tuple[str, str]:
     return f"NVLink ({', '.join(nv)} per GPU pair in nvidia-smi topo -m)", f"NVLink, {topology}"
 
 
-def nvidia_info(query_csv: str, banner: str = "", topo: str = "") -> AcceleratorInfo:
+def parse_nvidia_nvlink_status(text: str) -> tuple[int, float]:
+    """`nvidia-smi nvlink -s` -> (active links per GPU, GB/s per link) of GPU 0; (0, 0.0) if none."""
+    per_gpu: list[list[float]] = []
+    for line in text.splitlines():
+        if re.match(r"GPU \d+:", line):
+            per_gpu.append([])
+        m = re.search(r"Link \d+:\s*([\d.]+)\s*GB/s", line)
+        if m and per_gpu:
+            per_gpu[-1].append(float(m.group(1)))
+    if not per_gpu or not per_gpu[0]:
+        return 0, 0.0
+    return len(per_gpu[0]), max(per_gpu[0])
+
+
+def nvidia_info(query_csv: str, banner: str = "", topo: str = "", nvlink: str = "") -> AcceleratorInfo:
     gpus = parse_nvidia_smi_query(query_csv)
     if not gpus:
         return AcceleratorInfo.none()
     interconnect, topology = parse_nvidia_topo(topo) if topo else ("", "")
+    links, speed = parse_nvidia_nvlink_status(nvlink) if nvlink else (0, 0.0)
+    if links:
+        interconnect = f"NVLink, {links} links x {speed:g} GB/s per GPU"
     return AcceleratorInfo(
         vendor="nvidia", gpus=tuple(gpus),
         cuda_version=parse_nvidia_smi_banner(banner).get("cuda_version", "") if banner else "",

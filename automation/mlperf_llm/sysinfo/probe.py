@@ -132,9 +132,10 @@ def detect_accelerators(run: Runner, facts: SystemFacts) -> None:
             facts.gaps.append(Gap("nvidia-smi", query.first_error_line, affects))
             return
         banner, topo = run(["nvidia-smi"]), run(["nvidia-smi", "topo", "-m"])
+        nvlink = run(["nvidia-smi", "nvlink", "-s"])
         try:
-            facts.accelerators = nvidia_info(query.stdout, banner.stdout if banner.returncode == 0 else "",
-                                             topo.stdout if topo.returncode == 0 else "")
+            extra = [r.stdout if r.returncode == 0 else "" for r in (banner, topo, nvlink)]
+            facts.accelerators = nvidia_info(query.stdout, *extra)
         except GpuParseError as e:
             facts.gaps.append(Gap("nvidia-smi", str(e), affects))
         return

@@ -1,7 +1,8 @@
 import pytest
 
 from mlperf_llm.sysinfo.gpu import (GpuParseError, format_gpu_memory, nvidia_info, parse_amd_smi_static,
-                                    parse_nvidia_smi_query, parse_nvidia_topo, parse_rocm_smi)
+                                    parse_nvidia_nvlink_status, parse_nvidia_smi_query, parse_nvidia_topo,
+                                    parse_rocm_smi)
 
 
 def _nvidia(fixture_text, folder):
@@ -41,8 +42,17 @@ def test_8x_h100_nvlink_all_to_all(fixture_text):
     assert acc.interconnect_topology == "NVLink, all-to-all"
 
 
+def test_nvlink_status_gives_links_and_speed(fixture_text):
+    acc = nvidia_info(fixture_text("h100_8x", "nvidia-smi-query.csv"), "",
+                      fixture_text("h100_8x", "nvidia-smi-topo.txt"), fixture_text("h100_8x", "nvidia-smi-nvlink-s.txt"))
+    assert acc.interconnect == "NVLink, 18 links x 26.562 GB/s per GPU"
+    assert acc.interconnect_topology == "NVLink, all-to-all"
+    assert parse_nvidia_nvlink_status("GPU 0: NVIDIA L40S (UUID: GPU-1)\n") == (0, 0.0)
+
+
 def test_partial_nvlink_topology_counts_pairs():
-    topo = "\tGPU0\tGPU1\tGPU2\tCPU Affinity\nGPU0\t X \tNV4\tSYS\t0-7\nGPU1\tNV4\t X \tSYS\t0-7\nGPU2\tSYS\tSYS\t X \t0-7\n"
+    topo = ("\tGPU0\tGPU1\tGPU2\tCPU Affinity\n"
+            "GPU0\t X \tNV4\tSYS\t0-7\nGPU1\tNV4\t X \tSYS\t0-7\nGPU2\tSYS\tSYS\t X \t0-7\n")
     assert parse_nvidia_topo(topo) == ("NVLink (NV4 per GPU pair in nvidia-smi topo -m)", "NVLink, 1 of 3 GPU pairs")
 
 

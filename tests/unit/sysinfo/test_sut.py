@@ -14,7 +14,8 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "sysi
 def fake_runner(folder, broken=()):
     """Serve recorded outputs of `folder` as if the tools ran; tools not recorded are 'not found'."""
     files = {("lscpu",): "lscpu.txt", ("nvidia-smi", "--query-gpu"): "nvidia-smi-query.csv",
-             ("nvidia-smi",): "nvidia-smi.txt", ("nvidia-smi", "topo"): "nvidia-smi-topo.txt"}
+             ("nvidia-smi",): "nvidia-smi.txt", ("nvidia-smi", "topo"): "nvidia-smi-topo.txt",
+             ("nvidia-smi", "nvlink"): "nvidia-smi-nvlink-s.txt"}
 
     def run(argv):
         key = (argv[0],) if len(argv) == 1 else (argv[0], argv[1].split("=")[0])
@@ -139,7 +140,8 @@ def test_broken_and_missing_tools_give_a_partial_description_with_named_gaps(tmp
 
 
 def test_lscpu_missing_and_no_accelerator_tool(tmp_path):
-    facts = collect(run=fake_runner("no-such-folder"), meminfo_path=os.path.join(FIXTURES, "this_machine", "meminfo.txt"),
+    facts = collect(run=fake_runner("no-such-folder"),
+                    meminfo_path=os.path.join(FIXTURES, "this_machine", "meminfo.txt"),
                     net_root=str(tmp_path), os_release_path=os.path.join(FIXTURES, "this_machine", "os-release.txt"),
                     kernel="6.18.44", glibc="2.36")
     assert facts.cpu is None and [g.reason for g in facts.gaps if g.source == "lscpu"] == ["lscpu: command not found"]
@@ -224,3 +226,14 @@ def test_rocm_smi_is_the_fallback_and_its_failure_is_a_gap():
     detect_accelerators(run, facts)
     assert calls == ["nvidia-smi", "amd-smi", "rocm-smi"]
     assert facts.accelerators is None and "amdgpu driver not loaded" in str(facts.gaps[0])
+
+
+def test_8x_h100_description_names_the_nvlink_fabric(tmp_path):
+    facts = collect(run=fake_runner("h100_8x"), meminfo_path=os.path.join(FIXTURES, "this_machine", "meminfo.txt"),
+                    net_root=str(tmp_path), os_release_path=os.path.join(FIXTURES, "this_machine", "os-release.txt"))
+    f = build_sut_description(facts, SutInputs(hw_name="h100"), SoftwareStack(framework_version="0.6.0")).fields
+    assert (f["accelerators_per_node"], f["accelerator_model_name"]) == ("8", "NVIDIA H100 80GB HBM3")
+    assert (f["accelerator_memory_capacity"], f["accelerator_memory_configuration"]) == ("80 GB", "HBM3")
+    assert f["accelerator_interconnect"] == "NVLink, 18 links x 26.562 GB/s per GPU"
+    assert f["accelerator_interconnect_topology"] == "NVLink, all-to-all"
+    assert (f["accelerator_frequency"], f["accelerator_host_interconnect"]) == ("1980 MHz", "PCIe Gen5 x16")
