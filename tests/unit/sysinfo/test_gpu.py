@@ -43,7 +43,8 @@ def test_8x_h100_nvlink_all_to_all(fixture_text):
 
 
 def test_nvlink_status_gives_links_and_speed(fixture_text):
-    h100 = [fixture_text("h100_8x", f) for f in ("nvidia-smi-query.csv", "nvidia-smi-topo.txt", "nvidia-smi-nvlink-s.txt")]
+    names = ("nvidia-smi-query.csv", "nvidia-smi-topo.txt", "nvidia-smi-nvlink-s.txt")
+    h100 = [fixture_text("h100_8x", f) for f in names]
     acc = nvidia_info(h100[0], "", h100[1], h100[2])
     assert acc.interconnect == "NVLink, 18 links x 26.562 GB/s per GPU"
     assert acc.interconnect_topology == "NVLink, all-to-all"
