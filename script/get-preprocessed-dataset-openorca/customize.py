@@ -34,6 +34,7 @@ def preprocess(i):
         env['CM_DATASET_OPENORCA_PREPROCESSED_PATH'] = str(res.path)
     if res.reference_file:
         env['CM_DATASET_REFERENCE_FILE'] = str(res.reference_file)
+        env['CM_DATASET_MAX_NEW_TOKENS'] = str(res.max_new_tokens)
     print(f"dataset {res.split}: {res.rows} rows at {res.path} ({res.source})")
     return {'return': 0}
 

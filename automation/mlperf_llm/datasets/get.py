@@ -40,6 +40,7 @@ class DatasetResult:
     split: str
     source: str
     reference_file: Path | None = None
+    max_new_tokens: int | None = None      # embedded: the generation length the reference used
 
 
 def get_dataset(req: DatasetRequest) -> DatasetResult:
@@ -65,7 +66,9 @@ def get_dataset(req: DatasetRequest) -> DatasetResult:
         df = deterministic_subset(df, req.size)
         path = save_processed(df, out_dir / f"{path.name.removesuffix('.pkl')}.size_{req.size}.pkl")
     ref = embedded.REFERENCE_FILE if req.split == "embedded" and embedded.REFERENCE_FILE.is_file() else None
-    return DatasetResult(path=Path(path), rows=len(df), split=req.split, source=source, reference_file=ref)
+    max_new = embedded.load_reference()["settings"]["max_new_tokens"] if ref else None
+    return DatasetResult(path=Path(path), rows=len(df), split=req.split, source=source, reference_file=ref,
+                         max_new_tokens=max_new)
 
 
 def fetch_split(req: DatasetRequest, name: str, out_dir: Path) -> Path:

@@ -59,6 +59,7 @@ def test_embedded_with_given_tokenizer(runner, tmp_path):
     assert df.iloc[0].input.startswith("<|im_start|>")
     if embedded.REFERENCE_FILE.is_file():
         assert env["CM_DATASET_REFERENCE_FILE"] == str(embedded.REFERENCE_FILE)
+        assert env["CM_DATASET_MAX_NEW_TOKENS"] == str(embedded.load_reference()["settings"]["max_new_tokens"])
 
 
 def test_calibration_through_r2_loopback(runner, server, tmp_path):
