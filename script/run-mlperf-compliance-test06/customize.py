@@ -28,7 +28,12 @@ def postprocess(i):
     if not results:
         return {'return': 1, 'error': 'no results folder: pass --results_dir '
                 '(where <model>/<Scenario>/TEST06/ is written)'}
-    eos = env['CM_MLPERF_EOS_TOKEN_ID']
+    eos = env.get('CM_MLPERF_EOS_TOKEN_ID', '')
+    if not eos:
+        from mlperf_llm.accuracy.test06 import eos_token_id_of
+        eos_id, origin = eos_token_id_of(env.get('CM_ML_MODEL_PATH', ''))
+        eos = str(eos_id)
+        print(f'TEST06: EOS token id {eos} from {origin}')
     if not eos.lstrip('-').isdigit():
         return {'return': 1, 'error': f'--eos_token_id={eos!r} is not an integer'}
     req = Test06Request(results_dir=results, model=env['CM_MLPERF_MODEL'],

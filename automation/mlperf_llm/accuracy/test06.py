@@ -11,10 +11,11 @@ The run itself is a LoadGen performance run with the TEST06 audit.config in its 
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -103,3 +104,18 @@ def write_verification(result: Test06Result, accuracy_log: str, output_dir: str)
     os.replace(tmp, os.path.join(accuracy_dir, "mlperf_log_accuracy.json"))
     write_atomic(os.path.join(test_dir, "verify_accuracy.txt"), result.text())
     return test_dir
+
+
+def eos_token_id_of(model_dir: str) -> Tuple[int, str]:
+    """(EOS id, where it came from): the model folder's generation_config.json / config.json,
+    else Llama-2's 2 (run_verification.py's default)."""
+    for name in ("generation_config.json", "config.json"):
+        path = os.path.join(model_dir, name) if model_dir else ""
+        if path and os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                value = json.load(f).get("eos_token_id")
+            if isinstance(value, list) and value:
+                value = value[0]
+            if isinstance(value, int):
+                return value, path
+    return LLAMA2_EOS, "Llama-2's EOS (run_verification.py's default)"

@@ -90,3 +90,12 @@ def test_audit_config_from_source_or_written(tmp_path):
     assert "*.*.accuracy_log_sampling_target = 100" in text and "v5.1" in origin
     with pytest.raises(AuditConfigError, match="checkout"):
         find_in_source(str(tmp_path))
+
+
+def test_eos_id_from_the_model_folder(tmp_path):
+    from mlperf_llm.accuracy.test06 import eos_token_id_of
+    (tmp_path / "config.json").write_text(json.dumps({"eos_token_id": [7, 8]}))
+    assert eos_token_id_of(str(tmp_path)) == (7, str(tmp_path / "config.json"))
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": 0}))
+    assert eos_token_id_of(str(tmp_path))[0] == 0
+    assert eos_token_id_of("")[0] == 2
