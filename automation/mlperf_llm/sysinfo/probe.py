@@ -91,6 +91,17 @@ def _detect_cpu(run: Runner, facts: SystemFacts) -> None:
         facts.gaps.append(Gap("lscpu", str(e), affects))
 
 
+def _dmidecode_hint(res: CommandResult) -> str:
+    text = res.stdout + res.stderr
+    if res.returncode == NOT_FOUND:
+        return "install it (apt-get install dmidecode); it reads the DIMM layout as root"
+    if re.search(r"permission denied|operation not permitted", text, re.I):
+        return "it needs root: run this step with sudo"
+    if re.search(r"/dev/mem|No SMBIOS", text):
+        return "this machine exposes no SMBIOS table (VM or container without /sys/firmware/dmi)"
+    return "see dmidecode -t memory"
+
+
 def _detect_memory(run: Runner, facts: SystemFacts, meminfo_path: str) -> None:
     try:
         with open(meminfo_path) as f:
@@ -101,8 +112,7 @@ def _detect_memory(run: Runner, facts: SystemFacts, meminfo_path: str) -> None:
     res = run(["dmidecode", "-t", "memory"])
     config = ""
     if res.returncode != 0:
-        hint = ("install it (apt-get install dmidecode)" if res.returncode == NOT_FOUND else "it needs root")
-        facts.gaps.append(Gap("dmidecode", f"{res.first_error_line}: {hint}; it reads the DIMM layout as root",
+        facts.gaps.append(Gap("dmidecode", f"{res.first_error_line}: {_dmidecode_hint(res)}",
                               "host_memory_configuration"))
     else:
         try:

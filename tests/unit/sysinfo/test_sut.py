@@ -237,3 +237,20 @@ def test_8x_h100_description_names_the_nvlink_fabric(tmp_path):
     assert f["accelerator_interconnect"] == "NVLink, 18 links x 26.562 GB/s per GPU"
     assert f["accelerator_interconnect_topology"] == "NVLink, all-to-all"
     assert (f["accelerator_frequency"], f["accelerator_host_interconnect"]) == ("1980 MHz", "PCIe Gen5 x16")
+
+
+def test_dmidecode_without_smbios_says_so(tmp_path):
+    with open(os.path.join(FIXTURES, "this_machine", "dmidecode-memory.stdout")) as f:
+        out = f.read()
+    with open(os.path.join(FIXTURES, "this_machine", "dmidecode-memory.stderr")) as f:
+        err = f.read()
+
+    def run(argv):
+        if argv[0] == "dmidecode":
+            return CommandResult(1, out, err)
+        return CommandResult(127, "", f"{argv[0]}: command not found")
+    facts = collect(run=run, meminfo_path=os.path.join(FIXTURES, "this_machine", "meminfo.txt"),
+                    net_root=str(tmp_path), os_release_path=os.path.join(FIXTURES, "this_machine", "os-release.txt"))
+    gap = [str(g) for g in facts.gaps if g.source == "dmidecode"][0]
+    assert "/dev/mem: No such file or directory" in gap and "no SMBIOS table" in gap
+    assert facts.memory.capacity_text == "25G"
