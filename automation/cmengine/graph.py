@@ -322,8 +322,13 @@ class Planner:
         for k in list(env_part):
             if envmod.is_secret(k):  # a secret changes the key without being written anywhere
                 env_part[k] = "sha256:" + hashlib.sha256(str(env_part[k]).encode()).hexdigest()
+        # a key the node's own layers set (env, inputs, variations, version) cannot come from
+        # an earlier dependency of its caller; default_env and cache_key_env keys can
+        forced = {k for op, layer in node.layers if op == "merge" for k in layer}
         from_deps = {}
         for k in node.declared:
+            if k in forced or k.startswith(_DROP_INHERITED):   # never inherited
+                continue
             producers = [pk for pats, pk in pending if any(_overlap(k, p) for p in pats)]
             if producers:
                 from_deps[k] = producers[-1]

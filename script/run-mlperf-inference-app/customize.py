@@ -1,0 +1,15 @@
+"""run-mlperf-inference-app: the one command. Checks the inputs before anything runs, and prints
+the summary at the end; every step is a dependency of its own (see _cm.yaml)."""
+from mlperf_llm import runapp
+
+
+def validate(i):
+    problems = runapp.check_inputs(i['env'])
+    if problems:
+        return {'return': 1, 'error': 'bad input:\n  - ' + '\n  - '.join(problems)}
+    return {'return': 0}
+
+
+def postprocess(i):
+    print(runapp.summary(i['env'], i['state']))
+    return {'return': 0}
