@@ -164,10 +164,11 @@ class Executor:
             envmod.merge(inbound, {k: envmod.substitute(v, env) for k, v in edge.dep.env})
             try:
                 out = self._exec(edge.node, inbound, state, depth + 1)
-            except EngineError:
+            except EngineError as e:
                 if edge.dep.continue_on_error:
-                    self.say(f"{'  ' * (depth + 1)}! {edge.node.name} failed; continuing "
-                             "(continue_on_error)")
+                    reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    self.say(f"{'  ' * (depth + 1)}! {edge.node.name} failed: {reason}\n"
+                             f"{'  ' * (depth + 1)}  continuing without it (continue_on_error)")
                     continue
                 raise
             envmod.merge(env, out.env)
