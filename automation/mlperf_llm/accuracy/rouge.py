@@ -31,7 +31,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _NON_ALNUM_KEEP_LINES = re.compile(r"[^a-z0-9\n]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 
@@ -72,15 +71,6 @@ class RougeTokenizer:
             token = None
         self._memo[word] = token
         return token
-
-    def tokenize(self, text: str) -> List[str]:
-        memo = self._memo
-        out = []
-        for word in _NON_ALNUM.sub(" ", text.lower()).split():
-            token = memo[word] if word in memo else self._token(word)
-            if token is not None:
-                out.append(token)
-        return out
 
     def tokenize_lines(self, text: str) -> List[List[str]]:
         """Tokens of each line (rougeLsum's sentences); a line without tokens gives an empty list
