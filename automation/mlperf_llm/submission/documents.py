@@ -51,7 +51,8 @@ def _fmt(v: float) -> str:
 
 def render_measurement_readme(meta: Metadata, r: ScenarioResult) -> str:
     _, label = targets_for(meta, r.model)
-    accuracy = [dict(metric=c.metric, value=f"{c.value:g}", required=c.target.describe(), label=label,
+    phrase = "Required accuracy for closed division" if label == "closed division" else f"Required accuracy ({label})"
+    accuracy = [dict(metric=c.metric, value=f"{c.value:g}", required=c.target.describe(), phrase=phrase,
                      passed=c.passed) for c in r.checks]
     perf = [dict(name=f"{r.unit.replace('/s', ' per second')}", value=_fmt(r.value)),
             dict(name="Result is", value="VALID" if r.valid else

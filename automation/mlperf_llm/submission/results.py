@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 
 from .inputs import Metadata, ScenarioRun
@@ -69,6 +71,23 @@ def targets_for(meta: Metadata, model: str) -> tuple[list[Target], str]:
                    for k, v in meta.accuracy_targets.items()]
         return targets, meta.accuracy_targets_label or "the run's own targets"
     return accuracy_targets(model), "closed division"
+
+
+def targets_from_accuracy_json(path: str) -> tuple[dict, str] | None:
+    """The accuracy step's accuracy.json: (targets, label) of its first verdict not on the official
+    targets (the embedded data set's own), else None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return None
+    for v in doc.get("verdicts") or []:
+        if v.get("source") not in (None, "mlperf") and v.get("metrics"):
+            targets = {m["metric"]: [m["minimum"], m.get("maximum")] for m in v["metrics"]}
+            label = str(v.get("label", v["source"]))
+            inner = re.search(r"\((.*)\)", label)
+            return targets, inner.group(1) if inner else label
+    return None
 
 
 def scenario_result(meta: Metadata, run: ScenarioRun, perf: DetailLog, acc: AccuracyResult | None) -> ScenarioResult:

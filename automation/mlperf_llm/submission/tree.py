@@ -30,7 +30,7 @@ from .errors import SubmissionError
 from .inputs import Metadata, ScenarioRun, check_system, discover_results, load_json
 from .logs import count_accuracy_entries, read_accuracy_txt, read_detail_log, read_verify_accuracy, verification_passes
 from .quantization import scheme_of, weight_transformations
-from .results import ScenarioResult, scenario_result
+from .results import ScenarioResult, scenario_result, targets_from_accuracy_json
 from .rules import find_violations
 from .spec import get_round
 
@@ -195,6 +195,11 @@ def build_submission(req: BuildRequest) -> BuildReport:
         check_conf(r.user_conf)
     if meta.division == "closed":
         warnings += _scenario_warnings(runs, spec.required_scenarios)
+    if not meta.accuracy_targets:      # an embedded run: the accuracy step judged it by its own targets
+        found = next(filter(None, (targets_from_accuracy_json(os.path.join(r.accuracy, "accuracy.json"))
+                                   for r in runs)), None)
+        if found:
+            meta.accuracy_targets, meta.accuracy_targets_label = found
     if not meta.availability:
         meta.availability = _availability(system)
 

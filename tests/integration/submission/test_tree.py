@@ -95,7 +95,28 @@ def test_embedded_targets_from_metadata(tmp_path):
                    accuracy_targets_label="the embedded data set's reference x 0.99")
     readme = open(os.path.join(report.submitter_dir, "measurements", SYS, "llama2-70b-99", "Server",
                                "README.md")).read()
-    assert "`ROUGE1`: `89.5667`, Required accuracy for the embedded data set's reference x 0.99 `>= 90` (not met)" in readme
+    assert "`ROUGE1`: `89.5667`, Required accuracy (the embedded data set's reference x 0.99) `>= 90` (not met)" in readme
+
+
+def test_embedded_targets_from_the_accuracy_steps_json(tmp_path):
+    import shutil
+    res = tmp_path / "results"
+    shutil.copytree(os.path.join(FIX, "results-v5.1"), res)
+    doc = {"verdicts": [{"model": "llama2-70b-99", "source": "embedded data set reference",
+                         "label": "Required accuracy (embedded data set reference x0.99)", "passed": True,
+                         "metrics": [{"metric": "ROUGE1", "value": 89.5667, "minimum": 40.5, "maximum": None,
+                                      "passed": True},
+                                     {"metric": "TOKENS_PER_SAMPLE", "value": 294.1, "minimum": 200.0,
+                                      "maximum": 400.0, "passed": True}]}]}
+    (res / "llama2-70b-99" / "Server" / "accuracy" / "accuracy.json").write_text(json.dumps(doc))
+    report = build_submission(BuildRequest(str(res), os.path.join(FIX, "system.json"), metadata("v5.1", "open"),
+                                           str(tmp_path / "out")))
+    readme = open(os.path.join(report.submitter_dir, "measurements", SYS, "llama2-70b-99", "Offline",
+                               "README.md")).read()
+    assert "`ROUGE1`: `89.5667`, Required accuracy (embedded data set reference x0.99) `>= 40.5`\n" in readme
+    assert "`TOKENS_PER_SAMPLE`: `294.1`, Required accuracy (embedded data set reference x0.99) `>= 200 and <= 400`" in readme
+    assert not os.path.exists(os.path.join(report.submitter_dir, "results", SYS, "llama2-70b-99", "Server",
+                                           "accuracy", "accuracy.json"))     # the checker wants 4 files only
 
 
 def test_v41_empty_test06_log_is_flagged(tmp_path):
