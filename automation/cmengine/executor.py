@@ -181,7 +181,7 @@ class Executor:
              "script_path": node.manifest.folder, "work_dir": folder,
              "run_script_input": {"path": node.manifest.folder},
              "variation_tags": node.selection.names, "version": node.version,
-             "automation": None}
+             "steps": list(self.log), "plan_key": self.plan.root.key, "automation": None}
         path = os.path.join(node.manifest.folder, "customize.py")
         try:
             r = getattr(module, fn)(i)
