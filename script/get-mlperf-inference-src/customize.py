@@ -26,5 +26,6 @@ def preprocess(i):
     env['CM_MLPERF_INFERENCE_CHECKER'] = src.checker
     env['CM_MLPERF_INFERENCE_MLPERF_CONF'] = src.mlperf_conf
     env['CM_MLPERF_INFERENCE_LLAMA2_PATH'] = src.llama2_dir
-    print(f'mlcommons/inference {src.tag or src.commit[:12]} at {src.path}', file=sys.stderr)
+    print(f'mlcommons/inference {src.tag or src.commit[:12] or "(not a git checkout)"} at {src.path}',
+          file=sys.stderr)
     return {'return': 0}
