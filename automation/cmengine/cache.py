@@ -16,7 +16,6 @@ import contextlib
 import fcntl
 import json
 import os
-import shutil
 import sys
 import time
 
@@ -26,6 +25,11 @@ from typing import Iterator, Optional
 from . import env as envmod
 
 ENTRY_META = "cm-entry.json"
+
+
+def _rmtree(path: str, ignore_errors: bool = False) -> None:
+    import shutil  # imported on demand: it pulls in the compression modules
+    shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
 def default_root() -> str:
@@ -94,7 +98,7 @@ class Store:
         with contextlib.suppress(OSError):
             os.unlink(link)
         if path.startswith(os.path.join(os.path.realpath(self.root), "store") + os.sep):
-            shutil.rmtree(path, ignore_errors=True)
+            _rmtree(path, ignore_errors=True)
 
     def entries(self) -> list[Entry]:
         out = []
@@ -147,14 +151,14 @@ class Store:
         os.symlink(os.path.relpath(folder, edir), tmp_link)
         os.replace(tmp_link, link)
         if old and old != folder:
-            shutil.rmtree(old, ignore_errors=True)
+            _rmtree(old, ignore_errors=True)
         return Entry(key, folder, meta)
 
     def discard(self, folder: str) -> str:
         """Move a failed build aside (kept for its log, never accepted)."""
         dest = os.path.join(self._dir("failed"), os.path.basename(folder))
         with contextlib.suppress(OSError):
-            shutil.rmtree(dest, ignore_errors=True)
+            _rmtree(dest, ignore_errors=True)
             os.replace(folder, dest)
             return dest
         return folder

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import fnmatch
-import io
 import json
 import os
 import sys

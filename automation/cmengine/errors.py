@@ -6,7 +6,6 @@ without a traceback; anything else is a bug in the engine and keeps its tracebac
 """
 from __future__ import annotations
 
-import difflib
 import signal
 from typing import Iterable, Optional
 
@@ -108,5 +107,7 @@ def describe_exit(returncode: int) -> str:
 
 def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> str:
     """' Did you mean: a, b?' or '' when nothing is close."""
+    import difflib  # only when a message needs it: it is slow to import
+
     close = difflib.get_close_matches(word, sorted(set(choices)), n=n, cutoff=0.6)
     return f" Did you mean: {', '.join(close)}?" if close else ""

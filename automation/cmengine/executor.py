@@ -8,10 +8,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import time
-import traceback
 from dataclasses import dataclass, field
 from typing import Optional, TextIO
 
@@ -218,6 +216,7 @@ class Executor:
         penv["CM_TMP_CURRENT_PATH"] = folder
         penv["PYTHONPATH"] = os.pathsep.join(
             [AUTOMATION_DIR] + ([penv["PYTHONPATH"]] if penv.get("PYTHONPATH") else []))
+        import subprocess
         log_path = os.path.join(folder, f"{node.alias}.log")
         command = f"bash {script}"
         with open(log_path, "ab") as log:
@@ -296,6 +295,7 @@ def _load_hooks(node: Node):
 
 
 def _line_in(exc: BaseException, path: str) -> Optional[int]:
+    import traceback
     if isinstance(exc, SyntaxError) and exc.filename == path:
         return exc.lineno
     line = None
