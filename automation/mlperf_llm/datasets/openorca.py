@@ -113,3 +113,31 @@ def process_parquet(parquet_path, tokenizer_dir, export_dir, options: ProcessOpt
                                 export_dir / f"{stem}.calibration_{options.calibration_size}.pkl")
     return ProcessResult(full, sampled_path, calib_path, len(raw), len(df),
                          {k: int(v) for k, v in df.origin.value_counts().sort_index().items()})
+
+
+def main(argv=None) -> int:
+    """CLI with the reference script's options: python -m mlperf_llm.datasets.openorca --help"""
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--dataset_pq_path", required=True, help="raw 1M-GPT4-Augmented.parquet")
+    ap.add_argument("--model_dir", required=True, help="Llama-2 model folder (its tokenizer.json is used)")
+    ap.add_argument("--seqlen_limit", type=int, default=1024)
+    ap.add_argument("--export_dir", required=True)
+    ap.add_argument("--num_total_samples", type=int, default=24576)
+    ap.add_argument("--calibration_subset_size", type=int, default=1000)
+    a = ap.parse_args(argv)
+    try:
+        res = process_parquet(a.dataset_pq_path, a.model_dir, a.export_dir, ProcessOptions(
+            io_token_limit=a.seqlen_limit, n_samples=a.num_total_samples,
+            calibration_size=a.calibration_subset_size))
+    except DatasetError as e:
+        print(f"error: {e}")
+        return 1
+    print(json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in res.__dict__.items()}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -91,3 +91,15 @@ def test_not_enough_rows_and_wrong_file(tmp_path, processed):
 def test_is_english():
     assert is_english("plain ascii – “quoted”")
     assert not is_english("café")
+
+
+def test_cli_reports_paths_and_errors(tmp_path, processed, capsys):
+    from mlperf_llm.datasets.openorca import main
+
+    pd.DataFrame(raw_rows()).to_parquet(tmp_path / "r.parquet")
+    tokdir = processed[1].folder
+    args = ["--dataset_pq_path", str(tmp_path / "r.parquet"), "--model_dir", str(tokdir),
+            "--export_dir", str(tmp_path / "o"), "--seqlen_limit", "200"]
+    assert main(args + ["--num_total_samples", "8", "--calibration_subset_size", "2"]) == 0
+    assert "sampled_8.pkl" in capsys.readouterr().out
+    assert main(args) == 1 and "usable rows" in capsys.readouterr().out
