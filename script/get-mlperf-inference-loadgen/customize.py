@@ -1,6 +1,7 @@
-"""get-mlperf-inference-loadgen: mlcommons-loadgen pinned to the round (_r4.1 -> 4.1.x, _r5.0 -> 5.0.9
-.. 5.0.21, the only 5.0.x wheels with v5.0's seeds, _r5.1 -> 5.1.x) in the selected venv, then checked:
-the RNG seed it applies for llama2-70b must be the round's, or the checker would reject every result."""
+"""get-mlperf-inference-loadgen: mlcommons-loadgen pinned to the wheels whose built-in mlperf.conf has
+the round's seeds (_r4.1 -> 4.1.12..4.1.30, _r5.0 -> 5.0.9..5.0.21, _r5.1 -> 5.1.x) in the selected
+venv, then checked: the seed it applies for llama2-70b must be the round's, or the checker would
+reject every result."""
 import sys
 
 from mlperf_llm.sysinfo.pyenv import PyEnvError, installed_version
@@ -24,20 +25,14 @@ def preprocess(i):
     env['CM_LOADGEN_VERSION'] = version
     env['CM_LOADGEN_PYTHON'] = python
     env['CM_MLPERF_INFERENCE_ROUND'] = rnd.name
-    conf = env.get('CM_MLPERF_INFERENCE_MLPERF_CONF', '')
-    if not rnd.mlperf_conf_builtin and not conf:
-        env['CM_LOADGEN_SEED_CHECK'] = 'skipped: v4.1 reads seeds from mlperf.conf (give --mlperf_conf)'
-        print(f'mlcommons-loadgen {version} for {rnd.name}; seed check {env["CM_LOADGEN_SEED_CHECK"]}',
-              file=sys.stderr)
-        return {'return': 0}
     try:
-        seed = loadgen_seed(python, rnd, conf)
+        seed = loadgen_seed(python)
     except RoundError as e:
         return {'return': 1, 'error': str(e)}
     if seed != rnd.qsl_rng_seed:
         return {'return': 1, 'error': f'mlcommons-loadgen {version} applies qsl_rng_seed {seed}, but {rnd.name} '
                 f'requires {rnd.qsl_rng_seed}: this wheel does not belong to the round; pin another '
-                f'{rnd.loadgen_series}.x with --adr.loadgen-pip.version=...'}
+                f'wheel between {rnd.loadgen_min} and {rnd.loadgen_max}'}
     env['CM_LOADGEN_QSL_RNG_SEED'] = str(seed)
     env['CM_LOADGEN_SEED_CHECK'] = 'ok'
     print(f'mlcommons-loadgen {version} for {rnd.name}: qsl_rng_seed {seed} is the round\'s', file=sys.stderr)

@@ -28,7 +28,7 @@ def test_venv_is_cached_and_usable(setup):
     assert installed_version(python, "pip")
 
 
-@pytest.mark.parametrize("rnd", ["5.0", "5.1"])
+@pytest.mark.parametrize("rnd", ["4.1", "5.0", "5.1"])
 def test_loadgen_round_pins_carry_the_round_seed(setup, rnd):
     runner, python = setup
     r = runner.run(f"get,loadgen,_r{rnd}", env={"CM_VENV_PYTHON": python})
@@ -53,3 +53,13 @@ def test_unknown_version_fails_with_the_fix(setup):
     r = runner.run("get,generic-python-lib,_package.mlcommons-loadgen", version="99.0.1",
                    env={"CM_VENV_PYTHON": python})
     assert r["return"] != 0 and "pip index versions mlcommons-loadgen" in r["error"]
+
+
+def test_r41_pins_a_wheel_with_the_built_in_v41_seeds(setup):
+    runner, python = setup
+    r = runner.run("get,loadgen,_r4.1", env={"CM_VENV_PYTHON": python})
+    assert r["return"] == 0, r.get("error")
+    assert r["new_env"]["CM_LOADGEN_QSL_RNG_SEED"] == str(ROUNDS["4.1"].qsl_rng_seed)
+    r = runner.run("get,loadgen,_r4.1", adr={"loadgen-pip": {"version_min": "4.1.7", "version_max": "4.1.7"}},
+                   env={"CM_VENV_PYTHON": python})
+    assert r["return"] != 0 and "4.1.7" in r["error"]

@@ -1,7 +1,8 @@
-"""MLPerf Inference rounds: which LoadGen series and which inference source tag belong to each.
+"""MLPerf Inference rounds: which LoadGen wheels and which inference source tag belong to each.
 
-Each round's checker demands that round's RNG seeds, and LoadGen carries them (built in from 5.0;
-in 4.1 they come from the round's mlperf.conf), so LoadGen is pinned to the round's series.
+Each round's checker demands that round's RNG seeds. LoadGen wheels carry an mlperf.conf built in
+(a user.conf cannot override its seeds), so LoadGen is pinned to the wheels whose built-in seeds are
+the round's, and the installed wheel is checked by asking it.
 """
 
 from __future__ import annotations
@@ -16,21 +17,20 @@ from cmengine.versions import compare
 @dataclass(frozen=True)
 class Round:
     name: str              # "v5.1"
-    loadgen_series: str    # "5.1" -> mlcommons-loadgen 5.1.x
-    loadgen_min: str       # the 5.x wheels whose built-in mlperf.conf has this round's seeds
+    loadgen_min: str       # the wheels whose built-in mlperf.conf has this round's seeds
     loadgen_max: str
     src_tag: str           # git tag of mlcommons/inference
     qsl_rng_seed: int      # what the round's mlperf.conf sets (REFERENCE.md section 4)
-    mlperf_conf_builtin: bool
 
 
-# Measured 2026-11-22 (FromConfig with an empty user.conf, llama2-70b Offline) on every wheel of PyPI:
-#   5.0.0-5.0.7 carry the v4.1 seed, 5.0.8 an unreleased one, 5.0.9-5.0.21 the v5.0 seed and
-#   5.0.22-5.0.25 the v5.1 seed; 5.1.0-5.1.2 the v5.1 seed. 4.1.x reads the round's mlperf.conf.
+# Measured 2026-11-22 on the PyPI wheels (FromConfig with an empty user.conf, llama2-70b Offline):
+#   4.1.7 has no built-in mlperf.conf (seed 0); 4.1.12-4.1.30 carry the v4.1 seed;
+#   5.0.0-5.0.7 the v4.1 seed, 5.0.8 an unreleased one, 5.0.9-5.0.21 the v5.0 seed,
+#   5.0.22-5.0.25 the v5.1 seed; 5.1.0-5.1.2 the v5.1 seed; 6.0.x another one.
 ROUNDS = {
-    "4.1": Round("v4.1", "4.1", "4.1.0", "4.1.999", "v4.1", 3066443479025735752, False),
-    "5.0": Round("v5.0", "5.0", "5.0.9", "5.0.21", "v5.0", 6023615788873153749, True),
-    "5.1": Round("v5.1", "5.1", "5.1.0", "5.1.999", "v5.1", 1780908523862526354, True),
+    "4.1": Round("v4.1", "4.1.12", "4.1.30", "v4.1", 3066443479025735752),
+    "5.0": Round("v5.0", "5.0.9", "5.0.21", "v5.0", 6023615788873153749),
+    "5.1": Round("v5.1", "5.1.0", "5.1.999", "v5.1", 1780908523862526354),
 }
 
 
@@ -52,26 +52,23 @@ def in_range(version: str, rnd: Round) -> bool:
 
 
 _SEED_PROBE = """
-import os, sys, tempfile, mlperf_loadgen as lg
-conf, builtin = sys.argv[1], sys.argv[2] == "1"
+import os, tempfile, mlperf_loadgen as lg
 s = lg.TestSettings()
 with tempfile.TemporaryDirectory() as d:
     os.chdir(d)
-    user = os.path.join(d, "user.conf"); open(user, "w").close()
-    rc = s.FromConfig(user, "llama2-70b", "Offline") if builtin else s.FromConfig(conf, "llama2-70b", "Offline")
+    open("user.conf", "w").close()
+    rc = s.FromConfig(os.path.join(d, "user.conf"), "llama2-70b", "Offline")
 print(rc, s.qsl_rng_seed)
 """
 
 
-def loadgen_seed(python: str, rnd: Round, mlperf_conf: str = "") -> int:
-    """The qsl_rng_seed the installed LoadGen applies for llama2-70b (needs mlperf_conf before 5.0)."""
-    if not rnd.mlperf_conf_builtin and not mlperf_conf:
-        raise RoundError(f"{rnd.name}: LoadGen has no built-in mlperf.conf; pass the round's mlperf.conf")
-    res = subprocess.run([python, "-c", _SEED_PROBE, mlperf_conf, "1" if rnd.mlperf_conf_builtin else "0"],
-                         capture_output=True, text=True, timeout=120)
+def loadgen_seed(python: str) -> int:
+    """The qsl_rng_seed the LoadGen installed for `python` applies for llama2-70b from its built-in
+    mlperf.conf (0 when the wheel has none)."""
+    res = subprocess.run([python, "-c", _SEED_PROBE], capture_output=True, text=True, timeout=120)
     if res.returncode != 0:
         raise RoundError(f"could not read LoadGen's settings with {python}: {res.stderr.strip()[-500:]}")
     rc, seed = res.stdout.split()[-2:]
     if rc != "0":
-        raise RoundError(f"LoadGen FromConfig returned {rc} while reading the {rnd.name} settings")
+        raise RoundError(f"LoadGen FromConfig returned {rc} while reading its built-in mlperf.conf")
     return int(seed)
