@@ -8,7 +8,7 @@ import pytest
 from mlperf_llm.accuracy.evaluate import evaluate, load_tokenizer
 from mlperf_llm.accuracy.log import encode_ids
 
-from .test_evaluate import reference_way
+from test_accuracy_evaluate import reference_way
 
 
 @pytest.mark.e2e

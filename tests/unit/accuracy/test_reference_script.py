@@ -1,10 +1,10 @@
-"""Our numbers equal the reference evaluate-accuracy.py's on the golden log (reference_runner.py
+"""Our numbers equal the reference evaluate-accuracy.py's on the golden log (accuracy_reference_runner.py
 says what is provided to run it offline). Needs the inference source: CM_MLPERF_INFERENCE_SOURCE."""
 import pytest
 
 from mlperf_llm.accuracy.evaluate import evaluate
 
-from .reference_runner import SCRIPT, reference_script, run_reference
+from accuracy_reference_runner import SCRIPT, reference_script, run_reference
 
 
 @pytest.mark.e2e
