@@ -128,3 +128,16 @@ def evaluate(accuracy_log: str, dataset_file: str, tokenizer_path: str, dtype: s
     return AccuracyResult(**numbers, sentence_splitter=f"{splitter.name}: {splitter.detail}",
                           tokenizer=describe_tokenizer(tokenizer, tokenizer_path),
                           seconds={k: round(v, 3) for k, v in seconds.items()})
+
+
+def score_texts(targets: Sequence[str], predictions: Sequence[str],
+                splitter: Optional[SentenceSplitter] = None, workers: Optional[int] = None) -> dict:
+    """ROUGE of decoded texts the reference way (postprocess, per-sample ROUGE, numpy mean x100
+    rounded to 4): rouge1, rouge2, rougeL, rougeLsum, gen_len, and the splitter used. For callers
+    that already have text (e.g. the embedded data set's reference answers)."""
+    splitter = splitter or get_splitter()
+    scores = score_pairs(targets, predictions, splitter=splitter, workers=workers)
+    out = {k: float(round(np.mean(scores.column(k)) * 100, 4)) for k in ROUGE_TYPES}
+    out.update(gen_len=int(np.sum(scores.prediction_chars)),
+               sentence_splitter=f"{splitter.name}: {splitter.detail}")
+    return out

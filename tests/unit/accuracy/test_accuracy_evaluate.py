@@ -54,3 +54,14 @@ def test_data_set_without_output_column(golden, tmp_path):
     pd.DataFrame({"question": ["q"]}).to_pickle(bad)
     with pytest.raises(EvaluationError, match="'output'"):
         evaluate(golden["log"], str(bad), golden["tokenizer"], workers=1)
+
+
+def test_score_texts_equals_the_pipeline(golden):
+    from mlperf_llm.accuracy.evaluate import score_texts
+    tokenizer = load_tokenizer(golden["tokenizer"])
+    entries = first_per_sample(golden["log"])
+    texts = tokenizer.batch_decode([e.token_ids.tolist() for e in entries], skip_special_tokens=True)
+    got = score_texts([golden["targets"][e.qsl_idx] for e in entries], texts, workers=1)
+    full = evaluate(golden["log"], golden["dataset"], golden["tokenizer"], workers=1).reference_dict()
+    assert {k: got[k] for k in ("rouge1", "rouge2", "rougeL", "rougeLsum", "gen_len")} == \
+        {k: full[k] for k in ("rouge1", "rouge2", "rougeL", "rougeLsum", "gen_len")}
