@@ -38,7 +38,8 @@ def postprocess(i):
         return {'return': 1, 'error': f'--eos_token_id={eos!r} is not an integer'}
     req = Test06Request(results_dir=results, model=env['CM_MLPERF_MODEL'],
                         scenarios=[s for s in env['CM_MLPERF_LOADGEN_SCENARIO'].split(',') if s],
-                        eos_token_id=int(eos), dtype=env['CM_MLPERF_ACCURACY_DTYPE'])
+                        eos_token_id=int(eos), dtype=env['CM_MLPERF_ACCURACY_DTYPE'],
+                        round=env.get('CM_MLPERF_INFERENCE_VERSION') or '5.1')
     try:
         outcomes = verify_test06(req)
     except (AccuracyLogError, ValueError) as e:

@@ -20,9 +20,20 @@ LOG = "mlperf_log_accuracy.json"
 
 
 def accuracy_dirs(results_dir: str, model: str = "") -> List[str]:
-    """Every <results>/<model>/<Scenario>/accuracy holding an accuracy log."""
-    pattern = os.path.join(results_dir, model or "*", "*", "accuracy", LOG)
-    return sorted(os.path.dirname(p) for p in glob.glob(pattern))
+    """Every <results>/<model>/<Scenario>/accuracy holding an accuracy log (with v5.0's
+    llama2-70b-interactive-* model folder for Interactive runs)."""
+    models = [model, model.replace("llama2-70b", "llama2-70b-interactive")] if model else ["*"]
+    found = set()
+    for m in dict.fromkeys(models):
+        found.update(os.path.dirname(p) for p in glob.glob(os.path.join(results_dir, m, "*", "accuracy", LOG)))
+    return sorted(found)
+
+
+def scenario_dir(results_dir: str, model: str, scenario: str, round_name: str) -> str:
+    """<results>/<model dir>/<scenario dir> as the harness lays it out for this round."""
+    from mlperf_llm.harness.rounds import get_round, loadgen_model_and_dirs
+    _, _, model_dir, scenario_name = loadgen_model_and_dirs(model, scenario, get_round(round_name))
+    return os.path.join(results_dir, model_dir, scenario_name)
 
 
 def target_models(model: str) -> List[str]:
@@ -94,6 +105,7 @@ class Test06Request:
     scenarios: List[str]
     eos_token_id: int = 2
     dtype: str = "int32"
+    round: str = "5.1"
 
 
 @dataclass
@@ -109,7 +121,7 @@ def verify_test06(req: Test06Request) -> List[Test06Outcome]:
     write TEST06/verify_accuracy.txt and TEST06/accuracy/ beside the run's logs."""
     outcomes = []
     for scenario in req.scenarios:
-        base = os.path.join(req.results_dir, req.model, scenario)
+        base = scenario_dir(req.results_dir, req.model, scenario, req.round)
         log = os.path.join(base, "TEST06", LOG)
         result = verify(log, scenario, eos_token_id=req.eos_token_id, dtype=req.dtype)
         test_dir = write_verification(result, log, base)

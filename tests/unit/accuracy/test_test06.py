@@ -99,3 +99,25 @@ def test_eos_id_from_the_model_folder(tmp_path):
     (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": 0}))
     assert eos_token_id_of(str(tmp_path))[0] == 0
     assert eos_token_id_of("")[0] == 2
+
+
+@pytest.mark.parametrize("rnd,where", [("5.0", ("llama2-70b-interactive-99", "Server")),
+                                       ("5.1", ("llama2-70b-99", "Interactive"))])
+def test_interactive_follows_the_rounds_layout(tmp_path, rnd, where):
+    run = tmp_path.joinpath(*where, "TEST06")
+    run.mkdir(parents=True)
+    (run / "mlperf_log_accuracy.json").write_text(json.dumps([entry([4, 2])]))
+    [out] = verify_test06(Request06(str(tmp_path), "llama2-70b-99", ["Interactive"], round=rnd))
+    assert out.test_dir == str(run) and (run / "verify_accuracy.txt").is_file()
+
+
+def test_accuracy_dirs_include_the_interactive_model_folder(tmp_path):
+    from mlperf_llm.accuracy.process import accuracy_dirs
+    for model, scenario in (("llama2-70b-99", "Offline"), ("llama2-70b-interactive-99", "Server"),
+                            ("llama2-70b-99.9", "Offline")):
+        d = tmp_path / model / scenario / "accuracy"
+        d.mkdir(parents=True)
+        (d / "mlperf_log_accuracy.json").write_text("[]")
+    assert accuracy_dirs(str(tmp_path), "llama2-70b-99") == [
+        str(tmp_path / "llama2-70b-99" / "Offline" / "accuracy"),
+        str(tmp_path / "llama2-70b-interactive-99" / "Server" / "accuracy")]
