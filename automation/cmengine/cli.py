@@ -114,7 +114,12 @@ class Session:
             result = {"return": 0, "plan": _plan_json(plan), "key": plan.root.key}
         else:
             ex = Executor(plan, self.store, out=out, inputs=plan.request.inputs)
-            outcome = ex.run()
+            if as_json:   # what hooks print must not corrupt the JSON on stdout
+                import contextlib
+                with contextlib.redirect_stdout(sys.stderr):
+                    outcome = ex.run()
+            else:
+                outcome = ex.run()
             print(f"done: {plan.root.name} in {time.time() - t0:.2f} s"
                   + (" (cached)" if outcome.cached else ""), file=out)
             result = {"return": 0, "new_env": outcome.env, "new_state": outcome.state,

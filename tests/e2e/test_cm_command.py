@@ -79,3 +79,18 @@ def test_plan_action_prints_verdicts(cm_env):
     r = cm(cm_env, "run", "script", "--tags=get,python3", "--quiet", "--dry-run")
     assert r.returncode == 0, r.stderr
     assert "get-python3" in r.stdout and "detect-os" in r.stdout and "run" in r.stdout
+
+
+def test_json_output_stays_clean_when_hooks_print(cm_env, tmp_path):
+    repo = make_repo(str(tmp_path / "user"), {"chatty": ({"tags": ["chatty"], "new_env_keys": ["CM_X"]},
+                                                         {"customize.py": "def preprocess(i):\n"
+                                                          "    print('hello from a hook')\n"
+                                                          "    i['env']['CM_X'] = '1'\n"
+                                                          "    return {'return': 0}\n"})},
+                     alias="user-scripts")
+    with open(os.path.join(cm_env["CM_REPOS"], "repos.json"), "w") as f:
+        json.dump([repo.path], f)
+    r = cm(cm_env, "run", "script", "--tags=chatty", "--quiet", "-j")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["new_env"]["CM_X"] == "1"
+    assert "hello from a hook" in r.stderr
