@@ -90,7 +90,8 @@ def main(argv=None):
     ap.add_argument('--requests', type=int, default=64)
     ap.add_argument('--tokens', type=int, default=128)
     ap.add_argument('--threads', type=int, default=2, help='torch threads of the transformers reference')
-    ap.add_argument('--repeats', type=int, default=2, help='timed runs per side; the best is compared')
+    ap.add_argument('--repeats', type=int, default=2, help='timed vLLM runs; the best is compared')
+    ap.add_argument('--ref-repeats', type=int, default=1, help='timed transformers runs (slow); the best is compared')
     ap.add_argument('--port', type=int, default=8391)
     ap.add_argument('--defaults', action='store_true', help='also measure vLLM with its default settings')
     a = ap.parse_args(argv)
@@ -102,7 +103,7 @@ def main(argv=None):
     if a.defaults:
         rows.append(('vllm defaults', *served(a.model, prompts, a.tokens, False, a.port, a.repeats)))
     rows.append((f'transformers generate bf16 batch {a.requests} {a.threads} threads',
-                 *reference(a.model, prompts, a.tokens, a.threads, a.repeats)))
+                 *reference(a.model, prompts, a.tokens, a.threads, a.ref_repeats)))
     ref = rows[-1][1]
     print(f'\n{"side":50s} {"tokens/s":>9s}  {"ratio":>6s}  runs')
     for name, best, runs in rows:

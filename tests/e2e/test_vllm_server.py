@@ -106,7 +106,7 @@ def test_two_servers_behind_api_server(servers, env, prompts, tmp_path):
         service.start_from_env({'CM_VLLM_API_SERVERS': ','.join(urls), 'CM_VLLM_SERVED_MODEL_NAME': 'llama2-70b'},
                                tmp_path)
     ids = prompts
-    r = run_completions(urls, NAME, ids * 2, 8)
+    r = run_completions(urls, NAME, [p for p in ids for _ in urls], 8)    # each prompt once per server
     assert {c.server for c in r.completions} == set(urls)
     by_server = {}
     for c in r.completions:
