@@ -249,6 +249,10 @@ class Planner:
                     layers=layers, env={}, new_env_keys=new_env_keys,
                     new_state_keys=new_state_keys, declared=sorted(declared), chain=chain)
         node.env = node.build_env(inbound, self.req.env)
+        # the node's own outputs coming back to it (from an earlier run of the same step) are
+        # not inputs: only other producers count, for its key and for its deps' conditions
+        pending = [(kept, pk) for pats, pk in pending
+                   if (kept := [p for p in pats if not envmod.matches(p, new_env_keys)])]
         pre_key = self._key_of(node, pending, [])
         stack = stack + [ident]
 
@@ -256,7 +260,9 @@ class Planner:
         has_hooks = os_path_isfile(m.folder, "customize.py")
         for phase in DEP_LISTS:
             if phase != "deps" and has_hooks:
-                own_pending.append((["*"], pre_key))  # its preprocess may change any env key
+                # what its preprocess may set for the later dependencies: its outputs and the
+                # keys it names in hook_env_keys
+                own_pending.append((new_env_keys + list(m.get("hook_env_keys") or []), pre_key))
             for dep in dep_lists[phase]:
                 edge = self._edge(node, dep, phase, child_adr, own_pending, stack)
                 node.edges.append(edge)
@@ -325,9 +331,14 @@ class Planner:
         # a key the node's own layers set (env, inputs, variations, version) cannot come from
         # an earlier dependency of its caller; default_env and cache_key_env keys can
         forced = {k for op, layer in node.layers if op == "merge" for k in layer}
+        # what the node's own dependencies produce overrides what it received, before its
+        # hooks run: such keys are keyed through those dependencies' keys
+        own_outputs = [p for e in edges if e.phase == "deps" and e.node is not None
+                       and e.decided is True for p in e.node.new_env_keys]
         from_deps = {}
         for k in node.declared:
-            if k in forced or k.startswith(_DROP_INHERITED):   # never inherited
+            if k in forced or k.startswith(_DROP_INHERITED) \
+                    or any(_overlap(k, p) for p in own_outputs):
                 continue
             producers = [pk for pats, pk in pending if any(_overlap(k, p) for p in pats)]
             if producers:

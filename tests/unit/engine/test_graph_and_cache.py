@@ -22,8 +22,7 @@ def repo(tmp_path):
                                           {"tags": "lib", "env": {"CM_PKG": "b"}}],
                 "input_mapping": {"size": "CM_SIZE"}},
         "os": {"tags": ["os"], "new_env_keys": ["CM_OS_*"]},
-        "lib": {"tags": ["lib"], "cache": True, "deps": [{"tags": "os"}],
-                "cache_key_env": ["CM_OS_TYPE"]},
+        "lib": {"tags": ["lib"], "cache": True, "cache_key_env": ["CM_OS_TYPE"]},
         "secret": {"tags": ["secret"], "input_mapping": {"token": "HF_TOKEN"}},
     })
 
@@ -31,7 +30,7 @@ def repo(tmp_path):
 def test_identical_nodes_are_shared(repo):
     p = plan(repo, "top")
     aliases = sorted(n.alias for n in p.nodes.values())
-    assert aliases == ["lib", "lib", "os", "top"]   # one os, two libs (different CM_PKG)
+    assert aliases == ["lib", "lib", "os", "top"]   # two libs (different CM_PKG)
 
 
 def test_key_depends_on_inputs_and_is_stable(repo):
@@ -47,6 +46,7 @@ def test_dep_entry_env_is_part_of_the_key(repo):
 
 
 def test_value_from_an_earlier_sibling_is_keyed_by_that_sibling(repo):
+    # lib reads CM_OS_TYPE, which the os step before it in top's deps produces at run time
     p = plan(repo, "top")
     lib = next(n for n in p.nodes.values() if n.alias == "lib")
     os_node = next(n for n in p.nodes.values() if n.alias == "os")
@@ -90,3 +90,14 @@ def test_entry_of_another_key_is_not_accepted(tmp_path):
     os.rename(os.path.join(store.root, "entries", "a" * 64), os.path.join(store.root, "entries", "b" * 64))
     assert store.lookup("b" * 64) is None
     assert store.lookup("a" * 64) is None
+
+
+def test_keys_produced_by_own_deps_or_own_outputs_do_not_couple_to_siblings(tmp_path):
+    r = make_repo(str(tmp_path), {
+        "top": {"tags": ["top"], "deps": [{"tags": "py"}, {"tags": "venv"}, {"tags": "data"}, {"tags": "data"}]},
+        "py": {"tags": ["py"], "cache": True, "new_env_keys": ["CM_PY_*"]},
+        "venv": {"tags": ["venv"], "cache": True, "deps": [{"tags": "py"}], "cache_key_env": ["CM_PY_BIN"]},
+        "data": {"tags": ["data"], "cache": True, "cache_key_env": ["CM_DATA_*"], "new_env_keys": ["CM_DATA_PATH"]},
+    })
+    p = plan(r, "top")
+    assert sorted(n.alias for n in p.nodes.values()) == ["data", "py", "top", "venv"]
