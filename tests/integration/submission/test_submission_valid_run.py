@@ -13,7 +13,7 @@ from submission_fixtures import FIX, metadata
 from mlperf_llm.submission.checker import format_report, run_checker
 from mlperf_llm.submission.rules import find_violations
 from mlperf_llm.submission.tree import BuildRequest, build_submission
-from test_official_checker import source_or_skip
+from test_submission_official_checker import source_or_skip
 
 VALID = os.path.join(FIX, "results-v5.1-valid")
 
