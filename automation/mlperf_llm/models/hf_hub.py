@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .checkpoint import CheckpointReport, check_checkpoint
@@ -160,7 +160,7 @@ def download_snapshot(req: HubRequest, log=print) -> ModelResult:
     os.replace(partial, dest)
     log(f"{req.repo_id}@{commit[:12]}: {checked} files verified, {len(report.shards)} weight file(s), "
         f"{report.weight_bytes / 1e9:.2f} GB at {dest}")
-    return ModelResult(str(dest), f"hf:{req.repo_id}@{commit}", check_checkpoint(dest))
+    return ModelResult(str(dest), f"hf:{req.repo_id}@{commit}", replace(report, path=str(dest)))
 
 
 def download_r2(uri: str, dest, token: str | None = None, log=print) -> ModelResult:
@@ -181,7 +181,7 @@ def download_r2(uri: str, dest, token: str | None = None, log=print) -> ModelRes
     report = check_checkpoint(configs[0].parent)
     os.replace(partial, dest)
     path = dest / configs[0].parent.relative_to(partial)
-    return ModelResult(str(path), f"r2:{uri}", check_checkpoint(path) if report else report)
+    return ModelResult(str(path), f"r2:{uri}", replace(report, path=str(path)))
 
 
 def use_local(path) -> ModelResult:
