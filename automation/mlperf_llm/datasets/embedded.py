@@ -119,6 +119,7 @@ def write_json_atomic(path, obj) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o644)
         with os.fdopen(fd, "w") as f:
             json.dump(obj, f, indent=1, sort_keys=True)
             f.write("\n")

