@@ -228,6 +228,28 @@ def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: s
     return ServerProcess(popen, record)
 
 
+def _group_stats(pgid: int):
+    """(state, utime+stime ticks) of each process in the group, read from /proc."""
+    out = []
+    if not os.path.isdir('/proc'):
+        return out
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            f = Path(f'/proc/{entry}/stat').read_text().rsplit(')', 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(f) > 12 and f[2] == str(pgid):
+            out.append((f[0], int(f[11]) + int(f[12])))
+    return out
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU time (user + system) used so far by the live processes of a server's group (for benchmarks)."""
+    return sum(ticks for _, ticks in _group_stats(pgid)) / os.sysconf('SC_CLK_TCK')
+
+
 def _group_alive(pgid: int) -> bool:
     """True while a process of the group is running (zombies waiting to be reaped do not count)."""
     try:
@@ -238,16 +260,7 @@ def _group_alive(pgid: int) -> bool:
         return True
     if not os.path.isdir('/proc'):
         return True
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            fields_ = Path(f'/proc/{entry}/stat').read_text().rsplit(')', 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields_) > 2 and fields_[2] == str(pgid) and fields_[0] not in ('Z', 'X'):
-            return True
-    return False
+    return any(state not in ('Z', 'X') for state, _ in _group_stats(pgid))
 
 
 def _signal_group(pgid: int, sig: int) -> None:

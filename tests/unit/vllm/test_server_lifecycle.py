@@ -147,3 +147,11 @@ def test_check_existing_accepts_two_servers_and_names_each_problem(tmp_path):
     finally:
         a.stop(5)
         b.stop(5)
+
+
+def test_group_cpu_seconds_counts_the_live_group(tmp_path):
+    proc = start_fake(tmp_path)
+    proc.wait_ready(30, progress=lambda m: None, interval_s=0.1)
+    assert server.group_cpu_seconds(proc.record.pgid) > 0      # python start-up alone takes CPU time
+    proc.stop(5)
+    assert server.group_cpu_seconds(proc.record.pgid) == 0
