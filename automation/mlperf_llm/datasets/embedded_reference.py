@@ -60,7 +60,7 @@ def check_tokenizer_parity(model_dir, rows) -> int:
 
 
 def generate(model_dir, max_new_tokens=MAX_NEW_TOKENS, limit=None, out=REFERENCE_ANSWERS_FILE,
-             batch_size=BATCH_SIZE, threads=THREADS) -> dict:
+             batch_size=BATCH_SIZE, threads=THREADS, dtype=DTYPE) -> dict:
     import torch
     import transformers
     from transformers import AutoModelForCausalLM
@@ -73,7 +73,7 @@ def generate(model_dir, max_new_tokens=MAX_NEW_TOKENS, limit=None, out=REFERENCE
         raise SystemExit(f"{mismatches} samples tokenize differently from transformers; fix tokenizer.py first")
     torch.manual_seed(0)
     torch.set_num_threads(threads)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, DTYPE)).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype)).eval()
     eos = model.generation_config.eos_token_id
     answers, t0, total = {}, time.time(), 0
     # Batches of similar-length prompts, left-padded (pad = EOS, masked out): far fewer forward passes
@@ -108,7 +108,7 @@ def generate(model_dir, max_new_tokens=MAX_NEW_TOKENS, limit=None, out=REFERENCE
                     f"batch size {batch_size}, left padding with EOS masked out"),
         "settings": {"do_sample": False, "max_new_tokens": max_new_tokens, "min_new_tokens": 1,
                      "batch_size": batch_size, "torch_threads": threads,
-                     "dtype": DTYPE, "device": "cpu", "eos_token_id": eos},
+                     "dtype": dtype, "device": "cpu", "eos_token_id": eos},
         "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
                      "python": sys.version.split()[0]},
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -187,6 +187,7 @@ def main(argv=None) -> int:
     g.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
     g.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     g.add_argument("--threads", type=int, default=THREADS)
+    g.add_argument("--dtype", default=DTYPE, choices=["float32", "bfloat16"])
     g.add_argument("--limit", type=int, help="only the first N samples (a timing probe; writes to --out)")
     g.add_argument("--out", default=str(REFERENCE_ANSWERS_FILE))
     sub.add_parser("score")
@@ -194,7 +195,7 @@ def main(argv=None) -> int:
     if a.cmd == "generate":
         out = Path(a.out)
         result = generate(a.model, a.max_new_tokens, a.limit, REFERENCE_ANSWERS_FILE
-                          if out.resolve() == REFERENCE_ANSWERS_FILE.resolve() else out, a.batch_size, a.threads)
+                          if out.resolve() == REFERENCE_ANSWERS_FILE.resolve() else out, a.batch_size, a.threads, a.dtype)
     else:
         result = score()
     print(json.dumps(result, indent=1))
