@@ -25,6 +25,13 @@ def start_fake(tmp_path, *extra, model='smollm2', port=None):
     return server.start(argv, host='127.0.0.1', port=port, model_name=model, log_path=tmp_path / 'server.log')
 
 
+def wait_answering(proc, deadline_s=30):
+    """Until the fake server answers HTTP at all (a busy machine can take seconds to start python)."""
+    deadline = time.monotonic() + deadline_s
+    while 'not reachable' in (server.probe(proc.url, proc.record.model_name) or '') and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def alive(pid):
     try:
         os.kill(pid, 0)
@@ -74,6 +81,7 @@ def test_early_death_reports_exit_code_and_log_tail(tmp_path):
 def test_timeout_names_last_reason_and_server_can_then_be_stopped(tmp_path):
     proc = start_fake(tmp_path, '--never-ready')
     try:
+        wait_answering(proc)
         with pytest.raises(server.ReadyTimeoutError) as e:
             proc.wait_ready(1.0, progress=lambda m: None, interval_s=0.2)
         assert 'not ready after 1 s' in str(e.value) and 'HTTP 503' in str(e.value)
@@ -86,6 +94,7 @@ def test_wrong_model_name_is_not_ready(tmp_path):
     proc = start_fake(tmp_path, model='other')
     proc.record = server.ServerRecord(**{**proc.record.__dict__, 'model_name': 'smollm2'})
     try:
+        wait_answering(proc)
         with pytest.raises(server.ReadyTimeoutError, match=r"serves \['other'\], not 'smollm2'"):
             proc.wait_ready(1.0, progress=lambda m: None, interval_s=0.2)
     finally:
