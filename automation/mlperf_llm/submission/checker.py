@@ -162,7 +162,11 @@ def run_checker(tree: str, version: str, submitter: str | None = None, inference
     if submitter:
         cmd += ["--submitter", submitter]
     cmd += list(extra_args)
-    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    try:
+        proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise SubmissionError(f"submission checker on {tree}", f"did not finish in {timeout} s",
+                              "look for a very large file in the tree, or run the checker by hand") from None
     output = proc.stdout + proc.stderr
     mode = mode or detect_mode(tree)
     return CheckerReport(cmd, proc.returncode, mode, output, classify(output, tree, mode))

@@ -16,6 +16,7 @@ of rules.py; the input folders are never modified.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -179,7 +180,7 @@ def _place(build_root: str, target: str, clean: bool) -> None:
 
 
 def build_submission(req: BuildRequest) -> BuildReport:
-    meta = req.metadata
+    meta = dataclasses.replace(req.metadata)       # filled in below; the caller's copy stays as given
     spec = get_round(meta.round)
     meta.round = spec.version
     warnings: list[str] = []
