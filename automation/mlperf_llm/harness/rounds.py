@@ -1,12 +1,14 @@
-"""What differs between MLPerf Inference rounds for llama2-70b: LoadGen pins, seeds, layout.
-
-Each pin was checked by the seeds built into that wheel's mlperf.conf (`strings` on the .so).
+"""What differs between MLPerf Inference rounds for the harness: the LoadGen wheel to install, the
+Interactive layout. Wheel ranges and seeds come from `mlperf_llm.sysinfo.rounds` (measured per wheel);
+each pin here applied its round's qsl_rng_seed in a LoadGen run (2026-11-22).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import metadata
+
+from mlperf_llm.sysinfo import rounds as sysinfo_rounds
 
 SCENARIOS = ("Offline", "Server", "Interactive")
 MODELS = ("llama2-70b-99", "llama2-70b-99.9")
@@ -15,16 +17,23 @@ MODELS = ("llama2-70b-99", "llama2-70b-99.9")
 @dataclass(frozen=True)
 class Round:
     name: str               # "5.1"
-    loadgen_pin: str        # an exact mlcommons-loadgen version with this round's seeds
-    loadgen_series: str     # versions "X.Y." whose seeds must still be checked in the log
-    qsl_rng_seed: int
+    loadgen_pin: str        # the wheel to install for this round (named in fix messages)
     interactive: str        # "none" | "model" (llama2-70b-interactive-99/Server) | "scenario" (.../Interactive)
+
+    @property
+    def info(self) -> sysinfo_rounds.Round:
+        """Wheel range and seed, measured per wheel (mlperf_llm.sysinfo.rounds)."""
+        return sysinfo_rounds.round_info(self.name)
+
+    @property
+    def qsl_rng_seed(self) -> int:
+        return self.info.qsl_rng_seed
 
 
 ROUNDS = {
-    "4.1": Round("4.1", "4.1.30", "4.1.", 3066443479025735752, "none"),
-    "5.0": Round("5.0", "5.0.20", "5.0.", 6023615788873153749, "model"),
-    "5.1": Round("5.1", "5.1.2", "5.1.", 1780908523862526354, "scenario"),
+    "4.1": Round("4.1", "4.1.30", "none"),
+    "5.0": Round("5.0", "5.0.20", "model"),
+    "5.1": Round("5.1", "5.1.2", "scenario"),
 }
 DEFAULT_ROUND = "5.1"
 
@@ -34,7 +43,7 @@ class RoundError(ValueError):
 
 
 def get_round(name: str) -> Round:
-    key = name.lstrip("v").strip()
+    key = name.strip().lstrip("rv").strip()
     if key.count(".") > 1:          # "5.1.1" -> "5.1"
         key = ".".join(key.split(".")[:2])
     if key not in ROUNDS:
@@ -53,9 +62,10 @@ def loadgen_check(rnd: Round, version: str | None) -> str | None:
     """A message when `version` of LoadGen cannot produce this round's results, else None."""
     if version is None:
         return (f"mlcommons-loadgen is not installed; fix: pip install mlcommons-loadgen=={rnd.loadgen_pin}")
-    if not version.startswith(rnd.loadgen_series):
-        return (f"mlcommons-loadgen {version} is installed but round {rnd.name} needs its own seeds "
-                f"({rnd.loadgen_series}x); fix: pip install mlcommons-loadgen=={rnd.loadgen_pin}")
+    info = rnd.info
+    if not sysinfo_rounds.in_range(version, info):
+        return (f"mlcommons-loadgen {version} is installed but round {rnd.name} needs a wheel with its seeds "
+                f"({info.loadgen_min} .. {info.loadgen_max}); fix: pip install mlcommons-loadgen=={rnd.loadgen_pin}")
     return None
 
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .client import ApiClient, GenerationParams, PreflightError
+from .client import ApiClient, ApiError, GenerationParams, PreflightError
 from .progress import Progress, Stats
 from .qsl import Dataset, DatasetError, check_tokenizer, load_dataset
 from .responder import Responder
@@ -129,6 +129,9 @@ def _preflight_api(cfg: RunConfig, ds: Dataset, make_client) -> None:
         asyncio.run(go())
     except PreflightError as e:
         raise Refused(str(e)) from None
+    except ApiError as e:
+        raise Refused(f"checking the data set against the server's tokenizer failed ({e}); fix: serve with vLLM "
+                      "(it has POST /tokenize) or set CM_MLPERF_SKIP_TOKENIZER_CHECK=yes") from None
 
 
 def _preflight_hf(cfg: RunConfig, ds: Dataset) -> None:

@@ -60,3 +60,11 @@ def test_interactive_layout_follows_the_round():
         loadgen_model_and_dirs("llama2-70b-99", "Interactive", get_round("4.1"))
     with pytest.raises(RoundError, match="model 'gpt-j'"):
         loadgen_model_and_dirs("gpt-j", "Offline", get_round("5.1"))
+
+
+def test_pins_lie_in_the_measured_wheel_ranges():
+    from mlperf_llm.harness.rounds import ROUNDS
+    for rnd in ROUNDS.values():
+        assert loadgen_check(rnd, rnd.loadgen_pin) is None, rnd
+    # 5.0.25 already carries 5.1's seeds: refused for 5.0 before any run
+    assert "5.0.9 .. 5.0.21" in loadgen_check(get_round("5.0"), "5.0.25")
