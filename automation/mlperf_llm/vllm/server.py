@@ -247,7 +247,7 @@ def _group_stats(pgid: int):
 
 def group_cpu_seconds(pgid: int) -> float:
     """CPU time (user + system) used so far by the live processes of a server's group (for benchmarks)."""
-    return sum(ticks for _, ticks in _group_stats(pgid)) / os.sysconf('SC_CLK_TCK')
+    return sum(ticks for state, ticks in _group_stats(pgid) if state not in ('Z', 'X')) / os.sysconf('SC_CLK_TCK')
 
 
 def _group_alive(pgid: int) -> bool:
@@ -287,6 +287,8 @@ def stop(record: ServerRecord, grace_s: float = 30.0, popen: subprocess.Popen | 
         if popen is not None:
             popen.poll()
         if not _group_alive(record.pgid):
+            if popen is not None:
+                popen.wait(timeout=10)      # reap it: the group is gone, only a zombie can be left
             return f'server pid {record.pid} stopped (SIGTERM)'
         time.sleep(0.2)
     _signal_group(record.pgid, signal.SIGKILL)
