@@ -138,3 +138,22 @@ def test_find_performance_sets_targets_from_a_short_run(tmp_path, dataset):
     assert found["targets"]["Offline"] > 0 and found["targets"]["Server"] < found["targets"]["Offline"]
     conf = (Path(perf.directory) / "user.conf").read_text()
     assert f"llama2-70b.Offline.target_qps = {found['targets']['Offline']:g}" in conf
+
+
+AUDIT = ("*.*.mode = 2\n*.*.accuracy_log_rng_seed = 720381539243781796\n*.*.accuracy_log_sampling_target = {n}\n"
+         "*.*.min_query_count = {n}\n*.*.min_duration = 0\n*.*.sample_concatenate_permutation = 0\n")
+
+
+def test_audit_config_only_reaches_the_compliance_test(tmp_path, dataset, monkeypatch):
+    # an audit.config lying in the caller's cwd must not change a normal run; TEST06 gets its own copy
+    (tmp_path / "audit.config").write_text(AUDIT.format(n=ROWS))
+    monkeypatch.chdir(tmp_path)
+    with StandinProcess(StandinConfig(output_tokens=4)) as sp:
+        perf, t06 = run_all(_req(tmp_path, dataset, [sp.url], modes=("performance", "TEST06"),
+                                 audit_conf=str(tmp_path / "audit.config")))
+    assert (perf.verdict, t06.verdict) == ("VALID", "VALID")
+    assert json.loads((Path(perf.directory) / "mlperf_log_accuracy.json").read_text() or "[]") == []
+    assert not (Path(perf.directory) / "audit.config").exists()
+    d = Path(t06.directory)
+    assert d.parts[-2:] == ("Offline", "TEST06") and (d / "audit.config").read_text() == AUDIT.format(n=ROWS)
+    assert len(_accuracy_ids(d / "mlperf_log_accuracy.json")) == ROWS   # the audit's accuracy logging applied
