@@ -31,6 +31,12 @@ def _hash_recorded(accuracy_dir: str) -> bool:
         return any(re.match(r"^hash=[\w\d]+$", line.strip()) for line in f)
 
 
+def _compliance_dir(rel_dir: str) -> bool:
+    """compliance/... (v4.1..v5.1) or results/.../TEST06/... (v6.0): TEST06 logs are kept whole."""
+    parts = rel_dir.split(os.sep)
+    return "compliance" in parts or any(p.startswith("TEST0") for p in parts)
+
+
 def find_violations(root: str) -> list[Violation]:
     out: list[Violation] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -63,7 +69,7 @@ def find_violations(root: str) -> list[Violation]:
                 out.append(Violation(rel(name), f"file over 50 MB ({size} bytes)", "leave it out or shrink it"))
             if (name == "mlperf_log_accuracy.json" and size > MAX_ACCURACY_LOG_SIZE
                     and os.path.basename(dirpath) == "accuracy"
-                    and "compliance" not in rel_dir.split(os.sep)):
+                    and not _compliance_dir(rel_dir)):
                 if not _hash_recorded(dirpath):
                     out.append(Violation(rel(name), f"accuracy log over 10 KB ({size} bytes) and not truncated",
                                          "truncate it and record its hash in accuracy.txt"))

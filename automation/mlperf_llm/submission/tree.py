@@ -1,7 +1,9 @@
 """Build the MLPerf submission tree of one system from a results folder, a SUT description and metadata.
 
     <submission_dir>/README.md
-    <submission_dir>/<division>/<submitter>/systems/<system>.json
+    <submission_dir>/<division>/<submitter>/systems/<system>.json      (v4.1 .. v5.1; v6.0 moves the
+                                                                        measurements and TEST06 files
+                                                                        into results/.../<Scenario>/)
         code/<model>/<implementation>/README.md
         documentation/calibration.md
         measurements/<system>/<model>/<Scenario>/{README.md, user.conf, <system>_<impl>_<Scenario>.json[, mlperf.conf]}
@@ -231,7 +233,7 @@ def _build(root, req, meta, spec, system, runs, warnings) -> BuildReport:
     for run in runs:
         key = (sysname, run.model, run.scenario)
         res_dir = os.path.join(sub, "results", *key)
-        meas_dir = os.path.join(sub, "measurements", *key)
+        meas_dir = res_dir if spec.layout == "v6" else os.path.join(sub, "measurements", *key)
         perf_dir = os.path.join(res_dir, "performance", "run_1")
         for name in ("mlperf_log_summary.txt", "mlperf_log_detail.txt"):
             _copy(os.path.join(run.performance, name), os.path.join(perf_dir, name))
@@ -246,7 +248,9 @@ def _build(root, req, meta, spec, system, runs, warnings) -> BuildReport:
             if log.errors:
                 warnings.append(f"{run.model}/{run.scenario} {label} detail log has LoadGen errors: {log.errors[:3]}")
         if run.test06:
-            _add_test06(sub, key, run, meta, result, warnings)
+            t06_dir = os.path.join(res_dir if spec.layout == "v6" else os.path.join(sub, "compliance", *key),
+                                   "TEST06")
+            _add_test06(t06_dir, run, result, warnings)
         _copy(run.user_conf, os.path.join(meas_dir, "user.conf"))
         if spec.mlperf_conf_in_measurements:
             conf = run.mlperf_conf or os.path.join(req.inference_src, "mlperf.conf")
@@ -270,8 +274,7 @@ def _build(root, req, meta, spec, system, runs, warnings) -> BuildReport:
     return BuildReport(root, sub, summary, results, warnings, files)
 
 
-def _add_test06(sub, key, run, meta, result, warnings) -> None:
-    t06_dir = os.path.join(sub, "compliance", *key, "TEST06")
+def _add_test06(t06_dir, run, result, warnings) -> None:
     _copy(os.path.join(run.test06, "verify_accuracy.txt"), os.path.join(t06_dir, "verify_accuracy.txt"))
     result.test06 = read_verify_accuracy(os.path.join(t06_dir, "verify_accuracy.txt"))
     if not verification_passes(result.test06):

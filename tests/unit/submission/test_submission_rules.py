@@ -32,7 +32,9 @@ def test_a_clean_tree_has_no_violation(tmp_path):
     assert rules_of(tmp_path, {"README.md": "x", f"{RES}/accuracy/accuracy.txt": "hash=ab12\n",
                                f"{RES}/accuracy/mlperf_log_accuracy.json": "[]" * 100,
                                f"{COMP}/accuracy/mlperf_log_accuracy.json": "x" * 20000,  # TEST06 kept whole
-                               f"{COMP}/verify_accuracy.txt": "EOS check pass: True\n"}) == set()
+                               f"{COMP}/verify_accuracy.txt": "EOS check pass: True\n",
+                               f"{RES}/TEST06/accuracy/mlperf_log_accuracy.json": "x" * 20000,  # v6.0 layout
+                               }) == set()
 
 
 def test_each_forbidden_thing_is_named(tmp_path):

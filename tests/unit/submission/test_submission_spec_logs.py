@@ -15,8 +15,8 @@ def test_round_names_normalize(name, version):
 
 
 def test_unknown_round_is_refused_with_the_choices():
-    with pytest.raises(SubmissionError, match="v4.1, v5.0, v5.1"):
-        spec.get_round("6.0")
+    with pytest.raises(SubmissionError, match="v4.1, v5.0, v5.1, v6.0"):
+        spec.get_round("7.0")
 
 
 def test_targets_are_the_checkers_and_print_as_seed_003():
