@@ -73,7 +73,7 @@ def find_checker(inference_src: str | None) -> str:
     src = inference_src or os.environ.get("CM_MLPERF_INFERENCE_SOURCE")
     if not src:
         raise SubmissionError("inference source", "is not given",
-                              "pass --inference_src=DIR (mlcommons/inference at the round's tag) or set "
+                              "pass --src_path=DIR (mlcommons/inference at the round's tag) or set "
                               "CM_MLPERF_INFERENCE_SOURCE, or run get-mlperf-inference-src")
     path = os.path.join(src, "tools", "submission", "submission_checker.py")
     if not os.path.isfile(path):

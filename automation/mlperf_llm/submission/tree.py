@@ -111,7 +111,7 @@ def _missing_inputs(runs: list[ScenarioRun], meta: Metadata, need_mlperf_conf: b
         if need_mlperf_conf and not r.mlperf_conf and not (
                 inference_src and os.path.isfile(os.path.join(inference_src, "mlperf.conf"))):
             problems.append(f"{where}: v4.1 needs measurements/.../mlperf.conf: none in the results folder and "
-                            "no inference source (give --inference_src=DIR of mlcommons/inference at v4.1)")
+                            "no inference source (pass --src_path=DIR, an mlcommons/inference checkout at v4.1)")
     return problems
 
 
