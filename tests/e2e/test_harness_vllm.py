@@ -2,7 +2,7 @@
 OpenOrca-format data set made with the model's tokenizer, real LoadGen; Offline and Server,
 performance and accuracy, each test in its own process.
 
-The vLLM interpreter: $CM_VLLM_PYTHON, else /work/venvs/vllm. The model: $CM_EMBEDDED_MODEL_PATH
+The vLLM interpreter: $CM_VLLM_PYTHON, else /work/venvs/vllm, else the engine's install,vllm step. The model: $CM_EMBEDDED_MODEL_PATH
 (default /work/cache/smollm2-hf). Answers are capped at 128 tokens to keep the run short on 2 cores.
 """
 import asyncio
@@ -34,12 +34,19 @@ def _free_port():
 @pytest.fixture(scope="module")
 def vllm_url(tmp_path_factory):
     from mlperf_llm.vllm import service
-    python = os.environ.get("CM_VLLM_PYTHON") or "/work/venvs/vllm/bin/python"
     if not (MODEL / "config.json").is_file():
         pytest.skip(f"no converted embedded model at {MODEL}; set CM_EMBEDDED_MODEL_PATH "
                     "(cm run script --tags=get,ml-model,smollm2 makes one)")
-    if not Path(python).exists():
-        pytest.skip(f"no vLLM interpreter at {python}; set CM_VLLM_PYTHON (cm run script --tags=install,vllm)")
+    python = os.environ.get("CM_VLLM_PYTHON") or "/work/venvs/vllm/bin/python"
+    if not Path(python).exists():      # a fresh machine: the engine's install,vllm step makes one
+        from cmengine.registry import Repo
+        from enginefixtures import Runner
+        root = Path(__file__).resolve().parents[2]
+        runner = Runner([Repo("cm4mlperf-llm", str(root))], str(tmp_path_factory.mktemp("cache")),
+                        include_project=True)
+        r = runner.run("install,vllm")
+        assert r["return"] == 0, r.get("error")
+        python = r["new_env"]["CM_VLLM_PYTHON"]
     env = {"CM_VLLM_PYTHON": python, "CM_VLLM_MODEL": str(MODEL), "CM_VLLM_SERVED_MODEL_NAME": NAME,
            "CM_VLLM_ENFORCE_EAGER": "yes", "CM_VLLM_MAX_MODEL_LEN": "2048", "CM_VLLM_PORT": str(_free_port()),
            "CM_VLLM_EXPECTED_CONCURRENCY": "16"}
