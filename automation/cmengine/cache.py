@@ -183,13 +183,13 @@ class Store:
 
     # -- explaining -----------------------------------------------------------------------------
     def explain_miss(self, alias: str, components: dict) -> str:
-        """Why there is no entry: compare with the newest entry of the same script."""
+        """Why there is no entry: compare with the closest entry of the same script."""
         same = [e for e in self.entries() if e.alias == alias]
         if not same:
             return "no entry yet for this script"
-        newest = max(same, key=lambda e: e.meta.get("created", 0))
-        diffs = diff_components(newest.meta.get("components", {}), components)
-        return "no entry for this key; the newest entry differs in: " + "; ".join(diffs[:4])
+        diffs = min((diff_components(e.meta.get("components", {}), components) for e in same),
+                    key=len)
+        return "no entry for this key; the closest entry differs in: " + "; ".join(diffs[:4])
 
 
 def diff_components(old: dict, new: dict) -> list[str]:
