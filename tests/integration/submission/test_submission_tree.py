@@ -33,7 +33,7 @@ def test_tree_layout_per_round(tmp_path, version, division):
     files = {os.path.relpath(os.path.join(d, f), sub) for d, _, fs in os.walk(sub) for f in fs}
     expected = {f"systems/{SYS}.json", "code/llama2-70b-99/reference/README.md", "documentation/calibration.md",
                 f"results/{SYS}/summary.html"}
-    for sc in ("Offline", "Server"):
+    for sc in ("Offline", "Server") + (("Interactive",) if version == "v5.1" else ()):
         m = f"measurements/{SYS}/llama2-70b-99/{sc}/"
         r = f"results/{SYS}/llama2-70b-99/{sc}/"
         c = f"compliance/{SYS}/llama2-70b-99/{sc}/TEST06/"

@@ -51,7 +51,8 @@ def test_system_checks_name_every_gap():
 
 def test_results_discovery(tmp_path):
     runs = discover_results(os.path.join(FIX, "results-v5.1"))
-    assert [(r.model, r.scenario) for r in runs] == [("llama2-70b-99", "Offline"), ("llama2-70b-99", "Server")]
+    assert [(r.model, r.scenario) for r in runs] == [("llama2-70b-99", "Offline"), ("llama2-70b-99", "Server"),
+                                                     ("llama2-70b-99", "Interactive")]
     assert all(r.performance and r.accuracy and r.test06 and r.user_conf for r in runs)
     with pytest.raises(SubmissionError, match="does not exist"):
         discover_results(str(tmp_path / "nope"))
