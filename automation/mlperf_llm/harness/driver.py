@@ -132,14 +132,21 @@ def _run_logged(cmd: list[str], log_path: Path) -> int:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([AUTOMATION_DIR] + [p for p in [env.get("PYTHONPATH")] if p])
     env["PYTHONUNBUFFERED"] = "1"
+    if sys.stderr.isatty():
+        env["CM_MLPERF_PROGRESS_TTY"] = "yes"
     with open(log_path, "w", encoding="utf-8") as log:
         log.write("$ " + " ".join(cmd) + "\n")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, bufsize=1)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, bufsize=0)
         assert proc.stdout is not None
-        for line in proc.stdout:
-            log.write(line)
+        while True:      # by chunks: a live progress line ends in "\r", not "\n"
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            text = chunk.decode(errors="replace")
+            log.write(text)
             log.flush()
-            sys.stderr.write(line)
+            sys.stderr.write(text)
+            sys.stderr.flush()
         return proc.wait()
 
 

@@ -31,10 +31,10 @@ class Progress:
     """Prints `Stats` every `interval_s` to stderr: one rewritten line on a terminal, else lines."""
 
     def __init__(self, stats: Stats, label: str, enabled: bool = True, interval_s: float | None = None,
-                 stream=None):
+                 stream=None, tty: bool | None = None):
         self.stats, self.label, self.enabled = stats, label, enabled
         self.stream = stream or sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) if tty is None else tty
         self.interval_s = interval_s if interval_s is not None else (0.5 if self.tty else 10.0)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="progress", daemon=True)

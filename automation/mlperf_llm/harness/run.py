@@ -227,7 +227,9 @@ def run(cfg: RunConfig) -> int:
         log_settings.log_output = log_out
         log_settings.enable_trace = cfg.enable_log_trace
         label = f"{cfg.scenario} {cfg.mode}"
-        with Progress(stats, label, enabled=cfg.progress):
+        # the driver pipes our output; it says when its own stderr is a terminal
+        tty = True if os.environ.get("CM_MLPERF_PROGRESS_TTY") == "yes" else None
+        with Progress(stats, label, enabled=cfg.progress, tty=tty):
             lg.StartTestWithLogSettings(lg_sut, qsl, settings, log_settings, str(audit))
         done.set()
         sut.stop()
