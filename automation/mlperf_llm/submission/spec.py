@@ -47,15 +47,16 @@ class RoundSpec:
     mlperf_conf_in_measurements: bool
     calibration_doc_closed: bool          # the checker wants documentation/calibration.md (we always write it)
     required_scenarios: tuple[str, ...]   # datacenter, closed division
+    qsl_rng_seed: int = 0                 # the round's seed, built into its LoadGen wheels
     layout: str = "v4"                    # "v6": measurements and compliance files inside results/
 
 
 ROUNDS = {
-    "v4.1": RoundSpec("v4.1", True, False, ("Server", "Offline")),
-    "v5.0": RoundSpec("v5.0", False, False, ("Server", "Offline")),
-    "v5.1": RoundSpec("v5.1", False, True, ("Server", "Offline")),
+    "v4.1": RoundSpec("v4.1", True, False, ("Server", "Offline"), 3066443479025735752),
+    "v5.0": RoundSpec("v5.0", False, False, ("Server", "Offline"), 6023615788873153749),
+    "v5.1": RoundSpec("v5.1", False, True, ("Server", "Offline"), 1780908523862526354),
     # v6.0's layout, as the v6.0.0pre checker reads it (its LoadGen seeds are still v5.1's there)
-    "v6.0": RoundSpec("v6.0", False, True, ("Offline",), "v6"),
+    "v6.0": RoundSpec("v6.0", False, True, ("Offline",), 1780908523862526354, "v6"),
 }
 
 

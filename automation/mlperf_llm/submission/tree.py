@@ -243,6 +243,11 @@ def _build(root, req, meta, spec, system, runs, warnings) -> BuildReport:
         truncate_with_hash(acc_dir)
         perf_log = read_detail_log(os.path.join(perf_dir, "mlperf_log_detail.txt"))
         result = scenario_result(meta, run, perf_log, read_accuracy_txt(os.path.join(acc_dir, "accuracy.txt")))
+        seed = perf_log.get("effective_qsl_rng_seed")
+        if spec.qsl_rng_seed and seed != spec.qsl_rng_seed:
+            warnings.append(f"{run.model}/{run.scenario}: LoadGen's qsl_rng_seed {seed} is not round {spec.version}'s "
+                            f"({spec.qsl_rng_seed}); the checker will refuse the run: rerun with mlcommons-loadgen "
+                            "pinned to the round")
         for label, log in (("performance", perf_log),
                            ("accuracy", read_detail_log(os.path.join(acc_dir, "mlperf_log_detail.txt")))):
             if log.errors:

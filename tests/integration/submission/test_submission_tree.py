@@ -200,3 +200,10 @@ def test_v60_layout_keeps_measurements_and_test06_inside_results(tmp_path):
     assert os.path.isfile(os.path.join(scen, "TEST06", "verify_accuracy.txt"))
     assert os.path.getsize(os.path.join(scen, "TEST06", "accuracy", "mlperf_log_accuracy.json")) > 10 * 1024
     assert find_violations(report.submission_dir) == []
+
+
+def test_logs_of_another_rounds_loadgen_are_flagged(tmp_path):
+    report = build_submission(BuildRequest(os.path.join(FIX, "results-v5.0"), os.path.join(FIX, "system.json"),
+                                           metadata("v5.1", "open"), str(tmp_path / "out")))
+    assert any("qsl_rng_seed 6023615788873153749 is not round v5.1's" in w for w in report.warnings)
+    assert not any("qsl_rng_seed" in w for w in build(tmp_path / "ok", "v5.1", "open").warnings)
