@@ -84,7 +84,6 @@ class RunOptions:
     api_servers: tuple[str, ...] = ()
     keep_server: bool = False
     start_timeout_s: float = 600.0
-    python: str = 'python3'
 
 
 def split_urls(text: str | None) -> tuple[str, ...]:
@@ -114,5 +113,4 @@ def run_options_from_env(env: dict) -> RunOptions:
         api_servers=split_urls(env.get('CM_VLLM_API_SERVERS')),
         keep_server=parse_bool('CM_VLLM_KEEP_SERVER', env.get('CM_VLLM_KEEP_SERVER')),
         start_timeout_s=timeout,
-        python=env.get('CM_VLLM_PYTHON') or 'python3',
     )
