@@ -9,11 +9,38 @@ import glob
 import hashlib
 import os
 import pickle
+import re
 from typing import Iterable
 
 _SKIP_DIRS = {"__pycache__", ".git", ".pytest_cache"}
 _SKIP_SUFFIXES = (".pyc", ".pyo", ".swp", "~")
 _SKIP_PREFIXES = ("tmp-run", ".")
+
+
+_LIB_IMPORT = re.compile(r"\bmlperf_llm((?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
+
+
+def library_globs(folder: str, automation_dir: str) -> list[str]:
+    """The project library code a step's hooks and native scripts use: for each `mlperf_llm.AREA`
+    they import or run, every file of that area (so editing the library renews the entry)."""
+    areas = set()
+    for name in ("customize.py", "run.sh"):
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        for m in _LIB_IMPORT.finditer(text):
+            parts = [p for p in m.group(1).split(".") if p]
+            areas.add(parts[0] if parts else "")
+    out = []
+    for area in sorted(areas):
+        base = os.path.join(automation_dir, "mlperf_llm", area)
+        if os.path.isdir(base):
+            out.append(os.path.join(base, "**", "*"))
+        elif os.path.isfile(base + ".py"):
+            out.append(base + ".py")
+    return out
 
 
 class Fingerprints:

@@ -10,18 +10,20 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import conditions, env as envmod
 from .errors import CycleError, EngineError, InputError, did_you_mean
-from .fingerprint import Fingerprints
+from .fingerprint import Fingerprints, library_globs
 from .manifest import DEP_LISTS, Dep, Manifest
 from .registry import Query, Registry
 from .variations import Selection, select
 from .versions import Constraint, choose
 
 KEY_FORMAT = 1
+AUTOMATION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_DEPTH = 64
 _DROP_INHERITED = ("CM_VERSION", "CM_VERSION_MIN", "CM_VERSION_MAX", "CM_TMP_")
 
@@ -172,7 +174,6 @@ class Planner:
     def plan(self) -> Plan:
         q = Query.parse(self.req.tags, self.req.alias)
         m = self.registry.select(q, quiet=self.req.quiet)
-        import os
         base = {"CM_RUN_CWD": os.getcwd()}   # where cm was started: default output folders
         root = self._resolve(m, q, self.req.version, base, [], dict(self.req.adr), [], [])
         self._check_inputs()
@@ -346,7 +347,8 @@ class Planner:
         node.components = {
             "format": KEY_FORMAT,
             "script": f"{m.repo}:{m.alias}",
-            "content": self.fp.digest(m.folder, m.get("cache_key_files") or []),
+            "content": self.fp.digest(m.folder, list(m.get("cache_key_files") or [])
+                                      + library_globs(m.folder, AUTOMATION_DIR)),
             "variations": node.selection.names,
             "version": [node.version, node.constraint.version_min, node.constraint.version_max],
             "env": env_part,
@@ -358,7 +360,6 @@ class Planner:
 
 
 def os_path_isfile(folder: str, name: str) -> bool:
-    import os
     return os.path.isfile(os.path.join(folder, name))
 
 

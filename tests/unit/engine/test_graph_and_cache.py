@@ -101,3 +101,17 @@ def test_keys_produced_by_own_deps_or_own_outputs_do_not_couple_to_siblings(tmp_
     })
     p = plan(r, "top")
     assert sorted(n.alias for n in p.nodes.values()) == ["data", "py", "top", "venv"]
+
+
+def test_library_code_a_hook_imports_is_part_of_the_key(tmp_path, monkeypatch):
+    import cmengine.graph as graph
+    auto = tmp_path / "automation"
+    (auto / "mlperf_llm" / "area").mkdir(parents=True)
+    lib = auto / "mlperf_llm" / "area" / "work.py"
+    lib.write_text("X = 1\n")
+    monkeypatch.setattr(graph, "AUTOMATION_DIR", str(auto))
+    r = make_repo(str(tmp_path), {"s": ({"tags": ["s"], "cache": True},
+                                        {"customize.py": "from mlperf_llm.area import work\n"})})
+    k1 = plan(r, "s").root.key
+    lib.write_text("X = 2\n")
+    assert plan(r, "s").root.key != k1
