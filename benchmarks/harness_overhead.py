@@ -100,6 +100,29 @@ class ReferenceDesignSUT:
         self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(qid, p, n * 4, n)])
 
 
+class NoopSUT:
+    """Answers at once inside issue_queries, without a server: LoadGen's own cost per query."""
+
+    def __init__(self, lg):
+        self.lg = lg
+        self.tok = array.array("i", [5, 6, 7, 8, 9, 10, 11, 2])
+
+    def start(self):
+        pass
+
+    def stop(self):
+        pass
+
+    def issue_queries(self, samples):
+        p, n = self.tok.buffer_info()
+        for s in samples:
+            self.lg.FirstTokenComplete([self.lg.QuerySampleResponse(s.id, p, 4)])
+            self.lg.QuerySamplesComplete([self.lg.QuerySampleResponse(s.id, p, n * 4, n)])
+
+    def flush_queries(self):
+        pass
+
+
 # ---------------------------------------------------------------- one LoadGen trial (child process)
 def trial(impl: str, url: str, qps: float, duration_s: float, dataset: str, out: str) -> dict:
     import mlperf_loadgen as lg
@@ -122,6 +145,8 @@ def trial(impl: str, url: str, qps: float, duration_s: float, dataset: str, out:
     if impl == "ours":
         sut = ApiSUT(ds, ApiSutConfig(streaming=True), lambda: ApiClient([url], MODEL, GenerationParams()),
                      Responder(lg, Stats()))
+    elif impl == "noop":
+        sut = NoopSUT(lg)
     else:
         sut = ReferenceDesignSUT(lg, ds.tok_input, url)
     sut.start()
@@ -134,14 +159,17 @@ def trial(impl: str, url: str, qps: float, duration_s: float, dataset: str, out:
     ls.enable_trace = False
     cwd = os.getcwd()
     os.chdir(out)
+    cpu0 = time.process_time()          # all threads of this process: LoadGen, SUT, client
     lg.StartTestWithLogSettings(lsut, qsl, settings, ls, str(Path(out) / "audit.config"))
+    cpu = time.process_time() - cpu0
     os.chdir(cwd)
     sut.stop()
     s = read_summary(Path(out))
     text = (Path(out) / "mlperf_log_summary.txt").read_text()
     sched = float(text.split("Scheduled samples per second :")[1].split()[0])
     return {"impl": impl, "target": qps, "completed_qps": s.samples_per_second, "scheduled_qps": sched,
-            "ttft_p99_ms": (s.ttft_p99_ns or 0) / 1e6}
+            "ttft_p99_ms": (s.ttft_p99_ns or 0) / 1e6,
+            "cpu_ms_per_query": 1000 * cpu / max(1, round((s.samples_per_second or 0) * duration_s))}
 
 
 def run_trial(impl, url, qps, duration_s, dataset) -> dict:
@@ -196,7 +224,22 @@ async def _stream_once(session, url, prompt) -> float | None:
     return ttft
 
 
-async def bare_ceiling(url, prompts, seconds=5.0, concurrency=64) -> float:
+def _run_fast(coro):
+    """The bare generators get the fastest loop we have (uvloop when installed), like our SUT."""
+    try:
+        import uvloop
+        return uvloop.run(coro)
+    except ImportError:
+        return asyncio.run(coro)
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """user+system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def bare_ceiling(url, prompts, seconds=5.0, concurrency=64) -> tuple[float, int]:
     import aiohttp
     done = 0
     stop = time.perf_counter() + seconds
@@ -210,7 +253,7 @@ async def bare_ceiling(url, prompts, seconds=5.0, concurrency=64) -> float:
                 i += concurrency
         t0 = time.perf_counter()
         await asyncio.gather(*(loop(k) for k in range(concurrency)))
-        return done / (time.perf_counter() - t0)
+        return done / (time.perf_counter() - t0), done
 
 
 async def bare_ttft_p99(url, prompts, qps=100.0, seconds=5.0) -> float:
@@ -250,18 +293,24 @@ def main() -> int:
         prompts = load_dataset(dataset).tok_input
         with StandinProcess(StandinConfig(model_name=MODEL, output_tokens=OUTPUT_TOKENS)) as sp:
             print(f"stand-in {sp.url}: zero latency, {OUTPUT_TOKENS} streamed tokens per query; {os.cpu_count()} cores")
-            ceiling = asyncio.run(bare_ceiling(sp.url, prompts, seconds=dur + 1))
-            print(f"stand-in ceiling (bare aiohttp closed loop, 64 in flight): {ceiling:,.0f} req/s", flush=True)
+            c0 = _proc_cpu_s(sp.proc.pid)
+            ceiling, n_bare = _run_fast(bare_ceiling(sp.url, prompts, seconds=dur + 1))
+            standin_ms = 1000 * (_proc_cpu_s(sp.proc.pid) - c0) / max(1, n_bare)
+            print(f"stand-in ceiling (bare aiohttp closed loop, 64 in flight): {ceiling:,.0f} req/s; "
+                  f"stand-in CPU {standin_ms:.3f} ms per request", flush=True)
             steps = 2 if a.quick else 3
             ours, _ = max_sustained("ours", sp.url, dur, dataset, bisect_steps=steps)
             ref, _ = max_sustained("reference", sp.url, dur, dataset, bisect_steps=steps)
             # p99 TTFT at 100 QPS: bare, ours, reference interleaved, `reps` times; medians
             reps, secs = (1, dur + 1) if a.quick else (3, 10.0)
             samples: dict[str, list[float]] = {"bare": [], "ours": [], "reference": []}
+            cpu: dict[str, list[float]] = {"ours": [], "reference": []}
             for _ in range(reps):
-                samples["bare"].append(asyncio.run(bare_ttft_p99(sp.url, prompts, 100.0, seconds=secs)))
+                samples["bare"].append(_run_fast(bare_ttft_p99(sp.url, prompts, 100.0, seconds=secs)))
                 for impl in ("ours", "reference"):
-                    samples[impl].append(run_trial(impl, sp.url, 100.0, secs, dataset)["ttft_p99_ms"])
+                    r = run_trial(impl, sp.url, 100.0, secs, dataset)
+                    samples[impl].append(r["ttft_p99_ms"])
+                    cpu[impl].append(r.get("cpu_ms_per_query", float("nan")))
                 print("  p99 TTFT at 100 QPS (ms): " + ", ".join(f"{k} {v[-1]:.3f}" for k, v in samples.items()),
                       flush=True)
     med = {k: sorted(v)[len(v) // 2] for k, v in samples.items()}
@@ -277,6 +326,12 @@ def main() -> int:
           f"{at100['reference']['ttft_p99_ms']:8.3f} ms   (bare {bare_p99:.3f} ms)")
     print(f"  p99 TTFT added            ours {add['ours']:8.3f}   reference {add['reference']:8.3f} ms   "
           "(target ours < 1 ms)")
+    cmed = {k: sorted(v)[len(v) // 2] for k, v in cpu.items()}
+    print(f"  client CPU per query      ours {cmed['ours']:8.3f}   reference {cmed['reference']:8.3f} ms   "
+          f"ratio {cmed['reference'] / max(cmed['ours'], 1e-9):5.2f}x (LoadGen included; stand-in: "
+          f"{standin_ms:.3f} ms per request)")
+    print(f"  one-core QPS bound        ours {1000 / cmed['ours']:8.0f}   reference {1000 / cmed['reference']:8.0f}   "
+          f"stand-in {1000 / max(standin_ms, 1e-9):8.0f}   (1 / CPU per query: robust to other load)")
     return 0
 
 

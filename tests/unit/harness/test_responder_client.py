@@ -82,3 +82,11 @@ def test_fast_stream_parse_agrees_with_json():
     assert _fast_token_ids(b'{"error":{"message":"x"},"choices":[{"token_ids":[1]}]}') is None
     assert _fast_token_ids(b'{"choices":[{"token_ids":[1]},{"token_ids":[2]}]}') is None
     assert _fast_token_ids(b'{"choices":[{"text":"x"}]}') is None
+
+
+def test_request_bytes_are_the_json_body():
+    import json
+    from mlperf_llm.harness.client import ApiClient
+    c = ApiClient(["http://x"], 'mo"del', GenerationParams(max_tokens=7))
+    for stream in (True, False):
+        assert json.loads(c._body([1, 29871, 3], stream)) == GenerationParams(max_tokens=7).body('mo"del', [1, 29871, 3], stream)
