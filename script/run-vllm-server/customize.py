@@ -51,3 +51,10 @@ def postprocess(i):
     print(f'vLLM server at {env["CM_VLLM_SERVER_URL"]} serving {env["CM_VLLM_SERVER_MODEL_NAME"]!r}; '
           f'log {env["CM_VLLM_SERVER_LOG"]}')
     return {'return': 0}
+
+
+def cleanup(i):
+    """At the end of the whole run (also after a failure): stop the server this step started,
+    unless --keep_server."""
+    service.stop_from_env(i['env'])   # prints what it did
+    return {'return': 0}
