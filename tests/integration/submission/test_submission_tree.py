@@ -119,11 +119,17 @@ def test_embedded_targets_from_the_accuracy_steps_json(tmp_path):
                                            "accuracy", "accuracy.json"))     # the checker wants 4 files only
 
 
-def test_v41_empty_test06_log_is_flagged(tmp_path):
-    report = build(tmp_path, "v4.1", "closed")
-    assert any("passed vacuously" in w for w in report.warnings)
-    html = open(report.summary_html).read()
-    assert "passed vacuously" in html
+def test_empty_test06_log_is_flagged(tmp_path):
+    """LoadGen 4.1.x wheels ignore audit.config's accuracy_log_* keys and log `[\n]`: a vacuous pass."""
+    import shutil
+    res = tmp_path / "results"
+    shutil.copytree(os.path.join(FIX, "results-v4.1"), res)
+    (res / "llama2-70b-99" / "Server" / "TEST06" / "accuracy" / "mlperf_log_accuracy.json").write_text("[\n]")
+    report = build_submission(BuildRequest(str(res), os.path.join(FIX, "system.json"), metadata("v4.1", "closed"),
+                                           str(tmp_path / "out")))
+    assert [w for w in report.warnings if "passed vacuously" in w][0].startswith("llama2-70b-99/Server TEST06")
+    assert "passed vacuously" in open(report.summary_html).read()
+    assert not any("passed vacuously" in w for w in build(tmp_path / "ok", "v4.1", "closed").warnings)
 
 
 def test_rebuild_replaces_our_tree_but_not_a_foreign_folder(tmp_path):
