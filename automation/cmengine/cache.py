@@ -195,7 +195,7 @@ class Store:
 def diff_components(old: dict, new: dict) -> list[str]:
     out = []
     if old.get("content") != new.get("content"):
-        out.append("the script folder's content (manifest, hooks or native scripts)")
+        out.append("the step's code (its script folder or the library code it uses)")
     if old.get("variations") != new.get("variations"):
         out.append(f"variations {old.get('variations')} -> {new.get('variations')}")
     if old.get("version") != new.get("version"):
