@@ -17,6 +17,8 @@ def preprocess(i):
         os.path.dirname(os.path.abspath(results)), 'mlperf_submission')
     try:
         meta = metadata_from_env(env)
+        if not meta.step_cache_keys:   # the steps of this run and the cache entries they used
+            meta.step_cache_keys = {s['script']: s['key'] for s in i.get('steps', [])}
         report = build_submission(BuildRequest(
             results_dir=results, system_json=sut_desc_path(env), metadata=meta, submission_dir=target,
             inference_src=env.get('CM_MLPERF_INFERENCE_SOURCE') or None,

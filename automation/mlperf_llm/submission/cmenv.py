@@ -26,6 +26,7 @@ ENV_FIELDS = {
     "CM_MLPERF_EXECUTION_MODE": "execution_mode",
     "CM_MLPERF_RUN_COMMAND": "command",
     "CM_VLLM_SERVE_COMMAND": "vllm_serve_command",
+    "CM_VLLM_SERVER_COMMAND": "vllm_serve_command",     # what run-vllm-server started
     "CM_MLPERF_API_MODEL_NAME": "served_model_name",
     "CM_ML_MODEL_STARTING_WEIGHTS_FILENAME": "starting_weights_filename",
     "CM_ML_MODEL_WEIGHT_DATA_TYPES": "weight_data_types",
