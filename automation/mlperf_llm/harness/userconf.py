@@ -83,8 +83,8 @@ def _round_down(x: float) -> float:
     if x <= 0:
         return 0.0
     import math
-    scale = 10 ** (math.floor(math.log10(x)) - 2)
-    return math.floor(x / scale) * scale
+    digits = 2 - math.floor(math.log10(x))
+    return float(round(math.floor(round(x * 10 ** digits, 9)) / 10 ** digits, max(digits, 0)))
 
 
 def pick_targets(measured_offline_qps: float) -> dict[str, float]:

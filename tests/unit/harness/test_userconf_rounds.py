@@ -68,3 +68,11 @@ def test_pins_lie_in_the_measured_wheel_ranges():
         assert loadgen_check(rnd, rnd.loadgen_pin) is None, rnd
     # 5.0.25 already carries 5.1's seeds: refused for 5.0 before any run
     assert "5.0.9 .. 5.0.21" in loadgen_check(get_round("5.0"), "5.0.25")
+
+
+def test_targets_are_plain_three_digit_floats():
+    t = pick_targets(231.587)
+    assert t == {"Offline": 231.0, "Server": 162.0, "Interactive": 81.0}
+    assert all(isinstance(v, float) for v in t.values())
+    assert pick_targets(0.123456)["Offline"] == 0.123
+    assert pick_targets(98765.0)["Offline"] == 98700.0
