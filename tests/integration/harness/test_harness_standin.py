@@ -157,3 +157,29 @@ def test_audit_config_only_reaches_the_compliance_test(tmp_path, dataset, monkey
     d = Path(t06.directory)
     assert d.parts[-2:] == ("Offline", "TEST06") and (d / "audit.config").read_text() == AUDIT.format(n=ROWS)
     assert len(_accuracy_ids(d / "mlperf_log_accuracy.json")) == ROWS   # the audit's accuracy logging applied
+
+
+def test_a_failed_run_that_loadgen_would_keep_going_is_aborted(tmp_path, dataset):
+    # Server with a 60 s minimum: after the server dies LoadGen would go on issuing for a minute;
+    # the harness stops it abort_grace_s after the first failure, status written, exit 3
+    import subprocess
+    import sys
+    import time
+    from mlperf_llm.harness.driver import AUTOMATION_DIR
+    conf = tmp_path / "user.conf"
+    conf.write_text("llama2-70b.Server.target_qps = 5\nllama2-70b.Server.min_duration = 60000\n"
+                    f"llama2-70b.*.performance_sample_count_override = {ROWS}\n")
+    out = tmp_path / "out"
+    with StandinProcess(StandinConfig(output_tokens=3, die_after=3)) as sp:
+        t0 = time.monotonic()
+        p = subprocess.run([sys.executable, "-m", "mlperf_llm.harness.run", "--scenario=Server",
+                            f"--dataset-path={dataset}", f"--output-dir={out}", f"--user-conf={conf}",
+                            f"--api-server={sp.url}", "--api-model-name=standin-model", "--abort-grace-s=2",
+                            "--no-progress"], capture_output=True, text=True, timeout=50,
+                           env={**__import__("os").environ, "PYTHONPATH": AUTOMATION_DIR})
+        took = time.monotonic() - t0
+    assert p.returncode == 3, p.stderr[-500:]
+    assert took < 30
+    status = HarnessStatus.read(out)
+    assert not status.ok and any("aborted" in e for e in status.errors)
+    assert (out / "mlperf_log_detail.txt").exists()
