@@ -1,7 +1,6 @@
 """The real `cm` command (cmind) in a subprocess, with this repository installed in its venv."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 

@@ -1,21 +1,13 @@
 """The embedded data set built with the real converted SmolLM2 tokenizer matches the reference run."""
-import os
-from pathlib import Path
-
 import pytest
 
 from mlperf_llm.datasets import embedded
 from mlperf_llm.datasets.schema import load_processed
 
-MODEL = Path(os.environ.get("CM_EMBEDDED_MODEL_PATH", "/work/cache/smollm2-hf"))
-
 
 @pytest.mark.e2e
-def test_build_with_real_tokenizer(tmp_path):
-    if not (MODEL / "tokenizer.json").is_file():
-        pytest.skip(f"no converted embedded model at {MODEL}; set CM_EMBEDDED_MODEL_PATH "
-                    "(cm run script --tags=get,ml-model,smollm2 makes one)")
-    meta = embedded.build_embedded(MODEL, tmp_path)
+def test_build_with_real_tokenizer(tmp_path, embedded_model_path):
+    meta = embedded.build_embedded(embedded_model_path, tmp_path)
     df = load_processed(meta["pickle"], expect_rows=len(embedded.load_samples()))
     assert df.iloc[0].input.startswith("<|im_start|>system\n")
     assert df.tok_input_length.max() < 256  # short prompts keep the CPU run fast

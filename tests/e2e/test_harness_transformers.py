@@ -15,7 +15,6 @@ import pytest
 
 from mlperf_llm.harness.driver import HarnessRequest, run_all
 
-MODEL = Path(os.environ.get("CM_EMBEDDED_MODEL_PATH", "/work/cache/smollm2-hf"))
 PACKAGES = ["torch==2.13.0", "transformers", "mlcommons-loadgen==5.1.2", "aiohttp", "pandas", "pyarrow"]
 ROWS, MAX_TOKENS = 2, 16
 pytestmark = pytest.mark.e2e
@@ -41,17 +40,14 @@ def hf_python():
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    if not (MODEL / "config.json").is_file():
-        pytest.skip(f"no converted embedded model at {MODEL}; set CM_EMBEDDED_MODEL_PATH "
-                    "(cm run script --tags=get,ml-model,smollm2 makes one)")
+def dataset(tmp_path_factory, embedded_model_path):
     from mlperf_llm.datasets.embedded import build_embedded
-    return build_embedded(MODEL, tmp_path_factory.mktemp("data"))["pickle"]
+    return build_embedded(embedded_model_path, tmp_path_factory.mktemp("data"))["pickle"]
 
 
-def test_transformers_backend_offline_and_server(hf_python, dataset, tmp_path):
+def test_transformers_backend_offline_and_server(hf_python, dataset, tmp_path, embedded_model_path):
     req = HarnessRequest(results_dir=str(tmp_path / "results"), dataset_path=dataset, scenarios=("Offline", "Server"),
-                         backend="transformers", model_path=str(MODEL), total_sample_count=ROWS,
+                         backend="transformers", model_path=str(embedded_model_path), total_sample_count=ROWS,
                          test_query_count=ROWS, server_target_qps=0.5, max_tokens=MAX_TOKENS, batch_size=ROWS,
                          python=hf_python, progress=False)
     outs = {(o.scenario, o.mode): o for o in run_all(req)}

@@ -2,12 +2,10 @@
 OpenOrca-format data set made with the model's tokenizer, real LoadGen; Offline and Server,
 performance and accuracy, each test in its own process.
 
-The vLLM interpreter: $CM_VLLM_PYTHON, else /work/venvs/vllm, else the engine's install,vllm step. The model: $CM_EMBEDDED_MODEL_PATH
-(default /work/cache/smollm2-hf). Answers are capped at 128 tokens to keep the run short on 2 cores.
+The vLLM interpreter and the model come from the engine (tests/e2e/conftest.py). Answers are capped at 128 tokens to keep the run short on 2 cores.
 """
 import asyncio
 import json
-import os
 import socket
 from pathlib import Path
 
@@ -18,7 +16,6 @@ from mlperf_llm.harness.driver import HarnessRequest, run_all
 from mlperf_llm.harness.qsl import load_dataset
 from mlperf_llm.harness.results import HarnessStatus
 
-MODEL = Path(os.environ.get("CM_EMBEDDED_MODEL_PATH", "/work/cache/smollm2-hf"))
 NAME = "smollm2"
 ROWS = 8
 MAX_TOKENS = 128
@@ -32,22 +29,9 @@ def _free_port():
 
 
 @pytest.fixture(scope="module")
-def vllm_url(tmp_path_factory):
+def vllm_url(tmp_path_factory, embedded_model_path, vllm_python):
     from mlperf_llm.vllm import service
-    if not (MODEL / "config.json").is_file():
-        pytest.skip(f"no converted embedded model at {MODEL}; set CM_EMBEDDED_MODEL_PATH "
-                    "(cm run script --tags=get,ml-model,smollm2 makes one)")
-    python = os.environ.get("CM_VLLM_PYTHON") or "/work/venvs/vllm/bin/python"
-    if not Path(python).exists():      # a fresh machine: the engine's install,vllm step makes one
-        from cmengine.registry import Repo
-        from enginefixtures import Runner
-        root = Path(__file__).resolve().parents[2]
-        runner = Runner([Repo("cm4mlperf-llm", str(root))], str(tmp_path_factory.mktemp("cache")),
-                        include_project=True)
-        r = runner.run("install,vllm")
-        assert r["return"] == 0, r.get("error")
-        python = r["new_env"]["CM_VLLM_PYTHON"]
-    env = {"CM_VLLM_PYTHON": python, "CM_VLLM_MODEL": str(MODEL), "CM_VLLM_SERVED_MODEL_NAME": NAME,
+    env = {"CM_VLLM_PYTHON": vllm_python, "CM_VLLM_MODEL": str(embedded_model_path), "CM_VLLM_SERVED_MODEL_NAME": NAME,
            "CM_VLLM_ENFORCE_EAGER": "yes", "CM_VLLM_MAX_MODEL_LEN": "2048", "CM_VLLM_PORT": str(_free_port()),
            "CM_VLLM_EXPECTED_CONCURRENCY": "16"}
     out = service.start_from_env(env, tmp_path_factory.mktemp("vllm"))
@@ -58,9 +42,9 @@ def vllm_url(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
+def dataset(tmp_path_factory, embedded_model_path):
     from mlperf_llm.datasets.embedded import build_embedded
-    meta = build_embedded(MODEL, tmp_path_factory.mktemp("data"))
+    meta = build_embedded(embedded_model_path, tmp_path_factory.mktemp("data"))
     return meta["pickle"]
 
 
