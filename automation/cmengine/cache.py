@@ -60,6 +60,7 @@ class Verdict:
     action: str      # "cached" | "run"
     reason: str
     entry: Optional[Entry] = None
+    forced: bool = False   # --new/--renew: rebuild even if an entry appears meanwhile
 
     @property
     def cached(self) -> bool:
@@ -233,7 +234,8 @@ def decide(plan, store: Store, renew_all: bool = False, new_root: bool = False) 
             node.verdict = Verdict("run", "not cached (cache: false)")
             return
         if renew_all or (new_root and node is plan.root):
-            node.verdict = Verdict("run", "a fresh entry was asked for (--renew/--new)")
+            node.verdict = Verdict("run", "a fresh entry was asked for (--renew/--new)",
+                                   forced=True)
             return
         entry = store.lookup(node.key)
         if entry is None:

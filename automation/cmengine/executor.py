@@ -82,7 +82,7 @@ class Executor:
         self.say(f"{pad}> {node.name}" + (f"  ({v.reason})" if v and node.manifest.cache else ""))
         if node.manifest.cache:
             with self.store.lock(node.key, node.name):
-                again = self.store.lookup(node.key)
+                again = None if (v is not None and v.forced) else self.store.lookup(node.key)
                 if again is not None:   # built by a concurrent run while we waited
                     self.say(f"{pad}= {node.name}: built meanwhile by another run ({again.path})")
                     outcome = Outcome(dict(again.meta.get("new_env", {})),

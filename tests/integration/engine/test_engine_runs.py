@@ -265,3 +265,14 @@ def test_validate_hooks_stop_the_run_before_anything_runs(tmp_path, env_counter)
     assert env_counter("a") == 0
     assert r.plan("top", model="gpt-j")["return"] == 2
     assert r.run("top", model="llama2-70b-99")["return"] == 0 and env_counter("a") == 1
+
+
+def test_new_and_renew_rebuild_existing_entries(tmp_path, env_counter):
+    r = runner(tmp_path, {"a": counting("a", ["b"]), "b": counting("b")})
+    r.run("a")
+    out = r.run("a", new=True)
+    assert out["return"] == 0 and out["cached"] is False
+    assert env_counter("a") == 2 and env_counter("b") == 1      # --new: the top step only
+    assert r.run("a", renew=True)["return"] == 0
+    assert env_counter("a") == 3 and env_counter("b") == 2      # --renew: every cached step
+    assert r.run("a")["cached"] is True
