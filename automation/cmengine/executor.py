@@ -49,7 +49,7 @@ class Executor:
         if hooks_need_path():
             sys.path.insert(0, AUTOMATION_DIR)
         try:
-            return self._exec(self.plan.root, {}, {}, 0)
+            return self._exec(self.plan.root, dict(self.plan.base_env), {}, 0)
         finally:
             self._cleanup()
 

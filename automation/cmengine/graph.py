@@ -111,6 +111,7 @@ class Plan:
     nodes: dict[str, Node]
     request: Request
     warnings: list[str] = field(default_factory=list)
+    base_env: dict = field(default_factory=dict)   # what the top step receives (CM_RUN_CWD)
 
     def walk(self) -> list[tuple[int, Edge | None, Node, bool]]:
         """(depth, edge, node, first time seen) in execution order, for printing."""
@@ -180,7 +181,8 @@ class Planner:
         for name in sorted(set(self.req.adr) - self.dep_names):
             self.warnings.append(f"note: --adr.{name} matched no dependency of this run and has no "
                                  "effect." + did_you_mean(name, self.dep_names))
-        return Plan(root=root, nodes=self.nodes, request=self.req, warnings=self.warnings)
+        return Plan(root=root, nodes=self.nodes, request=self.req, warnings=self.warnings,
+                    base_env=base)
 
     def _check_inputs(self) -> None:
         unknown = sorted(set(self.req.inputs) - self.used_inputs)

@@ -276,3 +276,10 @@ def test_new_and_renew_rebuild_existing_entries(tmp_path, env_counter):
     assert r.run("a", renew=True)["return"] == 0
     assert env_counter("a") == 3 and env_counter("b") == 2      # --renew: every cached step
     assert r.run("a")["cached"] is True
+
+
+def test_run_cwd_reaches_the_steps_at_run_time(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    m = {"tags": ["w"], "default_env": {"CM_OUT_DIR": "<<<CM_RUN_CWD>>>/results"}, "new_env_keys": ["CM_OUT_DIR"]}
+    out = runner(tmp_path, {"w": (m, {"run.sh": 'echo "CM_OUT_DIR=$CM_OUT_DIR" > tmp-run-env.out\n'})}).run("w")
+    assert out["new_env"]["CM_OUT_DIR"] == f"{tmp_path}/results"
