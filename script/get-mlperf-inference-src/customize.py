@@ -9,7 +9,7 @@ from mlperf_llm.sysinfo.inference_src import InferenceSrcError, clone_at_tag, de
 
 def preprocess(i):
     env = i['env']
-    tag = env.get('CM_GIT_CHECKOUT_TAG', 'v5.1')
+    tag = env.get('CM_GIT_CHECKOUT_BRANCH') or env.get('CM_GIT_CHECKOUT_TAG', 'v5.1')
     try:
         if env.get('CM_MLPERF_INFERENCE_SRC_PATH'):
             src = describe(env['CM_MLPERF_INFERENCE_SRC_PATH'])
