@@ -8,37 +8,14 @@ small. So accuracy.txt is the reference's printed dict (plain floats, never nump
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import tempfile
 from typing import Iterable, Optional
 
 from .evaluate import AccuracyResult
 from .targets import Verdict
 
 
-def sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename: never a half-written file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+from ..files import sha256_file, write_atomic  # noqa: E402,F401  (used here and by callers)
 
 
 def accuracy_text(result: AccuracyResult, log_hash: str) -> str:

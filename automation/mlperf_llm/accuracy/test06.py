@@ -20,7 +20,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from .log import AccuracyLogError, parse_entry, read_log
-from .report import write_atomic
+from ..files import write_atomic
 
 SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream", "MultiStream")
 LLAMA2_EOS = 2

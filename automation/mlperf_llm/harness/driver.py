@@ -15,7 +15,8 @@ from pathlib import Path
 
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
 from .rounds import get_round, loadgen_model_and_dirs
-from .userconf import UserConfSpec, pick_targets, write_atomic
+from ..files import write_atomic
+from .userconf import UserConfSpec, pick_targets
 
 AUTOMATION_DIR = str(Path(__file__).resolve().parents[2])
 MODES = ("performance", "accuracy", "TEST06")

@@ -6,8 +6,6 @@ the MLPerf minimums of the round's mlperf.conf in force and only sets the target
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 
 EXECUTION_MODES = ("test", "valid")
@@ -55,21 +53,6 @@ class UserConfSpec:
 
     def text(self) -> str:
         return "\n".join(self.lines()) + "\n"
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Write `text` to `path` through a temp file and a rename (no half-written file)."""
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # Fractions of the measured Offline rate used as Server / Interactive targets: the latency

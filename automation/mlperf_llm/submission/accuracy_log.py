@@ -7,34 +7,16 @@ Both files are written to temporary names and renamed, so a failure leaves the o
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import tempfile
 
 from .errors import SubmissionError
 from .logs import HASH_PATTERN
 from .spec import VIEWABLE_SIZE
 
 
-def sha256_of(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _write_atomic(path: str, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path) or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+from ..files import sha256_file as sha256_of  # noqa: E402
+from ..files import write_atomic as _write_atomic  # noqa: E402
 
 
 def truncated_text(path: str) -> str | None:
