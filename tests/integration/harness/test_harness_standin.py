@@ -56,14 +56,16 @@ def test_offline_performance_and_accuracy(tmp_path, dataset):
 
 
 def test_server_reports_the_first_token_early(tmp_path, dataset):
-    # 5 tokens: first after 60 ms, then one every 40 ms -> TTFT ~60 ms, whole answer ~220 ms
-    with StandinProcess(StandinConfig(output_tokens=5, ttft_ms=60, tpot_ms=40)) as sp:
+    # 5 tokens: first after 60 ms, then one every 200 ms -> TTFT ~60 ms, whole answer ~860 ms;
+    # the gap leaves room for a busy machine while a first token reported only at the end
+    # (TTFT ~860 ms) still fails
+    with StandinProcess(StandinConfig(output_tokens=5, ttft_ms=60, tpot_ms=200)) as sp:
         perf, = run_all(_req(tmp_path, dataset, [sp.url], scenarios=("Server",), modes=("performance",),
                              server_target_qps=20))
     s = perf.summary
     assert perf.verdict in ("VALID", "INVALID") and perf.returncode == 0
-    assert 55e6 <= s["ttft_p99_ns"] < 200e6, s
-    assert 30e6 <= s["tpot_p99_ns"] < 150e6, s
+    assert 55e6 <= s["ttft_p99_ns"] < 600e6, s
+    assert 150e6 <= s["tpot_p99_ns"] < 800e6, s
     detail = (Path(perf.directory) / "mlperf_log_detail.txt").read_text()
     assert '"is_error": true' not in detail
 
