@@ -43,6 +43,10 @@ def order_repos(repos: list[Repo]) -> list[Repo]:
     return local + [ours] + rest
 
 
+def _interactive() -> bool:
+    return bool(sys.stdin) and sys.stdin.isatty()
+
+
 def _tags(i: dict) -> list[str]:
     t = i.get("tags", "")
     if isinstance(t, list):
@@ -71,7 +75,7 @@ def request_from(i: dict) -> Request:
                    version=Constraint(str(i.get("version", "") or ""),
                                       str(i.get("version_min", "") or ""),
                                       str(i.get("version_max", "") or "")),
-                   quiet=bool(i.get("quiet", False)) or not sys.stdin.isatty())
+                   quiet=bool(i.get("quiet", False)) or not _interactive())
 
 
 class Session:
@@ -184,7 +188,7 @@ class Session:
         if entries and not (i.get("f") or i.get("force")):
             for e in entries:
                 print(f"  {e.key[:12]} {e.alias} {e.path}", file=self.out)
-            if i.get("quiet") or not sys.stdin.isatty():
+            if i.get("quiet") or not _interactive():
                 raise InputError(f"{len(entries)} entries match; add -f to remove them")
             if input(f"Remove these {len(entries)} entries? [y/N] ").strip().lower() not in ("y",
                                                                                           "yes"):
