@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Optional
+from typing import Optional
 
 from . import cache as cachemod
 from .errors import EngineError, InputError

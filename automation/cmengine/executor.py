@@ -16,7 +16,7 @@ from typing import Optional, TextIO
 from . import conditions, env as envmod
 from .cache import Store
 from .errors import EngineError, HookError, InputError, ScriptFailed
-from .graph import Edge, Node, Plan
+from .graph import Node, Plan
 
 AUTOMATION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

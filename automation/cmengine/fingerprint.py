@@ -30,6 +30,8 @@ def library_globs(folder: str, automation_dir: str) -> list[str]:
                 text = f.read()
         except OSError:
             continue
+        if "mlperf_llm" not in text:
+            continue
         for m in _LIB_IMPORT.finditer(text):
             parts = [p for p in m.group(1).split(".") if p]
             areas.add(parts[0] if parts else "")
@@ -85,6 +87,25 @@ class Fingerprints:
                 if os.path.isfile(p) and "__pycache__" not in p:
                     out[os.path.relpath(p, folder)] = self.file(p)
         return out
+
+    def library_globs(self, folder: str, automation_dir: str) -> list[str]:
+        """library_globs(), memoised on the size and mtime of the files it reads (cached runs
+        plan every step: the hooks are not re-read unless they changed)."""
+        stamp = []
+        for name in ("customize.py", "run.sh"):
+            try:
+                st = os.stat(os.path.join(folder, name))
+                stamp.append((name, st.st_size, st.st_mtime_ns))
+            except OSError:
+                pass
+        key = ("library_globs", folder, automation_dir)
+        hit = self._memo.get(key)
+        if hit and hit[0] == tuple(stamp):
+            return list(hit[1])
+        globs = library_globs(folder, automation_dir)
+        self._memo[key] = (tuple(stamp), tuple(globs))
+        self._dirty = True
+        return globs
 
     def digest(self, folder: str, extra_globs: Iterable[str] = ()) -> str:
         files = self.folder(folder, extra_globs)

@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from . import conditions, env as envmod
 from .errors import CycleError, EngineError, InputError, did_you_mean
-from .fingerprint import Fingerprints, library_globs
+from .fingerprint import Fingerprints
 from .manifest import DEP_LISTS, Dep, Manifest
 from .registry import Query, Registry
 from .variations import Selection, select
@@ -350,7 +350,7 @@ class Planner:
             "format": KEY_FORMAT,
             "script": f"{m.repo}:{m.alias}",
             "content": self.fp.digest(m.folder, list(m.get("cache_key_files") or [])
-                                      + library_globs(m.folder, AUTOMATION_DIR)),
+                                      + self.fp.library_globs(m.folder, AUTOMATION_DIR)),
             "variations": node.selection.names,
             "version": [node.version, node.constraint.version_min, node.constraint.version_max],
             "env": env_part,
@@ -405,7 +405,6 @@ def _apply_adr(dep: Dep, adr: dict) -> Dep:
 
 def _apply_add_deps(dep_lists: dict, add: dict) -> None:
     """A variation's add_deps: {dep name: {tags: ..., env: ...}} modifies named deps."""
-    import dataclasses
     for phase, deps in dep_lists.items():
         for i, d in enumerate(deps):
             for name in d.names:
