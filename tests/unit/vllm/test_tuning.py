@@ -10,20 +10,35 @@ GIB = 1024 ** 3
 SMOLLM2 = tuning.ModelShape(layers=30, kv_heads=3, head_dim=64, params=134_515_008, max_position=8192)
 
 
-def machine(cpus=2, mem_gib=20, flags=('avx2', 'avx512f', 'avx512_bf16'), gpus=0, numa=1):
+def machine(cpus=2, mem_gib=20, flags=('avx2', 'avx512f', 'avx512_bf16'), gpus=0, numa=1, load=0.0):
     return tuning.Machine(cpus=tuple(range(cpus)), numa_nodes=numa, mem_available_bytes=mem_gib * GIB,
-                          flags=frozenset(flags), gpus=gpus)
+                          flags=frozenset(flags), gpus=gpus, load_average=load)
 
 
-def test_two_core_machine_keeps_auto_binding_bf16_and_sizes_kv_cache():
-    t = tuning.choose(machine(), SMOLLM2, tuning.Workload(concurrency=64, max_model_len=2048))
-    assert t.env['VLLM_CPU_OMP_THREADS_BIND'] == 'auto'
+def test_idle_two_core_machine_binds_inference_to_both_cores_bf16_and_sizes_kv_cache():
+    t = tuning.choose(machine(load=0.4), SMOLLM2, tuning.Workload(concurrency=64, max_model_len=2048))
+    assert t.env['VLLM_CPU_OMP_THREADS_BIND'] == '0-1'
+    assert 'VLLM_CPU_NUM_OF_RESERVED_CPU' not in t.env
+    assert any('idle (load average 0.4)' in r for r in t.reasons)
     assert t.serve['dtype'] == 'bfloat16'
     assert t.serve['max_num_seqs'] == 64
     # 64 seqs x 2048 tokens x (2*30*3*64*2 = 23040 B) = 2.8 GiB -> 4 GiB with 10% headroom rounded up
     assert t.env['VLLM_CPU_KVCACHE_SPACE'] == '4'
     assert 'max_model_len' not in t.serve
     assert any('23040 B/token' in r for r in t.reasons)
+
+
+def test_busy_two_core_machine_keeps_vllm_auto_binding():
+    t = tuning.choose(machine(load=1.0), SMOLLM2)
+    assert t.env['VLLM_CPU_OMP_THREADS_BIND'] == 'auto'
+    assert any('busy (load average 1.0)' in r for r in t.reasons)
+    assert tuning.choose(machine(load=0.99), SMOLLM2).env['VLLM_CPU_OMP_THREADS_BIND'] == '0-1'
+
+
+def test_detect_machine_reads_the_load_average():
+    m = tuning.detect_machine()
+    assert m.load_average == pytest.approx(__import__('os').getloadavg()[0], abs=5.0)
+    assert m.busy == (m.load_average >= len(m.cpus) / 2)
 
 
 def test_kv_cache_is_capped_by_free_memory_and_model_len_defaults_from_the_model():
@@ -51,7 +66,7 @@ def test_gpu_machine_gets_the_published_settings():
 
 
 def test_apply_never_overrides_the_user():
-    t = tuning.choose(machine(), SMOLLM2, tuning.Workload(concurrency=64, max_model_len=2048))
+    t = tuning.choose(machine(load=3.0), SMOLLM2, tuning.Workload(concurrency=64, max_model_len=2048))
     cfg = ServeConfig(model='m', dtype='float32', max_model_len=2048)
     new, env_added, notes = tuning.apply(cfg, t, {'VLLM_CPU_KVCACHE_SPACE': '8'})
     assert new.dtype == 'float32' and new.max_num_seqs == 64 and new.max_num_batched_tokens >= 2048
