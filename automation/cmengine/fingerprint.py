@@ -17,32 +17,86 @@ _SKIP_SUFFIXES = (".pyc", ".pyo", ".swp", "~")
 _SKIP_PREFIXES = ("tmp-run", ".")
 
 
-_LIB_IMPORT = re.compile(r"\bmlperf_llm((?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
+# `mlperf_llm.a.b` anywhere (imports, `python -m mlperf_llm.a.b` in run.sh or in library code)
+_LIB_REF = re.compile(r"\bmlperf_llm((?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
+# `from X import names` with X absolute (mlperf_llm...) or relative (.x, ..x, .); names may be submodules
+_FROM_IMPORT = re.compile(r"^\s*from\s+(\.+[A-Za-z0-9_.]*|mlperf_llm[A-Za-z0-9_.]*)\s+import\s+"
+                          r"(\([^)]*\)|[^\n#]+)", re.M)
 
 
-def library_globs(folder: str, automation_dir: str) -> list[str]:
-    """The project library code a step's hooks and native scripts use: for each `mlperf_llm.AREA`
-    they import or run, every file of that area (so editing the library renews the entry)."""
-    areas = set()
+def _module_paths(lib_root: str, parts: list[str]) -> list[str]:
+    """Files that run when `mlperf_llm.<parts>` is imported or run with -m: the package
+    `__init__.py` files on the way, then the module file (or the package's `__init__`/`__main__`).
+    A name that is not a module (`mlperf_llm.vllm.install.choose_package`) stands for the longest
+    prefix that is one."""
+    while parts and not (os.path.isfile(os.path.join(lib_root, *parts) + ".py")
+                         or os.path.isdir(os.path.join(lib_root, *parts))):
+        parts = parts[:-1]
+    out = [os.path.join(lib_root, "__init__.py")]
+    for i in range(1, len(parts)):
+        out.append(os.path.join(lib_root, *parts[:i], "__init__.py"))
+    base = os.path.join(lib_root, *parts)
+    if parts and os.path.isfile(base + ".py"):
+        return [q for q in out if os.path.isfile(q)] + [base + ".py"]
+    return [q for q in out + [os.path.join(base, "__init__.py"), os.path.join(base, "__main__.py")]
+            if os.path.isfile(q)]
+
+
+def _references(text: str, package: list[str]) -> list[list[str]]:
+    """Module names (relative to mlperf_llm) that a file's text refers to; `package` is the
+    file's own package inside the library (for relative imports), None outside it."""
+    refs = []
+    for m in _FROM_IMPORT.finditer(text):
+        source, names = m.group(1), m.group(2).strip("() \n")
+        if source.startswith("."):
+            if package is None:
+                continue
+            dots = len(source) - len(source.lstrip("."))
+            base = package[:len(package) - (dots - 1)] if dots - 1 <= len(package) else []
+            rest = [q for q in source.lstrip(".").split(".") if q]
+        else:
+            base, rest = [], [q for q in source.split(".")[1:] if q]
+        mod = base + rest
+        refs.append(mod)
+        for name in names.replace("\n", " ").split(","):
+            name = name.split(" as ")[0].strip()
+            if name.isidentifier():
+                refs.append(mod + [name])            # a submodule, if such a file exists
+    for m in _LIB_REF.finditer(text):
+        refs.append([q for q in m.group(1).split(".") if q])
+    return refs
+
+
+def library_files(folder: str, automation_dir: str) -> tuple[list[str], list[str]]:
+    """The project library code a step's hooks and native scripts use: the modules of
+    `automation/mlperf_llm` they import or run (`python -m`), and the modules those import in turn.
+    Returns (library files, every file read to find them). Editing one of those files renews the
+    step's entry; editing a module the step never reaches does not."""
+    lib_root = os.path.join(automation_dir, "mlperf_llm")
+    read = []
+    todo = []
     for name in ("customize.py", "run.sh"):
+        path = os.path.join(folder, name)
         try:
-            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+            with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
         except OSError:
             continue
-        if "mlperf_llm" not in text:
-            continue
-        for m in _LIB_IMPORT.finditer(text):
-            parts = [p for p in m.group(1).split(".") if p]
-            areas.add(parts[0] if parts else "")
-    out = []
-    for area in sorted(areas):
-        base = os.path.join(automation_dir, "mlperf_llm", area)
-        if os.path.isdir(base):
-            out.append(os.path.join(base, "**", "*"))
-        elif os.path.isfile(base + ".py"):
-            out.append(base + ".py")
-    return out
+        read.append(path)
+        if "mlperf_llm" in text:
+            todo += _references(text, None)
+    found: set[str] = set()
+    while todo:
+        parts = todo.pop()
+        for path in _module_paths(lib_root, parts):
+            if path in found:
+                continue
+            found.add(path)
+            read.append(path)
+            package = os.path.relpath(path, lib_root).split(os.sep)[:-1]
+            with open(path, encoding="utf-8", errors="replace") as f:
+                todo += _references(f.read(), package)
+    return sorted(found), read
 
 
 class Fingerprints:
@@ -88,24 +142,18 @@ class Fingerprints:
                     out[os.path.relpath(p, folder)] = self.file(p)
         return out
 
-    def library_globs(self, folder: str, automation_dir: str) -> list[str]:
-        """library_globs(), memoised on the size and mtime of the files it reads (cached runs
-        plan every step: the hooks are not re-read unless they changed)."""
-        stamp = []
-        for name in ("customize.py", "run.sh"):
-            try:
-                st = os.stat(os.path.join(folder, name))
-                stamp.append((name, st.st_size, st.st_mtime_ns))
-            except OSError:
-                pass
-        key = ("library_globs", folder, automation_dir)
+    def library_files(self, folder: str, automation_dir: str) -> list[str]:
+        """library_files(), memoised on the size and mtime of every file it read (cached runs plan
+        every step: nothing is re-read unless a hook or a library module it reached changed, or a
+        hook appeared)."""
+        key = ("library_files", folder, automation_dir)
         hit = self._memo.get(key)
-        if hit and hit[0] == tuple(stamp):
+        if hit and hit[0] == _stamps(hit[0], folder):
             return list(hit[1])
-        globs = library_globs(folder, automation_dir)
-        self._memo[key] = (tuple(stamp), tuple(globs))
+        files, read = library_files(folder, automation_dir)
+        self._memo[key] = (_stamps([(p, 0, 0) for p in read], folder), tuple(files))
         self._dirty = True
-        return globs
+        return files
 
     def digest(self, folder: str, extra_globs: Iterable[str] = ()) -> str:
         files = self.folder(folder, extra_globs)
@@ -126,3 +174,20 @@ class Fingerprints:
             self._dirty = False
         except OSError:
             pass
+
+
+def _stamps(previous, folder: str) -> tuple:
+    """(path, size, mtime) of the files read last time, plus the step's hooks (one may be new)."""
+    paths = [p for p, _, _ in previous]
+    for name in ("customize.py", "run.sh"):
+        hook = os.path.join(folder, name)
+        if hook not in paths:
+            paths.append(hook)
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((path, st.st_size, st.st_mtime_ns))
+        except OSError:
+            pass
+    return tuple(out)

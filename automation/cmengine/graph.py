@@ -350,7 +350,7 @@ class Planner:
             "format": KEY_FORMAT,
             "script": f"{m.repo}:{m.alias}",
             "content": self.fp.digest(m.folder, list(m.get("cache_key_files") or [])
-                                      + self.fp.library_globs(m.folder, AUTOMATION_DIR)),
+                                      + self.fp.library_files(m.folder, AUTOMATION_DIR)),
             "variations": node.selection.names,
             "version": [node.version, node.constraint.version_min, node.constraint.version_max],
             "env": env_part,

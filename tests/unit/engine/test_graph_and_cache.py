@@ -112,6 +112,9 @@ def test_library_code_a_hook_imports_is_part_of_the_key(tmp_path, monkeypatch):
     monkeypatch.setattr(graph, "AUTOMATION_DIR", str(auto))
     r = make_repo(str(tmp_path), {"s": ({"tags": ["s"], "cache": True},
                                         {"customize.py": "from mlperf_llm.area import work\n"})})
+    (auto / "mlperf_llm" / "area" / "unrelated.py").write_text("Y = 1\n")
     k1 = plan(r, "s").root.key
+    (auto / "mlperf_llm" / "area" / "unrelated.py").write_text("Y = 2\n")
+    assert plan(r, "s").root.key == k1          # a module the hooks never reach: same entry
     lib.write_text("X = 2\n")
     assert plan(r, "s").root.key != k1
