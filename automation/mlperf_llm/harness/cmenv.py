@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -89,6 +90,21 @@ def env_from_outcomes(req: HarnessRequest, outcomes: list[RunOutcome]) -> dict[s
     for o in outcomes:
         if o.verdict == "FAILED" or (o.verdict == "INVALID" and worst == "VALID"):
             worst = o.verdict
-    return {"CM_MLPERF_RESULTS_DIR": os.path.abspath(req.results_dir),
-            "CM_MLPERF_HARNESS_STATUS": worst,
-            "CM_MLPERF_HARNESS_OUTCOMES": os.path.join(os.path.abspath(req.results_dir), "harness_outcomes.json")}
+    out = {"CM_MLPERF_RESULTS_DIR": os.path.abspath(req.results_dir),
+           "CM_MLPERF_HARNESS_STATUS": worst,
+           "CM_MLPERF_HARNESS_OUTCOMES": os.path.join(os.path.abspath(req.results_dir), "harness_outcomes.json")}
+    out.update(derived_targets_env(req.results_dir))
+    return out
+
+
+def derived_targets_env(results_dir: str) -> dict[str, str]:
+    """Targets the run derived (targets.json), as the env keys a later step of the same command
+    (TEST06) reads; targets the user gave are already in its env."""
+    try:
+        with open(os.path.join(results_dir, "targets.json"), encoding="utf-8") as f:
+            used = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return {f"CM_MLPERF_LOADGEN_{scenario.upper()}_TARGET_QPS": f"{t['target_qps']:g}"
+            for scenario, t in used.items()
+            if t.get("target_qps") is not None and t.get("source") not in ("given", None)}

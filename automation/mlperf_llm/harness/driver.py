@@ -1,6 +1,9 @@
 """Plan and run the benchmark's LoadGen tests, one subprocess each, into the results layout.
 
-`find_performance` first runs a short Offline test and derives the targets from it.
+`find_performance` first runs a short Offline test and derives the targets from it. Without it,
+a Server or Interactive test whose target was not given takes it from the Offline performance test
+that ran before it in the same request (LoadGen's own default, 1 query/s, is right for no system);
+`targets.json` records each target used and where it came from.
 Each test's stdout/stderr is kept as `harness.log` beside LoadGen's logs.
 """
 
@@ -16,7 +19,9 @@ from pathlib import Path
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
 from .rounds import get_round, loadgen_model_and_dirs
 from ..files import write_atomic
-from .userconf import UserConfSpec, pick_targets
+from .userconf import INTERACTIVE_FRACTION, SERVER_FRACTION, UserConfSpec, pick_targets
+
+FRACTIONS = {"Server": SERVER_FRACTION, "Interactive": INTERACTIVE_FRACTION}
 
 AUTOMATION_DIR = str(Path(__file__).resolve().parents[2])
 MODES = ("performance", "accuracy", "TEST06")
@@ -187,23 +192,58 @@ def find_performance(req: HarnessRequest, rows: int) -> dict[str, float]:
     return targets
 
 
+_TARGET_FIELDS = {"Offline": "offline_target_qps", "Server": "server_target_qps",
+                  "Interactive": "interactive_target_qps"}
+
+
+def _with_targets(req: HarnessRequest, targets: dict[str, float], source: str,
+                  sources: dict[str, str]) -> HarnessRequest:
+    """Fill the targets the user did not give; note where each came from."""
+    updates = {}
+    for scenario, value in targets.items():
+        name = _TARGET_FIELDS[scenario]
+        if getattr(req, name) is None:
+            updates[name] = value
+            sources[scenario] = source
+    return replace(req, **updates)
+
+
+def _derive_after_offline(req: HarnessRequest, o: RunOutcome, sources: dict[str, str]) -> HarnessRequest:
+    """After an Offline performance test: the Server/Interactive targets it implies, if not given."""
+    later = [s for s in req.scenarios if s in ("Server", "Interactive") and req.target_for(s) is None]
+    rate = float(o.summary.get("samples_per_second") or 0.0)
+    if not later or o.verdict == "FAILED" or rate <= 0:
+        return req
+    t = pick_targets(rate)
+    new = _with_targets(req, {s: t[s] for s in later},
+                        f"derived from the Offline performance test of this run ({rate:g} samples/s)", sources)
+    for s in later:
+        print(f"{s} target_qps {t[s]:g}: {sources[s]}, x{FRACTIONS[s]}; "
+              f"pass --{s.lower()}_target_qps to choose it", flush=True)
+    return new
+
+
 def run_all(req: HarnessRequest) -> list[RunOutcome]:
     """Run every (scenario, mode) test of the request; performance before accuracy."""
     req.validate()
     rows = _dataset_rows(req)
+    sources = {s: "given" for s in _TARGET_FIELDS if req.target_for(s) is not None}
     if req.find_performance:
-        t = find_performance(req, rows)
-        req = replace(req, offline_target_qps=req.offline_target_qps or t["Offline"],
-                      server_target_qps=req.server_target_qps or t["Server"],
-                      interactive_target_qps=req.interactive_target_qps or t["Interactive"])
+        req = _with_targets(req, find_performance(req, rows), "find-performance run", sources)
     outcomes: list[RunOutcome] = []
     for scenario in req.scenarios:
         for mode in req.modes:
             outcomes.append(run_one(req, scenario, mode, rows))
             if outcomes[-1].verdict == "FAILED":     # the next tests would meet the same fault
                 break
+            if scenario == "Offline" and mode == "performance":
+                req = _derive_after_offline(req, outcomes[-1], sources)
         if outcomes and outcomes[-1].verdict == "FAILED":
             break
     write_atomic(str(Path(req.results_dir) / "harness_outcomes.json"),
                  json.dumps([asdict(o) for o in outcomes], indent=1))
+    if "performance" in req.modes:      # a TEST06-only request keeps the record of the benchmark's run
+        used = {s: {"target_qps": req.target_for(s), "source": sources.get(s, "LoadGen default (mlperf.conf)")}
+                for s in req.scenarios}
+        write_atomic(str(Path(req.results_dir) / "targets.json"), json.dumps(used, indent=1))
     return outcomes

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from mlperf_llm.harness.userconf import pick_targets
 from mlperf_llm.harness.driver import HarnessRequest, run_all
 from mlperf_llm.harness.results import HarnessStatus
 from mlperf_llm.harness.qsl import load_dataset
@@ -140,6 +141,24 @@ def test_find_performance_sets_targets_from_a_short_run(tmp_path, dataset):
     assert found["targets"]["Offline"] > 0 and found["targets"]["Server"] < found["targets"]["Offline"]
     conf = (Path(perf.directory) / "user.conf").read_text()
     assert f"llama2-70b.Offline.target_qps = {found['targets']['Offline']:g}" in conf
+
+
+def test_server_target_comes_from_the_offline_test_of_the_same_run_unless_given(tmp_path, dataset, capsys):
+    with StandinProcess(StandinConfig(output_tokens=4)) as sp:
+        off, srv = run_all(_req(tmp_path, dataset, [sp.url], scenarios=("Offline", "Server"),
+                                modes=("performance",)))
+        rate = float(off.summary["samples_per_second"])
+        expected = pick_targets(rate)["Server"]
+        assert f"llama2-70b.Server.target_qps = {expected:g}" in (Path(srv.directory) / "user.conf").read_text()
+        used = json.loads((tmp_path / "results" / "targets.json").read_text())
+        assert used["Server"]["target_qps"] == expected and "Offline performance test" in used["Server"]["source"]
+        assert used["Offline"] == {"target_qps": None, "source": "LoadGen default (mlperf.conf)"}
+        assert f"Server target_qps {expected:g}" in capsys.readouterr().out
+        # a target the user gave is kept
+        _, srv2 = run_all(_req(tmp_path / "b", dataset, [sp.url], scenarios=("Offline", "Server"),
+                               modes=("performance",), server_target_qps=3.5))
+    assert "llama2-70b.Server.target_qps = 3.5" in (Path(srv2.directory) / "user.conf").read_text()
+    assert json.loads((tmp_path / "b" / "results" / "targets.json").read_text())["Server"]["source"] == "given"
 
 
 AUDIT = ("*.*.mode = 2\n*.*.accuracy_log_rng_seed = 720381539243781796\n*.*.accuracy_log_sampling_target = {n}\n"

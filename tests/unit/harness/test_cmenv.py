@@ -53,3 +53,16 @@ def test_outcome_env_reports_the_worst():
     assert env_from_outcomes(req, outs)["CM_MLPERF_HARNESS_STATUS"] == "INVALID"
     outs.append(RunOutcome("Server", "accuracy", "FAILED", ["y"], "/r/c", 3))
     assert env_from_outcomes(req, outs)["CM_MLPERF_HARNESS_STATUS"] == "FAILED"
+
+
+def test_outcome_env_hands_on_derived_targets_only(tmp_path):
+    import json
+    req = HarnessRequest(str(tmp_path), "ds.pkl")
+    assert not any("TARGET_QPS" in k for k in env_from_outcomes(req, []))        # no targets.json
+    (tmp_path / "targets.json").write_text(json.dumps({
+        "Offline": {"target_qps": None, "source": "LoadGen default (mlperf.conf)"},
+        "Server": {"target_qps": 9.1, "source": "derived from the Offline performance test of this run (13 samples/s)"},
+        "Interactive": {"target_qps": 2.0, "source": "given"}}))
+    env = env_from_outcomes(req, [])
+    assert env["CM_MLPERF_LOADGEN_SERVER_TARGET_QPS"] == "9.1"
+    assert "CM_MLPERF_LOADGEN_INTERACTIVE_TARGET_QPS" not in env and "CM_MLPERF_LOADGEN_OFFLINE_TARGET_QPS" not in env
