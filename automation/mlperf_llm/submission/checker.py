@@ -28,6 +28,8 @@ FULL_LENGTH_CHECKS = (   # (name, what the checker says, what a full-length run 
     ("performance_sample_count", "performance_sample_count, found", "uses all 24576 samples of the data set"),
     ("accuracy_covers_dataset", "does not cover all dataset", "scores all 24576 samples"),
     ("early_stopping", "Early stopping condition was not met", "runs enough queries for early stopping"),
+    ("equal_issue", "requires equal issue mode", "issues in equal-issue mode (test mode turns it off so that "
+                                                 "test_query_count queries are issued, not a multiple of the data set)"),
 )
 LINE = re.compile(r"^(?:\[[^\]]* (?P<l1>ERROR|WARNING|INFO)\] |(?P<l2>ERROR|WARNING|INFO):\w+:)(?P<msg>.*)$")
 

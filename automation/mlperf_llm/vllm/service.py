@@ -31,7 +31,7 @@ def _workload(env: dict, cfg: ServeConfig) -> tuning.Workload:
         concurrency = int(text)
     except ValueError:
         raise server.ServerError(f'CM_VLLM_EXPECTED_CONCURRENCY={text!r} is not an integer') from None
-    return tuning.Workload(concurrency=concurrency, max_model_len=cfg.max_model_len)
+    return tuning.Workload(concurrency=concurrency, max_model_len=cfg.max_model_len, dtype=cfg.dtype)
 
 
 def prepare(env: dict, log: Callable[[str], None] = print) -> tuple[list[str], dict, ServeConfig]:

@@ -70,6 +70,7 @@ class Workload:
     concurrency: int = 64
     max_model_len: int | None = None
     prompt_tokens: int = 1024
+    dtype: str | None = None          # the dtype the user chose, if any (the KV cache is sized for it)
 
 
 @dataclass(frozen=True)
@@ -172,10 +173,14 @@ def choose_cpu(machine: Machine, shape: ModelShape | None, work: Workload) -> Tu
             env['VLLM_CPU_OMP_THREADS_BIND'] = 'auto'
             why.append(f'{n} usable CPUs on {machine.numa_nodes} NUMA nodes: vLLM "auto" binds per node')
 
-    dtype = 'bfloat16' if machine.native_bf16 else 'float32'
-    serve['dtype'] = dtype
-    why.append('dtype bfloat16: the CPU has native bf16 (AVX512_BF16/AMX)' if dtype == 'bfloat16'
-               else 'dtype float32: no native bf16 on this CPU (no AVX512_BF16/AMX), bf16 would be emulated')
+    if work.dtype and work.dtype != 'auto':
+        dtype = work.dtype
+        why.append(f'dtype {dtype}: as given')
+    else:
+        dtype = 'bfloat16' if machine.native_bf16 else 'float32'
+        serve['dtype'] = dtype
+        why.append('dtype bfloat16: the CPU has native bf16 (AVX512_BF16/AMX)' if dtype == 'bfloat16'
+                   else 'dtype float32: no native bf16 on this CPU (no AVX512_BF16/AMX), bf16 would be emulated')
 
     seqs = max(1, work.concurrency)
     serve['max_num_seqs'] = seqs
@@ -186,8 +191,8 @@ def choose_cpu(machine: Machine, shape: ModelShape | None, work: Workload) -> Tu
                f'{batched}: the prefill of that batch in as few steps as memory allows')
 
     if shape is not None:
-        weights = shape.params * _BYTES[dtype]
-        per_token = shape.kv_bytes_per_token(_BYTES[dtype])
+        weights = shape.params * _BYTES.get(dtype, 2)
+        per_token = shape.kv_bytes_per_token(_BYTES.get(dtype, 2))
         need = seqs * max_len * per_token
         spare = max(0, machine.mem_available_bytes - weights - 2 * GIB)
         gib = max(1, min(math.ceil(need * 1.1 / GIB), int(spare * 0.5 // GIB)))

@@ -11,6 +11,7 @@ def test_test_mode_is_short_and_keeps_targets():
     assert "llama2-70b.Offline.min_duration = 0" in text
     assert "llama2-70b.Offline.max_duration = 60000" in text
     assert "llama2-70b.*.performance_sample_count_override = 40" in text
+    assert "llama2-70b.Offline.sample_concatenate_permutation = 0" in text   # exactly 30 queries, not 40
 
 
 def test_valid_mode_leaves_the_minimums_alone():
@@ -18,6 +19,7 @@ def test_valid_mode_leaves_the_minimums_alone():
     assert "llama2-70b-interactive.Server.target_qps = 3" in text
     assert "min_query_count" not in text and "min_duration" not in text
     assert "performance_sample_count_override" not in text  # the full data set
+    assert "sample_concatenate_permutation" not in text      # equal issue stays as mlperf.conf has it
 
 
 @pytest.mark.parametrize("kwargs, word", [({"execution_mode": "fast"}, "execution_mode"),

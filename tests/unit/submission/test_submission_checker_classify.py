@@ -42,6 +42,16 @@ def test_test_mode_v51_only_full_length_checks_fail(tree):
     assert "SUMMARY: submission has errors" in text
 
 
+def test_equal_issue_off_counts_as_a_test_mode_check_only(tree):
+    line = ("[2026-11-22 09:00:00,000 submission_checker.py:1563 ERROR] closed/cm4mlperf/results/x/llama2-70b-99/"
+            "Server/performance/run_1 requires equal issue mode (sample_concatenate_permutation), expected=true, "
+            "found=false\n")
+    r = report(recorded("v5.1-closed-test-mode.log") + line, tree, "test")
+    assert r.errors == [] and "equal_issue" in r.full_length_checks and r.passed
+    v = report(line, tree, "valid")
+    assert not v.passed
+
+
 def test_test_mode_v41(tree):
     r = report(recorded("v4.1-closed-test-mode.log"), tree, "test")
     assert r.errors == [] and r.passed

