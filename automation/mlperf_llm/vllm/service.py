@@ -31,7 +31,9 @@ def _workload(env: dict, cfg: ServeConfig) -> tuning.Workload:
         concurrency = int(text)
     except ValueError:
         raise server.ServerError(f'CM_VLLM_EXPECTED_CONCURRENCY={text!r} is not an integer') from None
-    return tuning.Workload(concurrency=concurrency, max_model_len=cfg.max_model_len, dtype=cfg.dtype)
+    return tuning.Workload(concurrency=concurrency, max_model_len=cfg.max_model_len, dtype=cfg.dtype,
+                           single_process_ok=(cfg.tensor_parallel_size or 1) == 1
+                           and (cfg.pipeline_parallel_size or 1) == 1 and not cfg.distributed_executor_backend)
 
 
 def prepare(env: dict, log: Callable[[str], None] = print) -> tuple[list[str], dict, ServeConfig]:

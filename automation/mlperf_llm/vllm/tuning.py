@@ -12,6 +12,9 @@ On CPUs the choices are vLLM's CPU backend knobs (docs: "CPU - vLLM", VLLM_CPU_*
   those CPUs busy (1-minute load average >= half the CPUs), OpenMP threads that wait for a descheduled
   sibling make all-CPU binding slower (measured 0.5x), so "auto" is kept; on larger machines inference
   gets all CPUs but one per NUMA node.
+- VLLM_ENABLE_V1_MULTIPROCESSING=0 + --distributed-executor-backend=uni on small machines (< 4 CPUs, no
+  tensor/pipeline parallelism): API server, engine core and worker share one process; three processes
+  with busy-polling queues on 2 cores took CPU from inference (one process: 1.6x tokens/s, ready sooner).
 - VLLM_CPU_KVCACHE_SPACE (GiB): what max_num_seqs sequences of max_model_len tokens need, capped at half of
   the memory left after the weights.
 - dtype: bfloat16 where the CPU has native bf16 (AVX512_BF16 or AMX), else float32.
@@ -71,6 +74,7 @@ class Workload:
     max_model_len: int | None = None
     prompt_tokens: int = 1024
     dtype: str | None = None          # the dtype the user chose, if any (the KV cache is sized for it)
+    single_process_ok: bool = True    # no tensor/pipeline parallelism asked for
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,13 @@ def choose_cpu(machine: Machine, shape: ModelShape | None, work: Workload) -> Tu
         else:
             env['VLLM_CPU_OMP_THREADS_BIND'] = 'auto'
             why.append(f'{n} usable CPUs on {machine.numa_nodes} NUMA nodes: vLLM "auto" binds per node')
+
+    if n < 4 and work.single_process_ok:
+        env['VLLM_ENABLE_V1_MULTIPROCESSING'] = '0'
+        serve['distributed_executor_backend'] = 'uni'
+        why.append(f'{n} usable CPU(s): API server, engine core and worker in one process (no engine-core '
+                   'process, uni executor): their busy-polling message queues no longer take CPU from '
+                   'inference; measured 1.6x the tokens/s and ready 16 s sooner on 2 cores')
 
     if work.dtype and work.dtype != 'auto':
         dtype = work.dtype

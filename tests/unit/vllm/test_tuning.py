@@ -124,3 +124,20 @@ def test_a_given_dtype_is_kept_and_sizes_the_kv_cache():
     assert any('46080 B/token' in r for r in t.reasons) and t.env['VLLM_CPU_KVCACHE_SPACE'] == '4'
     new, _, notes = tuning.apply(ServeConfig(model='m', dtype='float32', max_model_len=1024), t, {})
     assert new.dtype == 'float32' and not any('dtype' in n for n in notes)
+
+
+def test_small_cpu_machine_serves_from_one_process_unless_parallelism_is_asked():
+    t = tuning.choose(machine(), SMOLLM2)
+    assert t.env['VLLM_ENABLE_V1_MULTIPROCESSING'] == '0' and t.serve['distributed_executor_backend'] == 'uni'
+    tp = tuning.choose(machine(), SMOLLM2, tuning.Workload(single_process_ok=False))
+    assert 'VLLM_ENABLE_V1_MULTIPROCESSING' not in tp.env and 'distributed_executor_backend' not in tp.serve
+    big = tuning.choose(machine(cpus=8), SMOLLM2)
+    assert 'VLLM_ENABLE_V1_MULTIPROCESSING' not in big.env
+
+
+def test_service_workload_knows_about_parallelism():
+    from mlperf_llm.vllm import service
+    cfg = ServeConfig(model='m', tensor_parallel_size=2)
+    assert not service._workload({}, cfg).single_process_ok
+    assert service._workload({}, ServeConfig(model='m')).single_process_ok
+    assert not service._workload({}, ServeConfig(model='m', distributed_executor_backend='ray')).single_process_ok
