@@ -9,7 +9,8 @@ On CPUs the choices are vLLM's CPU backend knobs (docs: "CPU - vLLM", VLLM_CPU_*
 - VLLM_CPU_OMP_THREADS_BIND / VLLM_CPU_NUM_OF_RESERVED_CPU: on small machines (< 4 usable CPUs) that are
   idle, inference threads are bound to every CPU (measured on 2 idle cores: 1.3-1.4x the tokens/s of
   vLLM's "auto", which keeps one CPU for the API server and engine core); when other jobs already keep
-  those CPUs busy (1-minute load average >= half the CPUs), OpenMP threads that wait for a descheduled
+  those CPUs busy (other processes use half the CPUs or more, sampled from /proc/stat for 0.5 s
+  when the server is configured: the load average lags a minute behind), OpenMP threads that wait for a descheduled
   sibling make all-CPU binding slower (measured 0.5x), so "auto" is kept; on larger machines inference
   gets all CPUs but one per NUMA node.
 - VLLM_ENABLE_V1_MULTIPROCESSING=0 + --distributed-executor-backend=uni on small machines (< 4 CPUs, no
@@ -26,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
@@ -42,12 +44,12 @@ class Machine:
     mem_available_bytes: int
     flags: frozenset[str]
     gpus: int = 0
-    load_average: float = 0.0     # 1-minute load average when the server is configured
+    cpus_in_use: float = 0.0      # CPUs' worth of time other processes used just before configuring
 
     @property
     def busy(self) -> bool:
         """Other jobs already use about half the CPUs or more."""
-        return self.load_average >= len(self.cpus) / 2
+        return self.cpus_in_use >= len(self.cpus) / 2
 
     @property
     def native_bf16(self) -> bool:
@@ -107,13 +109,37 @@ def _numa_nodes(root: Path = Path('/sys/devices/system/node')) -> int:
         return 1
 
 
+def _cpu_times(text: str, cpus) -> tuple[int, int]:
+    """(busy, total) jiffies of the given CPUs from /proc/stat text."""
+    busy = total = 0
+    wanted = {f'cpu{c}' for c in cpus}
+    for line in text.splitlines():
+        parts = line.split()
+        if parts and parts[0] in wanted:
+            values = [int(v) for v in parts[1:9]]      # user nice system idle iowait irq softirq steal
+            total += sum(values)
+            busy += sum(values) - values[3] - values[4]
+    return busy, total
+
+
+def cpus_in_use(cpus, interval_s: float = 0.5, stat: Path = Path('/proc/stat')) -> float:
+    """How many of `cpus` other processes keep busy right now (0.0 where /proc/stat is missing)."""
+    try:
+        b0, t0 = _cpu_times(stat.read_text(), cpus)
+        time.sleep(interval_s)
+        b1, t1 = _cpu_times(stat.read_text(), cpus)
+    except (OSError, ValueError):
+        return 0.0
+    return len(cpus) * (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
+
+
 def detect_machine(gpus: int = 0) -> Machine:
     cpus = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, 'sched_getaffinity') \
         else tuple(range(os.cpu_count() or 1))
     return Machine(cpus=cpus, numa_nodes=_numa_nodes(),
                    mem_available_bytes=_meminfo_available(Path('/proc/meminfo').read_text()),
                    flags=_cpuinfo_flags(Path('/proc/cpuinfo').read_text()), gpus=gpus,
-                   load_average=os.getloadavg()[0] if hasattr(os, 'getloadavg') else 0.0)
+                   cpus_in_use=cpus_in_use(cpus))
 
 
 def model_shape(model_dir: str | Path) -> ModelShape | None:
@@ -158,12 +184,12 @@ def choose_cpu(machine: Machine, shape: ModelShape | None, work: Workload) -> Tu
     n = len(machine.cpus)
     if n < 4 and machine.busy:
         env['VLLM_CPU_OMP_THREADS_BIND'] = 'auto'
-        why.append(f'{n} usable CPU(s), busy (load average {machine.load_average:.1f}): inference bound by vLLM '
+        why.append(f'{n} usable CPU(s), busy ({machine.cpus_in_use:.1f} CPUs in use by other processes): inference bound by vLLM '
                    f'"auto" to {max(1, n - 1)} CPU(s), one kept for the API server and engine core (on a busy '
                    'machine binding every CPU measured 0.5x)')
     elif n < 4:
         env['VLLM_CPU_OMP_THREADS_BIND'] = _cpu_list(machine.cpus)
-        why.append(f'{n} usable CPU(s), idle (load average {machine.load_average:.1f}): inference threads on '
+        why.append(f'{n} usable CPU(s), idle ({machine.cpus_in_use:.1f} CPUs in use by other processes): inference threads on '
                    f'all of them ({env["VLLM_CPU_OMP_THREADS_BIND"]}), sharing with the API server (measured '
                    '1.3-1.4x the tokens/s of vLLM "auto" on 2 idle cores)')
     else:

@@ -12,14 +12,14 @@ SMOLLM2 = tuning.ModelShape(layers=30, kv_heads=3, head_dim=64, params=134_515_0
 
 def machine(cpus=2, mem_gib=20, flags=('avx2', 'avx512f', 'avx512_bf16'), gpus=0, numa=1, load=0.0):
     return tuning.Machine(cpus=tuple(range(cpus)), numa_nodes=numa, mem_available_bytes=mem_gib * GIB,
-                          flags=frozenset(flags), gpus=gpus, load_average=load)
+                          flags=frozenset(flags), gpus=gpus, cpus_in_use=load)
 
 
 def test_idle_two_core_machine_binds_inference_to_both_cores_bf16_and_sizes_kv_cache():
     t = tuning.choose(machine(load=0.4), SMOLLM2, tuning.Workload(concurrency=64, max_model_len=2048))
     assert t.env['VLLM_CPU_OMP_THREADS_BIND'] == '0-1'
     assert 'VLLM_CPU_NUM_OF_RESERVED_CPU' not in t.env
-    assert any('idle (load average 0.4)' in r for r in t.reasons)
+    assert any('idle (0.4 CPUs in use by other processes)' in r for r in t.reasons)
     assert t.serve['dtype'] == 'bfloat16'
     assert t.serve['max_num_seqs'] == 64
     # 64 seqs x 2048 tokens x (2*30*3*64*2 = 23040 B) = 2.8 GiB -> 4 GiB with 10% headroom rounded up
@@ -31,14 +31,21 @@ def test_idle_two_core_machine_binds_inference_to_both_cores_bf16_and_sizes_kv_c
 def test_busy_two_core_machine_keeps_vllm_auto_binding():
     t = tuning.choose(machine(load=1.0), SMOLLM2)
     assert t.env['VLLM_CPU_OMP_THREADS_BIND'] == 'auto'
-    assert any('busy (load average 1.0)' in r for r in t.reasons)
+    assert any('busy (1.0 CPUs in use by other processes)' in r for r in t.reasons)
     assert tuning.choose(machine(load=0.99), SMOLLM2).env['VLLM_CPU_OMP_THREADS_BIND'] == '0-1'
 
 
-def test_detect_machine_reads_the_load_average():
-    m = tuning.detect_machine()
-    assert m.load_average == pytest.approx(__import__('os').getloadavg()[0], abs=5.0)
-    assert m.busy == (m.load_average >= len(m.cpus) / 2)
+def test_cpus_in_use_is_read_from_two_proc_stat_samples(tmp_path):
+    stat = tmp_path / 'stat'
+    # cpu0: 100 busy of 400 jiffies between samples; cpu1: 300 of 400; cpu2 is not ours
+    first = 'cpu  0 0 0 0 0 0 0 0\ncpu0 100 0 0 900 0 0 0 0\ncpu1 100 0 0 900 0 0 0 0\ncpu2 0 0 0 0 0 0 0 0\n'
+    second = 'cpu  0 0 0 0 0 0 0 0\ncpu0 150 0 50 1200 0 0 0 0\ncpu1 300 0 100 1000 0 0 0 0\ncpu2 9 9 9 9 0 0 0 0\n'
+    stat.write_text(first)
+    import threading
+    threading.Timer(0.1, lambda: stat.write_text(second)).start()
+    used = tuning.cpus_in_use((0, 1), interval_s=0.3, stat=stat)
+    assert used == pytest.approx(2 * 400 / 800)
+    assert tuning.cpus_in_use((0, 1), interval_s=0.0, stat=tmp_path / 'missing') == 0.0
 
 
 def test_kv_cache_is_capped_by_free_memory_and_model_len_defaults_from_the_model():
