@@ -95,6 +95,14 @@ class RunOutcome:
     directory: str
     returncode: int
     summary: dict = field(default_factory=dict)
+    harness_samples_per_second: float | None = None   # completed / duration, as the harness saw it
+
+    def offline_rate(self) -> tuple[float, str]:
+        """(samples/s, what measured it) of an Offline test: LoadGen's figure for performance,
+        the harness's for accuracy (LoadGen reports none there)."""
+        if self.mode == "performance":
+            return float(self.summary.get("samples_per_second") or 0.0), "Offline performance test"
+        return float(self.harness_samples_per_second or 0.0), f"Offline {self.mode} test"
 
     def line(self) -> str:
         s = self.summary
@@ -174,7 +182,8 @@ def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: 
     if rc != 0 and v != "FAILED":
         v, reasons = "FAILED", [f"harness exited with {rc}"] + reasons
     placed = finalize(stage, final, ok=v != "FAILED")
-    return RunOutcome(scenario, mode, v, reasons, str(placed), rc, summary.to_dict())
+    rate = status.completed / status.duration_s if status and status.duration_s > 0 else None
+    return RunOutcome(scenario, mode, v, reasons, str(placed), rc, summary.to_dict(), rate)
 
 
 def find_performance(req: HarnessRequest, rows: int) -> dict[str, float]:
@@ -208,18 +217,20 @@ def _with_targets(req: HarnessRequest, targets: dict[str, float], source: str,
     return replace(req, **updates)
 
 
-def _derive_after_offline(req: HarnessRequest, o: RunOutcome, sources: dict[str, str]) -> HarnessRequest:
-    """After an Offline performance test: the Server/Interactive targets it implies, if not given."""
-    later = [s for s in req.scenarios if s in ("Server", "Interactive") and req.target_for(s) is None]
-    rate = float(o.summary.get("samples_per_second") or 0.0)
-    if not later or o.verdict == "FAILED" or rate <= 0:
+def _derive_from_offline(req: HarnessRequest, offline: list[RunOutcome], scenario: str,
+                         sources: dict[str, str]) -> HarnessRequest:
+    """Before a Server/Interactive test without a target: the target the fastest Offline test of
+    this request implies (its whole batch is in flight, so it measures the server's throughput)."""
+    rates = [o.offline_rate() for o in offline if o.verdict != "FAILED"]
+    rates = [r for r in rates if r[0] > 0]
+    if scenario not in FRACTIONS or req.target_for(scenario) is not None or not rates:
         return req
+    rate, what = max(rates)
     t = pick_targets(rate)
-    new = _with_targets(req, {s: t[s] for s in later},
-                        f"derived from the Offline performance test of this run ({rate:g} samples/s)", sources)
-    for s in later:
-        print(f"{s} target_qps {t[s]:g}: {sources[s]}, x{FRACTIONS[s]}; "
-              f"pass --{s.lower()}_target_qps to choose it", flush=True)
+    new = _with_targets(req, {scenario: t[scenario]},
+                        f"derived from the {what} of this run ({rate:.3g} samples/s)", sources)
+    print(f"{scenario} target_qps {t[scenario]:g}: {sources[scenario]}, x{FRACTIONS[scenario]}; "
+          f"pass --{scenario.lower()}_target_qps to choose it", flush=True)
     return new
 
 
@@ -232,12 +243,11 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
         req = _with_targets(req, find_performance(req, rows), "find-performance run", sources)
     outcomes: list[RunOutcome] = []
     for scenario in req.scenarios:
+        req = _derive_from_offline(req, [o for o in outcomes if o.scenario == "Offline"], scenario, sources)
         for mode in req.modes:
             outcomes.append(run_one(req, scenario, mode, rows))
             if outcomes[-1].verdict == "FAILED":     # the next tests would meet the same fault
                 break
-            if scenario == "Offline" and mode == "performance":
-                req = _derive_after_offline(req, outcomes[-1], sources)
         if outcomes and outcomes[-1].verdict == "FAILED":
             break
     write_atomic(str(Path(req.results_dir) / "harness_outcomes.json"),

@@ -148,6 +148,7 @@ def test_server_target_comes_from_the_offline_test_of_the_same_run_unless_given(
         off, srv = run_all(_req(tmp_path, dataset, [sp.url], scenarios=("Offline", "Server"),
                                 modes=("performance",)))
         rate = float(off.summary["samples_per_second"])
+        assert off.offline_rate() == (rate, "Offline performance test")
         expected = pick_targets(rate)["Server"]
         assert f"llama2-70b.Server.target_qps = {expected:g}" in (Path(srv.directory) / "user.conf").read_text()
         used = json.loads((tmp_path / "results" / "targets.json").read_text())

@@ -66,3 +66,18 @@ def test_outcome_env_hands_on_derived_targets_only(tmp_path):
     env = env_from_outcomes(req, [])
     assert env["CM_MLPERF_LOADGEN_SERVER_TARGET_QPS"] == "9.1"
     assert "CM_MLPERF_LOADGEN_INTERACTIVE_TARGET_QPS" not in env and "CM_MLPERF_LOADGEN_OFFLINE_TARGET_QPS" not in env
+
+
+def test_server_target_comes_from_the_fastest_offline_test(capsys):
+    from mlperf_llm.harness.driver import _derive_from_offline
+    perf = RunOutcome("Offline", "performance", "VALID", [], "/r/a", 0, {"samples_per_second": 5.0}, 4.8)
+    acc = RunOutcome("Offline", "accuracy", "VALID", [], "/r/b", 0, {}, 211 / 34.0)
+    assert acc.offline_rate() == (211 / 34.0, "Offline accuracy test")
+    sources = {}
+    req = _derive_from_offline(HarnessRequest("/r", "ds.pkl"), [perf, acc], "Server", sources)
+    assert req.server_target_qps == 4.34 and "Offline accuracy test" in sources["Server"]
+    assert "Server target_qps 4.34" in capsys.readouterr().out
+    given = HarnessRequest("/r", "ds.pkl", server_target_qps=9.2)
+    assert _derive_from_offline(given, [perf, acc], "Server", {}).server_target_qps == 9.2
+    failed = RunOutcome("Offline", "accuracy", "FAILED", [], "/r/c", 3, {}, 50.0)
+    assert _derive_from_offline(HarnessRequest("/r", "ds.pkl"), [failed], "Server", {}).server_target_qps is None
