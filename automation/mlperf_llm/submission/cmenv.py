@@ -77,6 +77,12 @@ def metadata_from_env(env: dict) -> Metadata:
             value = env[key]
             q[name] = int(value) if name in ("num_calibration_samples", "group_size") and value.isdigit() else value
     data["quantization"] = q
+    server_env = sorted((k[len("CM_VLLM_SERVER_ENV_"):], v) for k, v in env.items()
+                        if k.startswith("CM_VLLM_SERVER_ENV_"))
+    if server_env and data.get("vllm_serve_command") and env.get("CM_VLLM_SERVER_COMMAND"):
+        # the variables the server started with (threads, KV cache, one process) belong to its command
+        data["vllm_serve_command"] = " ".join(f"{k}={shlex.quote(v)}" for k, v in server_env) \
+            + " " + data["vllm_serve_command"]
     data.setdefault("host_platform", host_platform())
     versions = dict(data.get("component_versions") or {})
     versions.update({label: env[k] for k, label in VERSION_ENV.items() if env.get(k)})

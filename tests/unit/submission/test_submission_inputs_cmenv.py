@@ -77,3 +77,14 @@ def test_metadata_from_env_precedence_and_system_folder(tmp_path):
 def test_reproducing_command_is_the_users_line():
     assert reproducing_command(["/venv/bin/cm", "run", "script", "--tags=a,b", "--x=has space"]) == \
         "cm run script --tags=a,b '--x=has space'"
+
+
+def test_the_recorded_server_command_carries_the_variables_it_started_with():
+    base = {"CM_MLPERF_SUBMITTER": "Org", "CM_HW_NAME": "cpu_2c"}
+    env = {**base, "CM_VLLM_SERVER_COMMAND": "python -m vllm.entrypoints.openai.api_server --model=m",
+           "CM_VLLM_SERVER_ENV_VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+           "CM_VLLM_SERVER_ENV_VLLM_CPU_KVCACHE_SPACE": "2"}
+    m = metadata_from_env(env)
+    assert m.vllm_serve_command == ("VLLM_CPU_KVCACHE_SPACE=2 VLLM_ENABLE_V1_MULTIPROCESSING=0 "
+                                    "python -m vllm.entrypoints.openai.api_server --model=m")
+    assert metadata_from_env({**base, "CM_VLLM_SERVER_COMMAND": "vllm serve m"}).vllm_serve_command == "vllm serve m"
