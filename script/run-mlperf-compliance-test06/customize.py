@@ -42,7 +42,20 @@ def postprocess(i):
                         round=env.get('CM_MLPERF_INFERENCE_VERSION') or '5.1')
     try:
         outcomes = verify_test06(req)
-    except (AccuracyLogError, ValueError) as e:
+    except AccuracyLogError as e:
+        from mlperf_llm.accuracy.test06 import wheel_ignores_audit_sampling
+        version = env.get('CM_LOADGEN_VERSION', '')
+        if not wheel_ignores_audit_sampling(version):
+            return {'return': 1, 'error': str(e)}
+        reason = (f'TEST06 NOT VERIFIED: the LoadGen {version} wheel ignores audit.config\'s accuracy_log_sampling_target '
+                  'and accuracy_log_rng_seed, so its TEST06 run logs no samples to check; the run goes on. For a v4.1 '
+                  'submission use LoadGen built from the v4.1 source (pip install <inference v4.1>/loadgen), which '
+                  'applies them (docs/submission.md, "What was found on the way")')
+        print(reason)
+        env['CM_MLPERF_TEST06_PASSED'] = 'not-verified'
+        state['mlperf_test06'] = {'not_verified': reason}
+        return {'return': 0}
+    except ValueError as e:
         return {'return': 1, 'error': str(e)}
     for o in outcomes:
         print(f'TEST06 {o.scenario}: ' + '; '.join(o.lines) + f' ({o.test_dir})')

@@ -6,7 +6,8 @@ Two changes from the seed, both forced by this machine: the server's port is a f
 an hour here). Everything else is the seed's: its targets, `--test_query_count=600`,
 `--max_test_duration=500`, `--num_workers=12`, `--scenario=Server` beside `_all-scenarios`, and the
 `--adr.mlperf-implementation.tags=_repo...,_branch.vllm` override (offline here: the run must say
-that the repository cannot be cloned and go on with ours)."""
+that the repository cannot be cloned and go on with ours). With `_r4.1` the run uses v4.1's LoadGen
+wheel, which cannot log TEST06's sampled accuracy: the compliance step says so and the run goes on."""
 import glob
 import json
 import os
@@ -45,6 +46,25 @@ def cm(args, env, log, timeout=3600):
     return r
 
 
+def loadgen_version():
+    from importlib import metadata
+    try:
+        return metadata.version("mlcommons-loadgen")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def restore_loadgen():
+    """`_r4.1` pins LoadGen 4.1.x into the python the run uses: this venv. Put back what the other
+    tests run on (known limitation: the round's LoadGen belongs in a place of its own)."""
+    before = loadgen_version()
+    yield
+    if before and loadgen_version() != before:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"mlcommons-loadgen=={before}"],
+                       check=True, timeout=600)
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("seed003")
@@ -78,7 +98,9 @@ def test_seed003_command_runs_to_the_end_against_the_running_server(server):
     assert json.loads((results / "targets.json").read_text())["Server"] == {"target_qps": 9.2, "source": "given"}
     for scenario in ("Offline", "Server"):
         assert (model / scenario / "accuracy" / "accuracy.txt").is_file()
-        assert "EOS check pass: True" in (model / scenario / "TEST06" / "verify_accuracy.txt").read_text()
+        assert (model / scenario / "TEST06" / "mlperf_log_detail.txt").is_file()
+    # v4.1's PyPI LoadGen wheels ignore the audit's accuracy logging: the run must say so, not fail
+    assert "TEST06 NOT VERIFIED: the LoadGen 4.1." in out
     assert list(submission.glob("open/*/results/*/llama2-70b-99/Server/performance/run_1"))
     readme = next(submission.glob("open/*/measurements/*/llama2-70b-99/Server/README.md")).read_text()
     assert "_r4.1" in readme and "--server_target_qps=9.2" in readme     # the command is recorded

@@ -121,3 +121,10 @@ def test_accuracy_dirs_include_the_interactive_model_folder(tmp_path):
     assert accuracy_dirs(str(tmp_path), "llama2-70b-99") == [
         str(tmp_path / "llama2-70b-99" / "Offline" / "accuracy"),
         str(tmp_path / "llama2-70b-interactive-99" / "Server" / "accuracy")]
+
+
+def test_which_loadgen_wheels_ignore_the_audit_sampling():
+    from mlperf_llm.accuracy.test06 import wheel_ignores_audit_sampling
+    assert wheel_ignores_audit_sampling("4.1.30") and wheel_ignores_audit_sampling("4.1.12")
+    assert not wheel_ignores_audit_sampling("4.1.7") and not wheel_ignores_audit_sampling("5.1.2")
+    assert not wheel_ignores_audit_sampling("") and not wheel_ignores_audit_sampling("4.1")
