@@ -84,10 +84,16 @@ def server(tmp_path_factory):
     assert stop.returncode == 0, stop.stdout[-2000:] + stop.stderr[-2000:]
 
 
+V41_SRC = os.environ.get("CM_MLPERF_INFERENCE_SOURCE_V41", "")
+
+
+@pytest.mark.skipif(not os.path.isfile(os.path.join(V41_SRC, "mlperf.conf")),
+                    reason="offline, a v4.1 submission tree needs an mlcommons/inference v4.1 checkout (its "
+                           "mlperf.conf goes into the tree): set CM_MLPERF_INFERENCE_SOURCE_V41=DIR")
 def test_seed003_command_runs_to_the_end_against_the_running_server(server):
     env, url, base = server
     results, submission = base / "results", base / "submission"
-    r = cm(seed_command(url, results, submission), env, base / "seed003.log")
+    r = cm(seed_command(url, results, submission) + [f"--inference_src={V41_SRC}"], env, base / "seed003.log")
     out = r.stdout + r.stderr
     assert r.returncode == 0, f"seed 003's command failed:\n{r.stdout[-6000:]}\n{r.stderr[-4000:]}"
     assert "vLLM server ready" not in out                    # it used the running server, started none
