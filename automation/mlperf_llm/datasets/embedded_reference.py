@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import hashlib
 import json
 import sys
 import time
 from pathlib import Path
 
+from ..files import sha256_file
 from .embedded import (REFERENCE_ANSWERS_FILE, REFERENCE_FILE, SAMPLES_FILE, build_rows, load_reference,
                        load_samples, write_json_atomic)
 from .tokenizer import ModelTokenizer
@@ -32,14 +32,6 @@ MAX_NEW_TOKENS = 128
 DTYPE = "float32"
 BATCH_SIZE = 16
 THREADS = 1  # one intra-op thread: on a shared 2-core box two threads mostly spin-wait
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def check_tokenizer_parity(model_dir, rows) -> int:
@@ -100,7 +92,7 @@ def generate(model_dir, max_new_tokens=MAX_NEW_TOKENS, limit=None, out=REFERENCE
     weights = sorted(model_dir.glob("*.safetensors"))
     provenance = {
         "model_dir": str(model_dir),
-        "model_sha256": {p.name: _sha256(p) for p in weights},
+        "model_sha256": {p.name: sha256_file(str(p)) for p in weights},
         "tokenizer_sha256": tok.fingerprint(),
         "prompt_format": "chat_template (SmolLM2's own; no system message when system_prompt is empty, "
                          "so the template inserts its default system prompt)",
@@ -112,7 +104,7 @@ def generate(model_dir, max_new_tokens=MAX_NEW_TOKENS, limit=None, out=REFERENCE
         "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
                      "python": sys.version.split()[0]},
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "samples": len(answers), "samples_sha256": _sha256(SAMPLES_FILE),
+        "samples": len(answers), "samples_sha256": sha256_file(str(SAMPLES_FILE)),
         "generation_seconds": round(seconds, 1), "generated_tokens": total,
         "tokenizer_parity_with_transformers": True,
     }
