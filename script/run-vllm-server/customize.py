@@ -29,7 +29,7 @@ def preprocess(i):
             env.update(service.start_from_env(env, os.getcwd()))
             env['CM_VLLM_START'] = env['CM_VLLM_INSTALL'] = 'no'
             return {'return': 0}
-        service.prepare(env, log=lambda m: None)     # validate every input before installing anything
+        service.prepare(env, log=lambda m: None, tune=False)   # check every input before installing anything
         env['CM_VLLM_START'] = 'yes'
         env['CM_VLLM_INSTALL'] = 'yes'
         if env.get('CM_VLLM_PYTHON'):                # --vllm_python: use that vLLM, install nothing

@@ -36,13 +36,16 @@ def _workload(env: dict, cfg: ServeConfig) -> tuning.Workload:
                            and (cfg.pipeline_parallel_size or 1) == 1 and not cfg.distributed_executor_backend)
 
 
-def prepare(env: dict, log: Callable[[str], None] = print) -> tuple[list[str], dict, ServeConfig]:
-    """(argv, process env additions, final config) for env; prints the tuned settings."""
+def prepare(env: dict, log: Callable[[str], None] = print,
+            tune: bool = True) -> tuple[list[str], dict, ServeConfig]:
+    """(argv, process env additions, final config) for env; prints the tuned settings.
+    tune=False only checks the inputs (no machine detection: it samples CPU use for 0.5 s, and the
+    start measures the machine again anyway)."""
     cfg = config_from_env(env)
     if cfg.host is None or cfg.port is None:
         cfg = replace(cfg, host=cfg.host or DEFAULT_HOST, port=cfg.port or DEFAULT_PORT)
     added = {}
-    if parse_bool('CM_VLLM_TUNE', env.get('CM_VLLM_TUNE'), default=True):
+    if tune and parse_bool('CM_VLLM_TUNE', env.get('CM_VLLM_TUNE'), default=True):
         gpus = env.get('CM_GPU_COUNT') or '0'
         machine = tuning.detect_machine(gpus=int(gpus) if gpus.isdigit() else 0)
         chosen = tuning.choose(machine, tuning.model_shape(cfg.model), _workload(env, cfg))
