@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Optional
 
 from . import env as envmod
+from .fingerprint import changed_files
 
 ENTRY_META = "cm-entry.json"
 
@@ -183,20 +184,27 @@ class Store:
                 if os.path.join(sdir, n) not in live]
 
     # -- explaining -----------------------------------------------------------------------------
-    def explain_miss(self, alias: str, components: dict) -> str:
+    def explain_miss(self, alias: str, components: dict, code_files: dict | None = None) -> str:
         """Why there is no entry: compare with the closest entry of the same script."""
         same = [e for e in self.entries() if e.alias == alias]
         if not same:
             return "no entry yet for this script"
-        diffs = min((diff_components(e.meta.get("components", {}), components) for e in same),
+        diffs = min((diff_components(e.meta.get("components", {}), components,
+                                     e.meta.get("code_files"), code_files) for e in same),
                     key=len)
         return "no entry for this key; the closest entry differs in: " + "; ".join(diffs[:4])
 
 
-def diff_components(old: dict, new: dict) -> list[str]:
+def diff_components(old: dict, new: dict, old_files: dict | None = None,
+                    new_files: dict | None = None) -> list[str]:
     out = []
     if old.get("content") != new.get("content"):
-        out.append("the step's code (its script folder or the library code it uses)")
+        files = changed_files(old_files, new_files) if old_files and new_files else []
+        if files:
+            more = f" and {len(files) - 3} more" if len(files) > 3 else ""
+            out.append("the step's code: " + ", ".join(files[:3]) + more)
+        else:
+            out.append("the step's code (its script folder or the library code it uses)")
     if old.get("variations") != new.get("variations"):
         out.append(f"variations {old.get('variations')} -> {new.get('variations')}")
     if old.get("version") != new.get("version"):
@@ -239,7 +247,8 @@ def decide(plan, store: Store, renew_all: bool = False, new_root: bool = False) 
             return
         entry = store.lookup(node.key)
         if entry is None:
-            node.verdict = Verdict("run", store.explain_miss(node.alias, node.components))
+            node.verdict = Verdict("run", store.explain_miss(node.alias, node.components,
+                                                             node.code_files))
             return
         stale = [e.node for e in node.edges if e.node is not None and e.node.manifest.cache
                  and not e.node.verdict.cached and e.decided is not False]

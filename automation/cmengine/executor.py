@@ -101,6 +101,7 @@ class Executor:
                         "alias": node.alias, "repo": node.manifest.repo,
                         "tags": node.manifest.tags, "variations": node.selection.names,
                         "version": node.version, "components": node.components,
+                        "code_files": node.code_files,
                         "new_env": new_env, "new_state": new_state})
                     outcome = Outcome(envmod.select(new_env, ["*"]), new_state, False, folder)
         else:

@@ -156,11 +156,7 @@ class Fingerprints:
         return files
 
     def digest(self, folder: str, extra_globs: Iterable[str] = ()) -> str:
-        files = self.folder(folder, extra_globs)
-        h = hashlib.sha256()
-        for rel, d in sorted(files.items()):
-            h.update(f"{rel}\0{d}\n".encode())
-        return h.hexdigest()
+        return files_digest(self.folder(folder, extra_globs))
 
     def save(self) -> None:
         if not (self.memo_path and self._dirty):
@@ -174,6 +170,25 @@ class Fingerprints:
             self._dirty = False
         except OSError:
             pass
+
+
+def files_digest(files: dict[str, str]) -> str:
+    """One hash for {relative path: sha256}: the `content` component of a step's key."""
+    h = hashlib.sha256()
+    for rel, d in sorted(files.items()):
+        h.update(f"{rel}\0{d}\n".encode())
+    return h.hexdigest()
+
+
+def changed_files(old: dict[str, str], new: dict[str, str]) -> list[str]:
+    """What differs between two {path: sha256} maps, as 'changed x', 'new y', 'removed z'
+    (paths shown from the repository: `../../automation/mlperf_llm/a.py` -> `automation/...`)."""
+    def show(rel: str) -> str:
+        return re.sub(r"^(\.\./)+", "", rel)
+    out = [f"changed {show(p)}" for p in sorted(set(old) & set(new)) if old[p] != new[p]]
+    out += [f"new {show(p)}" for p in sorted(set(new) - set(old))]
+    out += [f"removed {show(p)}" for p in sorted(set(old) - set(new))]
+    return out
 
 
 def _stamps(previous, folder: str) -> tuple:

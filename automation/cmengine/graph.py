@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from . import conditions, env as envmod
 from .errors import CycleError, EngineError, InputError, did_you_mean
-from .fingerprint import Fingerprints
+from .fingerprint import Fingerprints, files_digest
 from .manifest import DEP_LISTS, Dep, Manifest
 from .registry import Query, Registry
 from .variations import Selection, select
@@ -62,6 +62,7 @@ class Node:
     chain: list[str]
     edges: list[Edge] = field(default_factory=list)
     components: dict = field(default_factory=dict)
+    code_files: dict = field(default_factory=dict)   # {path: sha256} behind components["content"]
     key: str = ""
     verdict: Any = None             # cache.Verdict, set by the cache planner
 
@@ -346,11 +347,12 @@ class Planner:
             producers = [pk for pats, pk in pending if any(_overlap(k, p) for p in pats)]
             if producers:
                 from_deps[k] = producers[-1]
+        node.code_files = self.fp.folder(m.folder, list(m.get("cache_key_files") or [])
+                                         + self.fp.library_files(m.folder, AUTOMATION_DIR))
         node.components = {
             "format": KEY_FORMAT,
             "script": f"{m.repo}:{m.alias}",
-            "content": self.fp.digest(m.folder, list(m.get("cache_key_files") or [])
-                                      + self.fp.library_files(m.folder, AUTOMATION_DIR)),
+            "content": files_digest(node.code_files),
             "variations": node.selection.names,
             "version": [node.version, node.constraint.version_min, node.constraint.version_max],
             "env": env_part,

@@ -14,8 +14,10 @@ On CPUs the choices are vLLM's CPU backend knobs (docs: "CPU - vLLM", VLLM_CPU_*
   sibling make all-CPU binding slower (measured 0.5x), so "auto" is kept; on larger machines inference
   gets all CPUs but one per NUMA node.
 - VLLM_ENABLE_V1_MULTIPROCESSING=0 + --distributed-executor-backend=uni on small machines (< 4 CPUs, no
-  tensor/pipeline parallelism): API server, engine core and worker share one process; three processes
-  with busy-polling queues on 2 cores took CPU from inference (one process: 1.6x tokens/s, ready sooner).
+  tensor/pipeline parallelism): the worker runs inside the engine-core process (the OpenAI server keeps
+  its engine core in a process of its own); three processes with busy-polling queues on 2 cores took CPU
+  from inference (two: 1.6x tokens/s, ready sooner). The variable is what keeps vLLM's CPU platform
+  from replacing `uni` by `mp`.
 - VLLM_CPU_KVCACHE_SPACE (GiB): what max_num_seqs sequences of max_model_len tokens need, capped at half of
   the memory left after the weights.
 - dtype: bfloat16 where the CPU has native bf16 (AVX512_BF16 or AMX), else float32.
@@ -206,9 +208,9 @@ def choose_cpu(machine: Machine, shape: ModelShape | None, work: Workload) -> Tu
     if n < 4 and work.single_process_ok:
         env['VLLM_ENABLE_V1_MULTIPROCESSING'] = '0'
         serve['distributed_executor_backend'] = 'uni'
-        why.append(f'{n} usable CPU(s): API server, engine core and worker in one process (no engine-core '
-                   'process, uni executor): their busy-polling message queues no longer take CPU from '
-                   'inference; measured 1.6x the tokens/s and ready 16 s sooner on 2 cores')
+        why.append(f'{n} usable CPU(s): the worker inside the engine-core process (uni executor; '
+                   'two processes instead of three): one busy-polling message queue fewer taking CPU '
+                   'from inference; measured 1.6x the tokens/s and ready 16 s sooner on 2 cores')
 
     if work.dtype and work.dtype != 'auto':
         dtype = work.dtype

@@ -69,7 +69,7 @@ def test_edited_script_invalidates_its_entry_and_its_dependents(tmp_path, env_co
     plan = r.plan("a")
     verdicts = {p["script"]: p for p in plan["plan"]}
     assert verdicts["b"]["verdict"] == "run"
-    assert "step's code" in verdicts["b"]["reason"]
+    assert "the step's code: changed run.sh" in verdicts["b"]["reason"]
     assert r.run("a")["return"] == 0
     assert env_counter("b") == 2 and env_counter("a") == 2
 

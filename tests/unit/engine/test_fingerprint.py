@@ -66,3 +66,12 @@ def test_memo_notices_a_new_import_in_a_reached_module_and_a_new_hook(tmp_path):
     fp.save()
     again = Fingerprints(str(tmp_path / "memo.pickle"))      # memo from disk, run.sh is new
     assert "tool/__main__.py" in rel(lib, again.library_files(str(step), str(auto)))
+
+
+def test_changed_files_names_what_differs_from_the_repository():
+    from cmengine.fingerprint import changed_files
+    old = {"customize.py": "1", "../../automation/mlperf_llm/a.py": "2", "gone.sh": "3"}
+    new = {"customize.py": "1", "../../automation/mlperf_llm/a.py": "9", "run.sh": "4"}
+    assert changed_files(old, new) == ["changed automation/mlperf_llm/a.py", "new run.sh",
+                                       "removed gone.sh"]
+    assert changed_files(old, dict(old)) == []
