@@ -156,12 +156,22 @@ class Store:
             _rmtree(old, ignore_errors=True)
         return Entry(key, folder, meta)
 
+    KEEP_FAILED = 3     # failed builds kept per step (a failed venv install can be gigabytes)
+
     def discard(self, folder: str) -> str:
-        """Move a failed build aside (kept for its log, never accepted)."""
-        dest = os.path.join(self._dir("failed"), os.path.basename(folder))
+        """Move a failed build aside (kept for its log, never accepted); of the failed builds of
+        the same step only the KEEP_FAILED newest stay."""
+        fdir = self._dir("failed")
+        dest = os.path.join(fdir, os.path.basename(folder))
         with contextlib.suppress(OSError):
             _rmtree(dest, ignore_errors=True)
             os.replace(folder, dest)
+            step = os.path.basename(folder).rsplit("-", 2)[0]
+            others = [os.path.join(fdir, n) for n in os.listdir(fdir)
+                      if n.rsplit("-", 2)[0] == step and n != os.path.basename(dest)]
+            others.sort(key=lambda p: os.stat(p).st_mtime, reverse=True)
+            for old in others[self.KEEP_FAILED - 1:]:
+                _rmtree(old, ignore_errors=True)
             return dest
         return folder
 

@@ -1,10 +1,14 @@
-"""get-mlperf-inference-loadgen: mlcommons-loadgen pinned to the wheels whose built-in mlperf.conf has
-the round's seeds (_r4.1 -> 4.1.12..4.1.30, _r5.0 -> 5.0.9..5.0.21, _r5.1 -> 5.1.x) in the selected
-venv, then checked: the seed it applies for llama2-70b must be the round's, or the checker would
-reject every result."""
+"""get-mlperf-inference-loadgen: the mlcommons-loadgen wheel whose built-in mlperf.conf has the round's
+seeds (_r4.1 -> 4.1.12..4.1.30, _r5.0 -> 5.0.9..5.0.21, _r5.1 -> 5.1.x; --version, --version_min,
+--version_max narrow it), installed into this step's cache entry (site/) rather than into the
+interpreter's environment: a run of one round never replaces the LoadGen of another round or the
+user's own. The harness puts CM_LOADGEN_PYTHONPATH first on PYTHONPATH. The wheel is then checked:
+the seed it applies for llama2-70b must be the round's, or the checker would reject every result."""
+import os
 import sys
 
-from mlperf_llm.sysinfo.pyenv import PyEnvError, installed_version
+from mlperf_llm.sysinfo import sitedir
+from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError
 from mlperf_llm.sysinfo.rounds import RoundError, in_range, loadgen_seed, round_info
 
 
@@ -12,28 +16,38 @@ def preprocess(i):
     env = i['env']
     try:
         rnd = round_info(env.get('CM_MLPERF_INFERENCE_VERSION', '5.1'))
-    except RoundError as e:
+        req = PackageRequest('mlcommons-loadgen', env.get('CM_VERSION', ''),
+                             env.get('CM_VERSION_MIN', '') or rnd.loadgen_min,
+                             env.get('CM_VERSION_MAX', '') or rnd.loadgen_max)
+    except (RoundError, PyEnvError) as e:
         return {'return': 1, 'error': str(e)}
-    python = env.get('CM_GENERIC_PYTHON_PACKAGE_PYTHON', '')
+    asked = [env.get(k, '') for k in ('CM_VERSION', 'CM_VERSION_MIN', 'CM_VERSION_MAX')]
+    for v in asked:
+        if v.count('.') >= 2 and not in_range(v, rnd):
+            return {'return': 1, 'error': f'mlcommons-loadgen {v} was asked for, but round {rnd.name} '
+                    f'needs a wheel between {rnd.loadgen_min} .. {rnd.loadgen_max} (the ones carrying its '
+                    f'seeds): change --version/--version_min/--version_max (or --adr.loadgen.*)'}
+    python = env.get('CM_VENV_PYTHON') or env.get('CM_PYTHON_BIN_WITH_PATH') or sys.executable
+    site = os.path.join(i['work_dir'], 'site')
+    print(f'installing {req.pip_spec()} into {site} (for {python}; its own environment is left as it is)',
+          file=sys.stderr)
     try:
-        version = installed_version(python, 'mlcommons-loadgen')    # what is there now, not what a step said
-    except PyEnvError as e:
+        version = sitedir.install(python, req, site)
+        seed = loadgen_seed(python, site)
+    except (PyEnvError, RoundError) as e:
         return {'return': 1, 'error': str(e)}
     if not in_range(version, rnd):
-        return {'return': 1, 'error': f'mlcommons-loadgen {version or "(none)"} is installed, but round '
-                f'{rnd.name} needs {rnd.loadgen_min} .. {rnd.loadgen_max}: check --adr.loadgen-pip.* overrides'}
-    env['CM_LOADGEN_VERSION'] = version
-    env['CM_LOADGEN_PYTHON'] = python
-    env['CM_MLPERF_INFERENCE_ROUND'] = rnd.name
-    try:
-        seed = loadgen_seed(python)
-    except RoundError as e:
-        return {'return': 1, 'error': str(e)}
+        return {'return': 1, 'error': f'mlcommons-loadgen {version} was installed, but round {rnd.name} '
+                f'needs {rnd.loadgen_min} .. {rnd.loadgen_max}: check --version/--adr.loadgen.* overrides'}
     if seed != rnd.qsl_rng_seed:
         return {'return': 1, 'error': f'mlcommons-loadgen {version} applies qsl_rng_seed {seed}, but {rnd.name} '
                 f'requires {rnd.qsl_rng_seed}: this wheel does not belong to the round; pin another '
                 f'wheel between {rnd.loadgen_min} and {rnd.loadgen_max}'}
+    env['CM_LOADGEN_VERSION'] = version
+    env['CM_LOADGEN_PYTHON'] = python
+    env['CM_LOADGEN_PYTHONPATH'] = site
     env['CM_LOADGEN_QSL_RNG_SEED'] = str(seed)
     env['CM_LOADGEN_SEED_CHECK'] = 'ok'
+    env['CM_MLPERF_INFERENCE_ROUND'] = rnd.name
     print(f'mlcommons-loadgen {version} for {rnd.name}: qsl_rng_seed {seed} is the round\'s', file=sys.stderr)
     return {'return': 0}

@@ -13,7 +13,7 @@ from typing import List, Optional
 from .evaluate import AccuracyResult, EvaluationError, evaluate, load_tokenizer
 from .report import write_accuracy_txt, write_result_json
 from .splitter import get_splitter
-from .targets import SCALE, Verdict, embedded_targets, judge, mlperf_targets
+from .targets import SCALE, Verdict, embedded_subset_targets, embedded_targets, judge, mlperf_targets
 from .test06 import Test06Result, verify, write_verification
 
 LOG = "mlperf_log_accuracy.json"
@@ -73,19 +73,59 @@ def process_accuracy(req: AccuracyRequest) -> List[AccuracyOutcome]:
                               f"{LOG}; run the benchmark with --mode=accuracy first")
     splitter = get_splitter(req.sentence_splitter)
     tokenizer = load_tokenizer(req.tokenizer)
-    targets = [embedded_targets(m, req.embedded_reference) if req.embedded_reference else mlperf_targets(m)
-               for m in target_models(req.model)]
+    whole = [embedded_targets(m, req.embedded_reference) if req.embedded_reference else mlperf_targets(m)
+             for m in target_models(req.model)]
     outcomes = []
     for directory in req.directories:
         log = os.path.join(directory, LOG)
         result = evaluate(log, req.dataset, req.tokenizer, dtype=req.dtype, workers=req.workers,
                           splitter=splitter, tokenizer=tokenizer)
+        targets = whole
+        if req.embedded_reference:
+            subset = _embedded_subset(req, log, splitter)
+            if subset is not None:
+                targets = [embedded_subset_targets(m, subset[1], subset[0]) for m in target_models(req.model)]
         verdicts = [judge(result.checker_values(), t) for t in targets]
         log_hash = write_accuracy_txt(os.path.join(directory, "accuracy.txt"), result, log)
         write_result_json(os.path.join(directory, "accuracy.json"), result, verdicts, log_hash,
                           extra={"model": req.model, "dataset": os.path.abspath(req.dataset)})
         outcomes.append(AccuracyOutcome(directory, result, verdicts, log_hash))
     return outcomes
+
+
+def _embedded_subset(req: AccuracyRequest, log: str, splitter):
+    """(count, metrics of the embedded reference answers of the samples the log holds) when the
+    test scored fewer samples than the reference covers (test mode); None for the whole set."""
+    import json
+
+    import pandas as pd
+
+    from .evaluate import score_texts
+    from .log import first_per_sample
+
+    with open(req.embedded_reference, encoding="utf-8") as f:
+        covered = int(json.load(f).get("samples") or 0)
+    idx = sorted({e.qsl_idx for e in first_per_sample(log, req.dtype)})
+    if not covered or len(idx) >= covered:
+        return None
+    answers_file = os.path.join(os.path.dirname(req.embedded_reference), "reference_answers.jsonl")
+    try:
+        with open(answers_file, encoding="utf-8") as f:
+            answers = {a["id"]: a for a in (json.loads(line) for line in f if line.strip())}
+    except OSError as e:
+        raise EvaluationError(f"the test scored {len(idx)} of {covered} samples, and the reference answers "
+                              f"to judge that subset by are missing ({answers_file}: {e.strerror}); "
+                              "fix: rerun with --accuracy_sample_count=all") from None
+    frame = pd.read_pickle(req.dataset)
+    rows = frame.iloc[idx]
+    missing = [i for i in rows["id"] if i not in answers]
+    if missing:
+        raise EvaluationError(f"{answers_file} has no reference answer for {missing[:3]}: the data set "
+                              f"{req.dataset} is not the embedded one it was made for")
+    metrics = score_texts([str(x) for x in rows["output"]], [answers[i]["text"] for i in rows["id"]],
+                          splitter=splitter)
+    metrics["tokens_per_sample"] = round(sum(answers[i]["n_tokens"] for i in rows["id"]) / len(idx), 1)
+    return len(idx), metrics
 
 
 def describe(outcome: AccuracyOutcome) -> List[str]:

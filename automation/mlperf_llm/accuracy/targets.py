@@ -71,6 +71,15 @@ def embedded_targets(model: str, reference_file: str) -> Targets:
     return _scaled(model, reference, "embedded data set reference")
 
 
+def embedded_subset_targets(model: str, metrics: Dict[str, float], count: int) -> Targets:
+    """Targets for an accuracy test that scored `count` samples of the embedded data set (a test-mode
+    run): the reference answers of those same samples, scored the same way (`metrics`: rouge1,
+    rouge2, rougeL, tokens_per_sample), scaled as the whole-set numbers are."""
+    reference = {m: float(metrics[RESULT_KEYS[m]]) for m in METRICS}
+    reference[TOKENS] = float(metrics["tokens_per_sample"])
+    return _scaled(model, reference, f"embedded reference answers of the same {count} samples")
+
+
 @dataclass(frozen=True)
 class MetricVerdict:
     metric: str

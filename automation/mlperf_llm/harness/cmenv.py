@@ -28,6 +28,13 @@ def _num(env: dict, key: str, kind=float):
                                 f"fix: pass a number, e.g. {key}=10") from None
 
 
+def _accuracy_count(env: dict) -> int | None:
+    raw = str(env.get("CM_MLPERF_ACCURACY_SAMPLE_COUNT", "")).strip().lower()
+    if raw in ("all", "full"):
+        return 0
+    return _num(env, "CM_MLPERF_ACCURACY_SAMPLE_COUNT", int)
+
+
 def _names(raw: str, table: dict[str, str], what: str, key: str) -> tuple[str, ...]:
     out = []
     for v in _split(raw):
@@ -71,6 +78,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         test_query_count=_num(env, "CM_MLPERF_LOADGEN_TEST_QUERY_COUNT", int),
         max_test_duration_s=duration,
         total_sample_count=_num(env, "CM_MLPERF_TOTAL_SAMPLE_COUNT", int),
+        accuracy_sample_count=_accuracy_count(env),
         find_performance=_yes(env, "CM_MLPERF_FIND_PERFORMANCE"),
         audit_conf=env.get("CM_MLPERF_AUDIT_CONF") or "",
         skip_tokenizer_check=_yes(env, "CM_MLPERF_SKIP_TOKENIZER_CHECK"),
@@ -80,6 +88,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         max_tokens=_num(env, "CM_MLPERF_MAX_TOKENS", int) or 1024,
         python=(env.get("CM_LOADGEN_PYTHON") or env.get("CM_VENV_PYTHON") or env.get("CM_PYTHON_BIN_WITH_PATH")
                 or sys.executable),
+        loadgen_path=env.get("CM_LOADGEN_PYTHONPATH") or "",
         progress=not _yes(env, "CM_MLPERF_NO_PROGRESS"),
     )
 

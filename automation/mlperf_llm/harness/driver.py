@@ -52,6 +52,7 @@ class HarnessRequest:
     test_query_count: int | None = None
     max_test_duration_s: float | None = None
     total_sample_count: int | None = None
+    accuracy_sample_count: int | None = None   # 0 = the whole data set; None = test_query_count in test mode
     find_performance: bool = False
     audit_conf: str = ""              # TEST06's audit.config
     skip_tokenizer_check: bool = False
@@ -60,6 +61,7 @@ class HarnessRequest:
     dtype: str = "float32"
     max_tokens: int = 1024
     python: str = sys.executable
+    loadgen_path: str = ""          # the round's LoadGen (get-mlperf-inference-loadgen site/), first on PYTHONPATH
     progress: bool = True
 
     def validate(self) -> None:
@@ -80,6 +82,21 @@ class HarnessRequest:
             raise HarnessInputError("the transformers backend needs --model_path=<HF model folder>")
         if self.num_workers < 1:
             raise HarnessInputError(f"num_workers={self.num_workers}: must be at least 1")
+        if self.accuracy_sample_count and self.execution_mode == "valid":
+            raise HarnessInputError(f"accuracy_sample_count={self.accuracy_sample_count} with execution_mode=valid: "
+                                    "a valid run's accuracy test covers the whole data set (the checker "
+                                    "requires it); fix: drop --accuracy_sample_count, or use --execution_mode=test")
+        if self.accuracy_sample_count is not None and self.accuracy_sample_count < 0:
+            raise HarnessInputError(f"accuracy_sample_count={self.accuracy_sample_count}: must be a count of "
+                                    "samples, or 0 (or 'all') for the whole data set")
+
+    def accuracy_rows(self, rows: int) -> int:
+        """Samples an accuracy test covers: the whole data set in valid mode; in test mode the
+        first test_query_count (as CM's test runs do) unless accuracy_sample_count says otherwise."""
+        n = self.accuracy_sample_count
+        if n is None:
+            n = self.test_query_count if self.execution_mode == "test" else 0
+        return min(rows, n) if n else rows
 
     def target_for(self, scenario: str) -> float | None:
         return {"Offline": self.offline_target_qps, "Server": self.server_target_qps,
@@ -142,9 +159,9 @@ def _command(req: HarnessRequest, scenario: str, mode: str, out: Path, user_conf
     return cmd
 
 
-def _run_logged(cmd: list[str], log_path: Path) -> int:
+def _run_logged(cmd: list[str], log_path: Path, loadgen_path: str = "") -> int:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([AUTOMATION_DIR] + [p for p in [env.get("PYTHONPATH")] if p])
+    env["PYTHONPATH"] = os.pathsep.join([AUTOMATION_DIR] + [p for p in [loadgen_path, env.get("PYTHONPATH")] if p])
     env["PYTHONUNBUFFERED"] = "1"
     if sys.stderr.isatty():
         env["CM_MLPERF_PROGRESS_TTY"] = "yes"
@@ -174,7 +191,7 @@ def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: 
                         req.test_query_count, req.max_test_duration_s, rows)
     user_conf = stage / "user.conf"
     write_atomic(str(user_conf), spec.text())
-    rc = _run_logged(_command(req, scenario, mode, stage, user_conf), stage / "harness.log")
+    rc = _run_logged(_command(req, scenario, mode, stage, user_conf), stage / "harness.log", req.loadgen_path)
     status = HarnessStatus.read(stage)
     summary = read_summary(stage)
     v, reasons = verdict(status, summary, rnd.qsl_rng_seed if req.execution_mode == "valid" else None,
@@ -245,7 +262,13 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
     for scenario in req.scenarios:
         req = _derive_from_offline(req, [o for o in outcomes if o.scenario == "Offline"], scenario, sources)
         for mode in req.modes:
-            outcomes.append(run_one(req, scenario, mode, rows))
+            if mode == "accuracy" and req.accuracy_rows(rows) < rows:
+                n = req.accuracy_rows(rows)
+                print(f"{scenario} accuracy: the first {n} of {rows} samples (test mode; "
+                      "--accuracy_sample_count=all for every sample)", flush=True)
+                outcomes.append(run_one(replace(req, total_sample_count=n), scenario, mode, n))
+            else:
+                outcomes.append(run_one(req, scenario, mode, rows))
             if outcomes[-1].verdict == "FAILED":     # the next tests would meet the same fault
                 break
         if outcomes and outcomes[-1].verdict == "FAILED":

@@ -73,7 +73,8 @@ def clone_at_tag(url: str, tag: str, dest: str) -> InferenceSource:
         shutil.rmtree(tmp, ignore_errors=True)
         err = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"
         hint = ("the tag does not exist there" if "not found" in res.stderr.lower() or "remote branch" in
-                res.stderr.lower() else "no network or wrong URL? give a local checkout with --src_path=DIR")
+                res.stderr.lower() else "no network or wrong URL? give a local checkout: --inference_src=DIR "
+                "with run-mlperf-inference-app, --src_path=DIR with get-mlperf-inference-src")
         raise InferenceSrcError(f"git clone of {url} at {tag} failed: {err} ({hint})")
     os.replace(tmp, dest)
     return describe(dest)

@@ -62,10 +62,12 @@ print(rc, s.qsl_rng_seed)
 """
 
 
-def loadgen_seed(python: str) -> int:
-    """The qsl_rng_seed the LoadGen installed for `python` applies for llama2-70b from its built-in
-    mlperf.conf (0 when the wheel has none)."""
-    res = subprocess.run([python, "-c", _SEED_PROBE], capture_output=True, text=True, timeout=120)
+def loadgen_seed(python: str, path: str = "") -> int:
+    """The qsl_rng_seed the LoadGen that `python` imports (with `path` first on PYTHONPATH) applies
+    for llama2-70b from its built-in mlperf.conf (0 when the wheel has none)."""
+    from .sitedir import with_path
+    res = subprocess.run([python, "-c", _SEED_PROBE], capture_output=True, text=True, timeout=120,
+                         env=with_path(path))
     if res.returncode != 0:
         raise RoundError(f"could not read LoadGen's settings with {python}: {res.stderr.strip()[-500:]}")
     rc, seed = res.stdout.split()[-2:]

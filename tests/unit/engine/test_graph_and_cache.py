@@ -118,3 +118,18 @@ def test_library_code_a_hook_imports_is_part_of_the_key(tmp_path, monkeypatch):
     assert plan(r, "s").root.key == k1          # a module the hooks never reach: same entry
     lib.write_text("X = 2\n")
     assert plan(r, "s").root.key != k1
+
+
+def test_failed_builds_are_kept_for_their_logs_but_bounded(tmp_path):
+    store = cache.Store(str(tmp_path / "cache"), warn=lambda m: None)
+    kept = []
+    for n in range(5):
+        folder = store.new_folder("install-vllm", f"{n:02d}" + "a" * 62)
+        with open(os.path.join(folder, "install-vllm.log"), "w") as f:
+            f.write(f"attempt {n}\n")
+        os.utime(folder, (1000 + n, 1000 + n))
+        kept.append(store.discard(folder))
+    other = store.discard(store.new_folder("detect-os", "b" * 64))
+    left = sorted(os.listdir(os.path.dirname(kept[0])))
+    assert sorted(os.path.basename(p) for p in kept[-3:] + [other]) == left
+    assert open(os.path.join(kept[-1], "install-vllm.log")).read() == "attempt 4\n"

@@ -81,3 +81,19 @@ def test_server_target_comes_from_the_fastest_offline_test(capsys):
     assert _derive_from_offline(given, [perf, acc], "Server", {}).server_target_qps == 9.2
     failed = RunOutcome("Offline", "accuracy", "FAILED", [], "/r/c", 3, {}, 50.0)
     assert _derive_from_offline(HarnessRequest("/r", "ds.pkl"), [failed], "Server", {}).server_target_qps is None
+
+
+def test_accuracy_covers_test_query_count_samples_in_test_mode_only():
+    r = request_from_env(dict(BASE, CM_MLPERF_LOADGEN_TEST_QUERY_COUNT="32"))
+    assert r.accuracy_sample_count is None and r.accuracy_rows(211) == 32
+    assert request_from_env(dict(BASE, CM_MLPERF_LOADGEN_TEST_QUERY_COUNT="32",
+                                 CM_MLPERF_ACCURACY_SAMPLE_COUNT="all")).accuracy_rows(211) == 211
+    assert request_from_env(dict(BASE, CM_MLPERF_ACCURACY_SAMPLE_COUNT="50")).accuracy_rows(211) == 50
+    assert request_from_env(dict(BASE, CM_MLPERF_ACCURACY_SAMPLE_COUNT="500")).accuracy_rows(211) == 211
+    assert request_from_env(BASE).accuracy_rows(211) == 211        # no test_query_count: every sample
+    valid = request_from_env(dict(BASE, CM_MLPERF_EXECUTION_MODE="valid", CM_MLPERF_LOADGEN_TEST_QUERY_COUNT="32"))
+    assert valid.accuracy_rows(24576) == 24576
+    with pytest.raises(HarnessInputError, match="covers the whole data set"):
+        request_from_env(dict(BASE, CM_MLPERF_EXECUTION_MODE="valid", CM_MLPERF_ACCURACY_SAMPLE_COUNT="10")).validate()
+    with pytest.raises(HarnessInputError, match="CM_MLPERF_ACCURACY_SAMPLE_COUNT='some'"):
+        request_from_env(dict(BASE, CM_MLPERF_ACCURACY_SAMPLE_COUNT="some"))
