@@ -11,6 +11,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -261,11 +262,11 @@ class Planner:
         stack = stack + [ident]
 
         own_pending = list(pending)
-        has_hooks = os_path_isfile(m.folder, "customize.py")
+        setters = env_setters(m.folder)
         for phase in DEP_LISTS:
-            if phase != "deps" and has_hooks:
-                # what its preprocess may set for the later dependencies: its outputs and the
-                # keys it names in hook_env_keys
+            if SET_BEFORE[phase] & setters:
+                # what its preprocess (run.sh, postprocess) may set for the later dependencies:
+                # its outputs and the keys it names in hook_env_keys
                 own_pending.append((new_env_keys + list(m.get("hook_env_keys") or []), pre_key))
             for dep in dep_lists[phase]:
                 edge = self._edge(node, dep, phase, child_adr, own_pending, stack)
@@ -365,6 +366,27 @@ class Planner:
 
 def os_path_isfile(folder: str, name: str) -> bool:
     return os.path.isfile(os.path.join(folder, name))
+
+
+# which of a step's own parts have run, and may have set env, before each list of dependencies
+SET_BEFORE = {"deps": set(), "prehook_deps": {"preprocess"}, "posthook_deps": {"preprocess", "run"},
+              "post_deps": {"preprocess", "run", "postprocess"}}
+_HOOK_DEF = re.compile(r"^(?:async\s+)?def\s+(preprocess|postprocess)\b|^(preprocess|postprocess)\s*=|"
+                       r"^from\s.*\bimport\b.*\b(preprocess|postprocess)\b", re.M)
+
+
+def env_setters(folder: str) -> set[str]:
+    """The parts of a step that run before some of its dependencies and can set env for them:
+    'preprocess'/'postprocess' when customize.py defines them, 'run' when there is a run.sh."""
+    out = set()
+    try:
+        with open(os.path.join(folder, "customize.py"), encoding="utf-8", errors="replace") as f:
+            out = {next(g for g in m.groups() if g) for m in _HOOK_DEF.finditer(f.read())}
+    except OSError:
+        pass
+    if os.path.isfile(os.path.join(folder, "run.sh")):
+        out.add("run")
+    return out
 
 
 def _merge_adr(base: dict, top: dict) -> dict:

@@ -133,3 +133,21 @@ def test_failed_builds_are_kept_for_their_logs_but_bounded(tmp_path):
     left = sorted(os.listdir(os.path.dirname(kept[0])))
     assert sorted(os.path.basename(p) for p in kept[-3:] + [other]) == left
     assert open(os.path.join(kept[-1], "install-vllm.log")).read() == "attempt 4\n"
+
+
+@pytest.mark.parametrize("hooks, rekeyed", [
+    ("def postprocess(i):\n    return {'return': 0}\n", False),   # runs after posthook_deps
+    ("def validate(i):\n    return {'return': 0}\n", False),
+    ("def preprocess(i):\n    return {'return': 0}\n", True),     # may set CM_APP_* for them
+])
+def test_posthook_deps_are_keyed_by_the_callers_inputs_only_if_a_part_of_it_ran_before(tmp_path, hooks, rekeyed):
+    repo = make_repo(str(tmp_path), {
+        "app": ({"tags": ["app"], "new_env_keys": ["CM_APP_*"], "input_mapping": {"out": "CM_OUT_DIR"},
+                 "posthook_deps": [{"tags": "src"}]}, {"customize.py": hooks}),
+        "src": {"tags": ["src"], "cache": True, "input_mapping": {"path": "CM_APP_SRC_PATH"}},
+    })
+
+    def src_key(out):
+        p = plan(repo, "app", inputs={"out": out})
+        return next(e.node.key for e in p.root.edges if e.node is not None and e.node.alias == "src")
+    assert (src_key("/a") != src_key("/b")) is rekeyed
