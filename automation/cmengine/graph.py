@@ -8,7 +8,6 @@ and the keys of its dependencies. Identical nodes share one object, so `detect,o
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 import re
@@ -17,7 +16,7 @@ from typing import Any, Optional
 
 from . import conditions, env as envmod
 from .errors import CycleError, EngineError, InputError, did_you_mean
-from .fingerprint import Fingerprints, files_digest
+from .fingerprint import Fingerprints, files_digest, sha256
 from .manifest import DEP_LISTS, Dep, Manifest
 from .registry import Query, Registry
 from .variations import Selection, select
@@ -332,7 +331,7 @@ class Planner:
                 env_part[k] = node.env[k]
         for k in list(env_part):
             if envmod.is_secret(k):  # a secret changes the key without being written anywhere
-                env_part[k] = "sha256:" + hashlib.sha256(str(env_part[k]).encode()).hexdigest()
+                env_part[k] = "sha256:" + sha256(str(env_part[k]).encode()).hexdigest()
         # a key the node's own layers set (env, inputs, variations, version) cannot come from
         # an earlier dependency of its caller; default_env and cache_key_env keys can
         forced = {k for op, layer in node.layers if op == "merge" for k in layer}
@@ -361,7 +360,7 @@ class Planner:
             "deps": [[e.phase, e.node.alias, e.node.key, e.decided is None]
                      for e in edges if e.node is not None],
         }
-        return hashlib.sha256(_canon(node.components).encode()).hexdigest()
+        return sha256(_canon(node.components).encode()).hexdigest()
 
 
 def os_path_isfile(folder: str, name: str) -> bool:
