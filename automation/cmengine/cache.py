@@ -41,7 +41,7 @@ def default_root() -> str:
     return os.path.join(repos, "cm4mlperf-llm-cache")
 
 
-@dataclass
+@dataclass(repr=False, eq=False)   # compared by identity; plain repr (cheaper import)
 class Entry:
     key: str
     path: str
@@ -56,7 +56,7 @@ class Entry:
         return list(self.meta.get("tags", [])) + ["_" + v for v in self.meta.get("variations", [])]
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Verdict:
     action: str      # "cached" | "run"
     reason: str
@@ -68,7 +68,7 @@ class Verdict:
         return self.action == "cached"
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Store:
     root: str = field(default_factory=default_root)
     warn: callable = lambda msg: print(msg, file=sys.stderr)

@@ -21,7 +21,7 @@ from .graph import Node, Plan
 AUTOMATION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@dataclass
+@dataclass(repr=False, eq=False)   # compared by identity; plain repr (cheaper import)
 class Outcome:
     env: dict                    # what leaves the node (filtered by new_env_keys)
     state: dict
@@ -30,7 +30,7 @@ class Outcome:
     seconds: float = 0.0
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Executor:
     plan: Plan
     store: Store

@@ -28,7 +28,7 @@ MAX_DEPTH = 64
 _DROP_INHERITED = ("CM_VERSION", "CM_VERSION_MIN", "CM_VERSION_MAX", "CM_TMP_")
 
 
-@dataclass
+@dataclass(repr=False, eq=False)   # compared by identity; plain repr (cheaper import)
 class Request:
     tags: list[str] = field(default_factory=list)
     alias: str = ""
@@ -39,7 +39,7 @@ class Request:
     quiet: bool = True
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Edge:
     phase: str
     dep: Dep
@@ -48,7 +48,7 @@ class Edge:
     reason: str = ""
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Node:
     manifest: Manifest
     selection: Selection
@@ -106,7 +106,7 @@ class Node:
         return {k: v for k, v in self.env.items() if envmod.matches(k, self.declared)}
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Plan:
     root: Node
     nodes: dict[str, Node]

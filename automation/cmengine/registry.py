@@ -23,7 +23,7 @@ class Repo:
     path: str
 
 
-@dataclass
+@dataclass(repr=False, eq=False)   # compared by identity; plain repr (cheaper import)
 class Query:
     """What a user or a dependency asks for with tags."""
     tags: list[str] = field(default_factory=list)           # required plain tags

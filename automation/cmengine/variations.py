@@ -10,7 +10,7 @@ from .errors import VariationError, did_you_mean
 from .manifest import Manifest
 
 
-@dataclass
+@dataclass(repr=False, eq=False)   # compared by identity; plain repr (cheaper import)
 class Selection:
     names: list[str] = field(default_factory=list)      # chosen variations, as the user writes them
     applied: list[dict] = field(default_factory=list)   # their settings in application order
