@@ -363,10 +363,6 @@ class Planner:
         return sha256(_canon(node.components).encode()).hexdigest()
 
 
-def os_path_isfile(folder: str, name: str) -> bool:
-    return os.path.isfile(os.path.join(folder, name))
-
-
 # which of a step's own parts have run, and may have set env, before each list of dependencies
 SET_BEFORE = {"deps": set(), "prehook_deps": {"preprocess"}, "posthook_deps": {"preprocess", "run"},
               "post_deps": {"preprocess", "run", "postprocess"}}

@@ -7,8 +7,7 @@ the seed it applies for llama2-70b must be the round's, or the checker would rej
 import os
 import sys
 
-from mlperf_llm.sysinfo import sitedir
-from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError
+from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, pip_install_into
 from mlperf_llm.sysinfo.rounds import RoundError, in_range, loadgen_seed, round_info
 
 
@@ -32,7 +31,7 @@ def preprocess(i):
     print(f'installing {req.pip_spec()} into {site} (for {python}; its own environment is left as it is)',
           file=sys.stderr)
     try:
-        version = sitedir.install(python, req, site)
+        version = pip_install_into(python, req, site)
         seed = loadgen_seed(python, site)
     except (PyEnvError, RoundError) as e:
         return {'return': 1, 'error': str(e)}

@@ -8,7 +8,6 @@ from cmengine.registry import Repo
 from enginefixtures import Runner
 from mlperf_llm.sysinfo.pyenv import installed_version
 from mlperf_llm.sysinfo.rounds import ROUNDS
-from mlperf_llm.sysinfo.sitedir import version_seen
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.e2e
@@ -38,7 +37,7 @@ def test_loadgen_round_pins_carry_the_round_seed(setup, rnd):
     env = r["new_env"]
     assert env["CM_LOADGEN_QSL_RNG_SEED"] == str(ROUNDS[rnd].qsl_rng_seed)
     site = env["CM_LOADGEN_PYTHONPATH"]
-    assert env["CM_LOADGEN_VERSION"] == version_seen(python, "mlcommons-loadgen", site)
+    assert env["CM_LOADGEN_VERSION"] == installed_version(python, "mlcommons-loadgen", site)
     # the round's wheel lives in the step's entry; the venv keeps what it had
     assert installed_version(python, "mlcommons-loadgen") == before
     again = runner.run(f"get,loadgen,_r{rnd}", env={"CM_VENV_PYTHON": python})

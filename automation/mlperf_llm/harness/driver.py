@@ -19,6 +19,7 @@ from pathlib import Path
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
 from .rounds import get_round, loadgen_model_and_dirs
 from ..files import write_atomic
+from ..sysinfo.pyenv import with_path
 from .userconf import INTERACTIVE_FRACTION, SERVER_FRACTION, UserConfSpec, pick_targets
 
 FRACTIONS = {"Server": SERVER_FRACTION, "Interactive": INTERACTIVE_FRACTION}
@@ -160,8 +161,7 @@ def _command(req: HarnessRequest, scenario: str, mode: str, out: Path, user_conf
 
 
 def _run_logged(cmd: list[str], log_path: Path, loadgen_path: str = "") -> int:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([AUTOMATION_DIR] + [p for p in [loadgen_path, env.get("PYTHONPATH")] if p])
+    env = with_path(os.pathsep.join(p for p in (AUTOMATION_DIR, loadgen_path) if p))
     env["PYTHONUNBUFFERED"] = "1"
     if sys.stderr.isatty():
         env["CM_MLPERF_PROGRESS_TTY"] = "yes"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from dataclasses import dataclass
 
@@ -62,9 +63,18 @@ class PackageRequest:
         return True
 
 
-def _run(argv: list[str], timeout: float | None = None) -> subprocess.CompletedProcess:
+def with_path(path: str, base: dict | None = None) -> dict:
+    """A copy of the environment with `path` first on PYTHONPATH (unchanged for an empty path)."""
+    env = dict(os.environ if base is None else base)
+    if path:
+        env["PYTHONPATH"] = os.pathsep.join([path] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
+def _run(argv: list[str], timeout: float | None = None, path: str = "") -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                              env=with_path(path) if path else None)
     except FileNotFoundError as e:
         raise PyEnvError(f"{argv[0]} does not exist: point --python (or CM_PYTHON_BIN_WITH_PATH) at an "
                          "existing interpreter") from e
@@ -99,11 +109,12 @@ def create_venv(base_python: str, dest: str, system_site_packages: bool = False)
     return py
 
 
-def installed_version(python: str, dist_name: str) -> str:
-    """The installed version of a distribution in that interpreter's environment, "" if absent."""
+def installed_version(python: str, dist_name: str, path: str = "") -> str:
+    """The version of a distribution that interpreter sees (with `path` first on PYTHONPATH, as a
+    site folder of pip_install_into is used), "" if absent."""
     code = ("import importlib.metadata as m, sys\n"
             "try:\n    print(m.version(sys.argv[1]))\nexcept m.PackageNotFoundError:\n    pass\n")
-    res = _run([python, "-c", code, dist_name], timeout=120)
+    res = _run([python, "-c", code, dist_name], timeout=120, path=path)
     if res.returncode != 0:
         raise PyEnvError(f"{python} could not report the version of {dist_name}:\n{_tail(res.stderr)}")
     return res.stdout.strip()
@@ -118,14 +129,41 @@ def pip_install(python: str, req: PackageRequest, extra_args: tuple[str, ...] = 
     argv = [python, "-m", "pip", "install", "--disable-pip-version-check", req.pip_spec(), *extra_args]
     res = _run(argv, timeout=timeout)
     if res.returncode != 0:
-        raise PyEnvError(f"pip could not install {req.pip_spec()} into {python}:\n{_tail(res.stderr or res.stdout)}\n"
-                         "Check the version exists (pip index versions " + req.dist_name + ") or relax "
-                         "--version/--version_min/--version_max.")
+        raise _pip_failed(req, f"into {python}", res)
     have = installed_version(python, req.dist_name)
     if not have or not req.allows(have):
         raise PyEnvError(f"after pip install {req.pip_spec()}, {req.dist_name} is {have or 'missing'}: "
                          "another requirement overrode the pin; install into a separate venv (_name.X)")
     return have
+
+
+def pip_install_into(python: str, req: PackageRequest, folder: str, extra_args: tuple[str, ...] = (),
+                     timeout: float = 3600) -> str:
+    """pip-install req (without its dependencies) for `python` into `folder`, a site folder its users
+    put first on PYTHONPATH, leaving the interpreter's environment as it was (a round's pinned
+    LoadGen must not replace the one another round, or the user, installed). pip writes into
+    `folder`.tmp, renamed to `folder` only when complete. Returns the version `python` then sees."""
+    tmp = folder + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "--target", tmp,
+            req.pip_spec(), *extra_args]
+    res = _run(argv, timeout=timeout)
+    if res.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _pip_failed(req, f"for {python}", res)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(tmp, folder)
+    have = installed_version(python, req.dist_name, folder)
+    if not have or not req.allows(have):
+        raise PyEnvError(f"after pip install {req.pip_spec()} into {folder}, {python} sees {req.dist_name} "
+                         f"{have or '(none)'}")
+    return have
+
+
+def _pip_failed(req: PackageRequest, where: str, res: subprocess.CompletedProcess) -> PyEnvError:
+    return PyEnvError(f"pip could not install {req.pip_spec()} {where}:\n{_tail(res.stderr or res.stdout)}\n"
+                      "Check the version exists (pip index versions " + req.dist_name + ") or relax "
+                      "--version/--version_min/--version_max.")
 
 
 def check_venv_name(name: str) -> str:

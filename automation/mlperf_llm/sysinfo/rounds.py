@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from cmengine.versions import compare
 
+from .pyenv import with_path
+
 
 @dataclass(frozen=True)
 class Round:
@@ -65,7 +67,6 @@ print(rc, s.qsl_rng_seed)
 def loadgen_seed(python: str, path: str = "") -> int:
     """The qsl_rng_seed the LoadGen that `python` imports (with `path` first on PYTHONPATH) applies
     for llama2-70b from its built-in mlperf.conf (0 when the wheel has none)."""
-    from .sitedir import with_path
     res = subprocess.run([python, "-c", _SEED_PROBE], capture_output=True, text=True, timeout=120,
                          env=with_path(path))
     if res.returncode != 0:
