@@ -19,8 +19,7 @@ import os
 import sys
 import time
 
-from dataclasses import dataclass, field
-from typing import Iterator, Optional
+from typing import Callable, Iterator, NamedTuple, Optional
 
 from . import env as envmod
 from .fingerprint import changed_files
@@ -41,8 +40,8 @@ def default_root() -> str:
     return os.path.join(repos, "cm4mlperf-llm-cache")
 
 
-@dataclass(repr=False, eq=False)   # compared by identity; plain repr (cheaper import)
-class Entry:
+class Entry(NamedTuple):
+    """A complete cache entry: its key, folder and record (cm-entry.json)."""
     key: str
     path: str
     meta: dict
@@ -56,8 +55,8 @@ class Entry:
         return list(self.meta.get("tags", [])) + ["_" + v for v in self.meta.get("variations", [])]
 
 
-@dataclass(repr=False, eq=False)
-class Verdict:
+class Verdict(NamedTuple):
+    """The cache's decision for one node, with the reason it prints."""
     action: str      # "cached" | "run"
     reason: str
     entry: Optional[Entry] = None
@@ -68,10 +67,16 @@ class Verdict:
         return self.action == "cached"
 
 
-@dataclass(repr=False, eq=False)
+def _warn(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
 class Store:
-    root: str = field(default_factory=default_root)
-    warn: callable = lambda msg: print(msg, file=sys.stderr)
+    """The cache folder: entries/<key> links to complete store/<alias>-<key>-<id> folders."""
+
+    def __init__(self, root: str = "", warn: Callable[[str], None] = _warn):
+        self.root = root or default_root()
+        self.warn = warn
 
     def _dir(self, name: str) -> str:
         d = os.path.join(self.root, name)

@@ -6,7 +6,6 @@ without a traceback; anything else is a bug in the engine and keeps its tracebac
 """
 from __future__ import annotations
 
-import signal
 from typing import Iterable, Optional
 
 
@@ -90,6 +89,7 @@ class CacheError(EngineError):
 
 def describe_exit(returncode: int) -> str:
     """'exited with code 137' or 'was killed by signal SIGKILL' (never a raw wait status)."""
+    import signal  # only when a step failed: its enum costs every `cm` command otherwise
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name

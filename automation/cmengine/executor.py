@@ -10,7 +10,6 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Optional, TextIO
 
 from . import conditions, env as envmod
@@ -21,29 +20,33 @@ from .graph import Node, Plan
 AUTOMATION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@dataclass(repr=False, eq=False)   # compared by identity; plain repr (cheaper import)
 class Outcome:
-    env: dict                    # what leaves the node (filtered by new_env_keys)
-    state: dict
-    cached: bool
-    work_dir: str
-    seconds: float = 0.0
+    """What one node produced: the env and state it passes on, where it ran, how long it took."""
+
+    def __init__(self, env: dict, state: dict, cached: bool, work_dir: str, seconds: float = 0.0):
+        self.env = env              # what leaves the node (filtered by new_env_keys)
+        self.state = state
+        self.cached = cached
+        self.work_dir = work_dir
+        self.seconds = seconds
 
 
-@dataclass(repr=False, eq=False)
 class Executor:
-    plan: Plan
-    store: Store
-    out: TextIO = field(default_factory=lambda: sys.stdout)
-    inputs: dict = field(default_factory=dict)
-    results: dict = field(default_factory=dict)
-    run_dir: str = ""
-    log: list = field(default_factory=list)
+    """Walks a plan from its root: each node once, cached nodes replayed from their entries."""
+
+    def __init__(self, plan: Plan, store: Store, out: Optional[TextIO] = None,
+                 inputs: Optional[dict] = None):
+        self.plan = plan
+        self.store = store
+        self.out = out if out is not None else sys.stdout
+        self.inputs = inputs if inputs is not None else {}
+        self.results: dict[str, Outcome] = {}   # node key -> outcome
+        self.run_dir = ""
+        self.log: list[dict] = []                # one record per node, for the run's summary
+        self.cleanups: list = []                 # (node, hooks, env, state, folder) with cleanup()
 
     def say(self, msg: str) -> None:
         print(msg, file=self.out, flush=True)
-
-    cleanups: list = field(default_factory=list)
 
     def run(self) -> Outcome:
         if hooks_need_path():

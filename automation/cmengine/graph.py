@@ -11,8 +11,7 @@ import copy
 import json
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from . import conditions, env as envmod
 from .errors import CycleError, EngineError, InputError, did_you_mean
@@ -28,43 +27,54 @@ MAX_DEPTH = 64
 _DROP_INHERITED = ("CM_VERSION", "CM_VERSION_MIN", "CM_VERSION_MAX", "CM_TMP_")
 
 
-@dataclass(repr=False, eq=False)   # compared by identity; plain repr (cheaper import)
 class Request:
-    tags: list[str] = field(default_factory=list)
-    alias: str = ""
-    inputs: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, Any] = field(default_factory=dict)
-    adr: dict[str, dict] = field(default_factory=dict)
-    version: Constraint = Constraint()
-    quiet: bool = True
+    """What the user asked for: tags or an alias, inputs, --env.*, --adr.*, a version."""
+
+    def __init__(self, tags: Optional[list[str]] = None, alias: str = "",
+                 inputs: Optional[dict[str, Any]] = None, env: Optional[dict[str, Any]] = None,
+                 adr: Optional[dict[str, dict]] = None, version: Constraint = Constraint(),
+                 quiet: bool = True):
+        self.tags = tags if tags is not None else []
+        self.alias = alias
+        self.inputs = inputs if inputs is not None else {}
+        self.env = env if env is not None else {}
+        self.adr = adr if adr is not None else {}
+        self.version = version
+        self.quiet = quiet
 
 
-@dataclass(repr=False, eq=False)
-class Edge:
+class Edge(NamedTuple):
+    """One dependency of a node: its phase, the entry that asked, the node that answers."""
     phase: str
     dep: Dep
-    node: Optional["Node"]
+    node: Optional[Node]
     decided: Optional[bool]   # True: runs, False: skipped, None: decided when reached
     reason: str = ""
 
 
-@dataclass(repr=False, eq=False)
 class Node:
-    manifest: Manifest
-    selection: Selection
-    constraint: Constraint
-    version: str
-    layers: list[tuple[str, dict]]
-    env: dict                       # static env (what is known before execution)
-    new_env_keys: list[str]
-    new_state_keys: list[str]
-    declared: list[str]
-    chain: list[str]
-    edges: list[Edge] = field(default_factory=list)
-    components: dict = field(default_factory=dict)
-    code_files: dict = field(default_factory=dict)   # {path: sha256} behind components["content"]
-    key: str = ""
-    verdict: Any = None             # cache.Verdict, set by the cache planner
+    """One script with its selected variations, version and static env; `key` names its result.
+    Nodes are compared by identity: identical requests share one Node."""
+
+    def __init__(self, manifest: Manifest, selection: Selection, constraint: Constraint,
+                 version: str, layers: list[tuple[str, dict]], env: dict,
+                 new_env_keys: list[str], new_state_keys: list[str], declared: list[str],
+                 chain: list[str]):
+        self.manifest = manifest
+        self.selection = selection
+        self.constraint = constraint
+        self.version = version
+        self.layers = layers
+        self.env = env                      # static env (what is known before execution)
+        self.new_env_keys = new_env_keys
+        self.new_state_keys = new_state_keys
+        self.declared = declared
+        self.chain = chain
+        self.edges: list[Edge] = []
+        self.components: dict = {}
+        self.code_files: dict = {}          # {path: sha256} behind components["content"]
+        self.key = ""
+        self.verdict: Any = None            # cache.Verdict, set by the cache planner
 
     @property
     def alias(self) -> str:
@@ -106,13 +116,13 @@ class Node:
         return {k: v for k, v in self.env.items() if envmod.matches(k, self.declared)}
 
 
-@dataclass(repr=False, eq=False)
-class Plan:
+class Plan(NamedTuple):
+    """The whole resolved graph, built before anything runs."""
     root: Node
-    nodes: dict[str, Node]
+    nodes: dict[str, Node]          # by key
     request: Request
-    warnings: list[str] = field(default_factory=list)
-    base_env: dict = field(default_factory=dict)   # what the top step receives (CM_RUN_CWD)
+    warnings: list[str]
+    base_env: dict                  # what the top step receives (CM_RUN_CWD)
 
     def walk(self) -> list[tuple[int, Edge | None, Node, bool]]:
         """(depth, edge, node, first time seen) in execution order, for printing."""
@@ -403,7 +413,6 @@ def _merge_adr(base: dict, top: dict) -> dict:
 
 
 def _apply_adr(dep: Dep, adr: dict) -> Dep:
-    import dataclasses
     for name in dep.names:
         spec = adr.get(name)
         if not spec:
@@ -418,7 +427,7 @@ def _apply_adr(dep: Dep, adr: dict) -> Dep:
         if isinstance(spec.get("env"), dict):
             changes["env"] = tuple(sorted({**dict(dep.env), **{
                 k: str(v) for k, v in spec["env"].items()}}.items()))
-        dep = dataclasses.replace(dep, **changes)
+        dep = dep._replace(**changes)
     return dep
 
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import yaml
 
@@ -56,9 +55,9 @@ VARIATION_KEYS = {
 }
 
 
-@dataclass(frozen=True)
-class Dep:
-    """One entry of deps/prehook_deps/posthook_deps/post_deps."""
+class Dep(NamedTuple):
+    """One entry of deps/prehook_deps/posthook_deps/post_deps (an immutable value: a NamedTuple
+    costs a tenth of a frozen dataclass to define, paid by every `cm` command at import)."""
     tags: tuple[str, ...]
     names: tuple[str, ...] = ()
     version: str = ""
@@ -77,31 +76,35 @@ class Dep:
         return dict(self.env)
 
 
-@dataclass
-class Variation:
+class Variation(NamedTuple):
+    """One entry of `variations` (its settings are in `data`)."""
     name: str
-    group: str = ""
-    default: bool = False
-    base: list[str] = field(default_factory=list)
-    data: dict = field(default_factory=dict)
+    group: str
+    default: bool
+    base: list[str]
+    data: dict
 
     @property
     def dynamic(self) -> bool:
         return self.name.endswith(".#")
 
 
-@dataclass
 class Manifest:
-    path: str                      # the _cm.yaml file
-    folder: str                    # the script folder
-    alias: str
-    uid: str
-    tags: list[str]
-    cache: bool
-    data: dict                     # the validated raw mapping
-    variations: dict[str, Variation]
-    deps: dict[str, list[Dep]]     # per dependency list name
-    repo: str = ""                 # repository alias (filled by the registry)
+    """One script's validated `_cm.yaml`, with typed variations and dependencies."""
+
+    def __init__(self, path: str, folder: str, alias: str, uid: str, tags: list[str],
+                 cache: bool, data: dict, variations: dict[str, Variation],
+                 deps: dict[str, list[Dep]]):
+        self.path = path              # the _cm.yaml file
+        self.folder = folder          # the script folder
+        self.alias = alias
+        self.uid = uid
+        self.tags = tags
+        self.cache = cache
+        self.data = data              # the validated raw mapping
+        self.variations = variations
+        self.deps = deps              # per dependency list name
+        self.repo = ""                # repository alias (filled by the registry)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.data.get(key, default)

@@ -8,30 +8,29 @@ from __future__ import annotations
 
 import os
 import pickle
-from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from .errors import AmbiguousScript, ManifestError, ScriptNotFound, did_you_mean
 from .manifest import SCRIPT_AUTOMATION_UID, Manifest, load_manifest
 
-_MEMO_VERSION = 3
+_MEMO_VERSION = 4   # 4: Manifest and Dep are no longer dataclasses
 
 
-@dataclass(frozen=True)
-class Repo:
+class Repo(NamedTuple):
     alias: str
     path: str
 
 
-@dataclass(repr=False, eq=False)   # compared by identity; plain repr (cheaper import)
 class Query:
     """What a user or a dependency asks for with tags."""
-    tags: list[str] = field(default_factory=list)           # required plain tags
-    exclude_tags: list[str] = field(default_factory=list)   # -tag
-    variations: list[str] = field(default_factory=list)     # _x (without the underscore)
-    exclude_variations: list[str] = field(default_factory=list)  # -_x
-    alias: str = ""                                         # cm run script ALIAS
-    repo: str = ""                                          # repo:ALIAS
+
+    def __init__(self) -> None:
+        self.tags: list[str] = []                # required plain tags
+        self.exclude_tags: list[str] = []        # -tag
+        self.variations: list[str] = []          # _x (without the underscore)
+        self.exclude_variations: list[str] = []  # -_x
+        self.alias = ""                          # cm run script ALIAS
+        self.repo = ""                           # repo:ALIAS
 
     @classmethod
     def parse(cls, tags: list[str], alias: str = "") -> "Query":

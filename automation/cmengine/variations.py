@@ -4,16 +4,17 @@ combined `a,b` variations and dynamic `name.#` variations taking `_name.VALUE`.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 
 from .errors import VariationError, did_you_mean
 from .manifest import Manifest
 
 
-@dataclass(repr=False, eq=False)   # compared by identity; plain repr (cheaper import)
 class Selection:
-    names: list[str] = field(default_factory=list)      # chosen variations, as the user writes them
-    applied: list[dict] = field(default_factory=list)   # their settings in application order
+    """The variations chosen for one node."""
+
+    def __init__(self, names: list[str] | None = None, applied: list[dict] | None = None):
+        self.names = names if names is not None else []        # as the user writes them
+        self.applied = applied if applied is not None else []  # their settings, in order
 
     @property
     def tags(self) -> list[str]:
@@ -103,12 +104,10 @@ def _replace_hash(obj, value: str):
         return obj.replace("#", value)
     if isinstance(obj, list):
         return [_replace_hash(x, value) for x in obj]
+    if hasattr(obj, "_replace"):   # a NamedTuple (Dep): keep its type
+        return obj._replace(**{f: _replace_hash(getattr(obj, f), value) for f in obj._fields})
     if isinstance(obj, tuple):
         return tuple(_replace_hash(x, value) for x in obj)
     if isinstance(obj, dict):
         return {k: _replace_hash(v, value) for k, v in obj.items()}
-    if hasattr(obj, "__dataclass_fields__"):
-        import dataclasses
-        return dataclasses.replace(obj, **{f: _replace_hash(getattr(obj, f), value)
-                                           for f in obj.__dataclass_fields__})
     return obj

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import VersionError
 
@@ -42,8 +42,8 @@ def compare(a: str, b: str) -> int:
     return -sign if isinstance(longer[min(len(pa), len(pb))], str) else sign
 
 
-@dataclass(frozen=True)
-class Constraint:
+class Constraint(NamedTuple):
+    """An immutable version requirement (empty fields: any version)."""
     version: str = ""
     version_min: str = ""
     version_max: str = ""
