@@ -5,7 +5,6 @@ except byte-code and what a run leaves behind, plus files named by `cache_key_fi
 """
 from __future__ import annotations
 
-import glob
 import os
 import pickle
 import re
@@ -143,6 +142,8 @@ class Fingerprints:
                     continue
                 p = os.path.join(root, name)
                 out[os.path.relpath(p, folder)] = self.file(p)
+        if extra_globs:
+            import glob  # cache_key_files only: most steps have none
         for pattern in extra_globs:
             for p in sorted(glob.glob(os.path.join(folder, pattern), recursive=True)):
                 if os.path.isfile(p) and "__pycache__" not in p:

@@ -271,7 +271,8 @@ class Planner:
         stack = stack + [ident]
 
         own_pending = list(pending)
-        setters = env_setters(m.folder)
+        # read customize.py only for a step with dependencies after its hooks (few have any)
+        setters = env_setters(m.folder) if any(dep_lists[p] for p in DEP_LISTS[1:]) else set()
         for phase in DEP_LISTS:
             if SET_BEFORE[phase] & setters:
                 # what its preprocess (run.sh, postprocess) may set for the later dependencies:
