@@ -15,28 +15,10 @@ import json
 import os
 from dataclasses import dataclass, field, fields
 
+# the checker's rules for system_desc.json, kept in one place
+from ..sysinfo.sut import MEANINGFUL_FIELDS, REQUIRED_FIELDS, VALID_STATUS, VALID_SYSTEM_TYPES
 from .errors import SubmissionError
 from .spec import SCENARIO_ORDER
-
-SYSTEM_REQUIRED_FIELDS = (
-    "division", "submitter", "status", "system_name", "system_type", "number_of_nodes",
-    "host_processor_model_name", "host_processors_per_node", "host_processor_core_count",
-    "host_processor_frequency", "host_processor_caches", "host_processor_interconnect",
-    "host_memory_capacity", "host_memory_configuration", "host_storage_capacity", "host_storage_type",
-    "host_networking", "host_networking_topology", "host_network_card_count", "accelerators_per_node",
-    "accelerator_model_name", "accelerator_memory_capacity", "accelerator_memory_configuration",
-    "accelerator_frequency", "accelerator_host_interconnect", "accelerator_interconnect",
-    "accelerator_interconnect_topology", "accelerator_on-chip_memories", "framework", "operating_system",
-    "other_software_stack", "cooling", "hw_notes", "sw_notes", "system_type_detail")
-SYSTEM_MEANINGFUL_FIELDS = (
-    "division", "submitter", "system_type", "status", "system_name", "number_of_nodes",
-    "host_processor_model_name", "host_processors_per_node", "host_processor_core_count",
-    "host_memory_capacity", "host_memory_configuration", "host_storage_capacity", "host_storage_type",
-    "host_networking", "host_network_card_count", "host_networking_topology", "accelerators_per_node",
-    "accelerator_model_name", "accelerator_memory_capacity", "accelerator_host_interconnect",
-    "accelerator_memory_configuration", "accelerator_interconnect", "cooling", "framework",
-    "operating_system", "other_software_stack")
-
 
 @dataclass
 class Quantization:
@@ -127,12 +109,12 @@ def load_json(path: str, what: str) -> dict:
 
 def check_system(system: dict, source: str) -> list[str]:
     """Problems with a SUT description; empty when every required field is there and meaningful."""
-    problems = [f"field {k!r} is missing" for k in SYSTEM_REQUIRED_FIELDS if k not in system]
-    problems += [f"field {k!r} is empty" for k in SYSTEM_MEANINGFUL_FIELDS
+    problems = [f"field {k!r} is missing" for k in REQUIRED_FIELDS if k not in system]
+    problems += [f"field {k!r} is empty" for k in MEANINGFUL_FIELDS
                  if k in system and (system[k] is None or str(system[k]).strip() == "")]
-    if str(system.get("status", "")).lower() not in ("available", "preview", "rdi"):
+    if str(system.get("status", "")).lower() not in VALID_STATUS:
         problems.append(f"status {system.get('status')!r} is not available, preview or rdi")
-    if system.get("system_type") not in ("datacenter", "edge", "datacenter,edge", "edge,datacenter"):
+    if system.get("system_type") not in VALID_SYSTEM_TYPES:
         problems.append(f"system_type {system.get('system_type')!r} is not datacenter or edge")
     return problems
 
