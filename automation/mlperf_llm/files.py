@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 
@@ -20,6 +21,7 @@ def write_atomic(path: str, text: str) -> None:
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=os.path.basename(path), dir=directory)
     try:
+        os.chmod(tmp, 0o644)   # readable like any other result file (mkstemp makes it 0600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
@@ -27,3 +29,9 @@ def write_atomic(path: str, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_json_atomic(path: str, data, indent: int | None = 2, sort_keys: bool = False) -> None:
+    """`data` as JSON (and a final newline) through write_atomic. A value JSON cannot hold fails
+    before any file is touched."""
+    write_atomic(path, json.dumps(data, indent=indent, sort_keys=sort_keys) + "\n")

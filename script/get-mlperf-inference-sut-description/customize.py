@@ -11,7 +11,8 @@ import sys
 
 from mlperf_llm.sysinfo.envmap import software_from_env, sut_inputs_from_env
 from mlperf_llm.sysinfo.probe import collect
-from mlperf_llm.sysinfo.sut import SutInputError, build_sut_description, load_user_json, write_json_atomic
+from mlperf_llm.files import write_json_atomic
+from mlperf_llm.sysinfo.sut import SutInputError, build_sut_description, load_user_json
 
 
 def preprocess(i):

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from cmengine.versions import Constraint, compare
+from cmengine.versions import Constraint
 
 
 def preprocess(i):

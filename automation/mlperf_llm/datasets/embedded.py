@@ -3,11 +3,10 @@ OpenOrca schema with the embedded model's tokenizer, plus the recorded reference
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..files import write_json_atomic
 from .schema import COLUMNS, DatasetError, save_processed
 from .tokenizer import ModelTokenizer
 
@@ -94,7 +93,7 @@ def build_embedded(tokenizer_dir, out_dir, samples_path=SAMPLES_FILE) -> dict:
     if reference and reference.get("tokenizer_sha256") not in (None, meta["tokenizer_sha256"]):
         meta["warning"] = ("the tokenizer differs from the one the reference numbers were made with "
                            f"({reference['tokenizer_sha256'][:12]}); the accuracy targets may not apply")
-    write_json_atomic(out_dir / (PICKLE_NAME + ".meta.json"), meta)
+    write_json_atomic(out_dir / (PICKLE_NAME + ".meta.json"), meta, indent=1, sort_keys=True)
     return meta
 
 
@@ -112,18 +111,3 @@ def load_reference(path=REFERENCE_FILE, missing_ok: bool = False) -> dict | None
 def accuracy_targets(reference: dict, fraction: float = 0.99) -> dict:
     """Accuracy targets for the embedded data set: `fraction` of each reference ROUGE score."""
     return {m: round(reference["metrics"][m] * fraction, 4) for m in ("rouge1", "rouge2", "rougeL")}
-
-
-def write_json_atomic(path, obj) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

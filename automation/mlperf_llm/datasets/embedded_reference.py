@@ -23,9 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..files import sha256_file
+from ..files import sha256_file, write_json_atomic
 from .embedded import (REFERENCE_ANSWERS_FILE, REFERENCE_FILE, SAMPLES_FILE, build_rows, load_reference,
-                       load_samples, write_json_atomic)
+                       load_samples)
 from .tokenizer import ModelTokenizer
 
 MAX_NEW_TOKENS = 128
@@ -109,7 +109,7 @@ def generate(model_dir, max_new_tokens=MAX_NEW_TOKENS, limit=None, out=REFERENCE
         "tokenizer_parity_with_transformers": True,
     }
     if out == REFERENCE_ANSWERS_FILE:
-        write_json_atomic(REFERENCE_FILE, provenance)
+        write_json_atomic(REFERENCE_FILE, provenance, indent=1, sort_keys=True)
     return provenance
 
 
@@ -157,7 +157,7 @@ def score(answers_path=REFERENCE_ANSWERS_FILE) -> dict:
                    capped=sum(1 for a in answers if a["token_ids"][-1] != eos))
     reference.update(metrics=metrics, sentence_splitter=splitter, scorer="mlperf_llm.accuracy.evaluate.score_texts",
                      scored_date=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    write_json_atomic(REFERENCE_FILE, reference)
+    write_json_atomic(REFERENCE_FILE, reference, indent=1, sort_keys=True)
     return reference
 
 

@@ -16,6 +16,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..files import write_json_atomic
+
 STATUS_FILE = "harness_status.json"
 
 
@@ -127,9 +129,7 @@ class HarnessStatus:
     duration_s: float = 0.0
 
     def write(self, directory: Path) -> None:
-        tmp = directory / (STATUS_FILE + ".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1))
-        os.replace(tmp, directory / STATUS_FILE)
+        write_json_atomic(str(directory / STATUS_FILE), asdict(self), indent=1)
 
     @classmethod
     def read(cls, directory: Path) -> "HarnessStatus | None":

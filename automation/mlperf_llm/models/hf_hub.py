@@ -16,6 +16,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..files import write_atomic
 from .checkpoint import CheckpointReport, check_checkpoint
 from .errors import ModelError
 
@@ -217,10 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {"path": res.path, "source": res.source, "reused": res.reused, "report": res.report.__dict__}
     text = json.dumps(out, indent=2, default=list)
     if a.result_json:
-        tmp = a.result_json + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text + "\n")
-        os.replace(tmp, a.result_json)
+        write_atomic(a.result_json, text + "\n")
     print(text)
     return 0
 

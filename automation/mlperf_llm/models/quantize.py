@@ -22,6 +22,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..files import write_json_atomic
 from .errors import ModelError
 
 FP8_MAX = 448.0
@@ -227,10 +228,7 @@ def write_accuracy_log(path: str, outputs: list[list[int]], offset: int = 0) -> 
     import numpy as np
     entries = [{"seq_id": i, "qsl_idx": offset + i, "data": np.asarray(ids, dtype="<i4").tobytes().hex().upper(),
                 "token_count": len(ids)} for i, ids in enumerate(outputs)]
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(entries, f)
-    os.replace(tmp, path)
+    write_json_atomic(path, entries, indent=None)
 
 
 def main(argv: list[str] | None = None) -> int:

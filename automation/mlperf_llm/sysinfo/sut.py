@@ -10,9 +10,7 @@ printed, while the JSON itself stays checker-valid.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 
 from .gpu import AcceleratorInfo, format_gpu_memory
@@ -271,21 +269,6 @@ def build_sut_description(facts: SystemFacts, inputs: SutInputs, software: Softw
             f[key] = UNDEFINED
             review.setdefault(key, "the checker requires a meaningful value")
     return SutDescription(fields=dict(sorted(f.items())), review=review)
-
-
-def write_json_atomic(path: str, data: dict) -> None:
-    """Write to a temp file in the same folder, then rename: never a half-written JSON."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def load_user_json(path: str) -> dict[str, str]:

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..files import write_json_atomic
 from .command import redact, shell_command
 
 LOG_TAIL_LINES = 40
@@ -58,10 +59,7 @@ class ServerRecord:
     argv: list[str] = field(default_factory=list)
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        tmp = path.with_name(path.name + '.tmp')
-        tmp.write_text(json.dumps(asdict(self), indent=2) + '\n')
-        os.replace(tmp, path)
+        write_json_atomic(str(path), asdict(self))
 
     @classmethod
     def load(cls, path: str | Path) -> 'ServerRecord':

@@ -5,8 +5,9 @@ import pytest
 
 from mlperf_llm.sysinfo.cpu import parse_lscpu
 from mlperf_llm.sysinfo.probe import CommandResult, SystemFacts, collect
+from mlperf_llm.files import write_json_atomic
 from mlperf_llm.sysinfo.sut import (MEANINGFUL_FIELDS, REQUIRED_FIELDS, SoftwareStack, SutInputError,
-                                    SutInputs, build_sut_description, load_user_json, write_json_atomic)
+                                    SutInputs, build_sut_description, load_user_json)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "sysinfo")
 
