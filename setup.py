@@ -4,6 +4,7 @@ repository's root (cmr.yaml, automation/, script/). cmind registers importable p
 with no further step.
 """
 import os
+import shutil
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -41,6 +42,9 @@ class BuildPy(build_py):
     .pth file above."""
 
     def run(self):
+        # pip builds in the source tree; build/lib from an earlier install would still hold
+        # files since removed from the repository (setuptools only adds), so start clean
+        shutil.rmtree(os.path.join(self.build_lib, PKG), ignore_errors=True)
         super().run()
         with open(os.path.join(self.build_lib, PTH_NAME), "w", encoding="utf-8") as f:
             f.write(PTH_LINE)
