@@ -95,6 +95,13 @@ def port_taken_reason(host: str, port: int) -> str | None:
     return None
 
 
+def free_port(host: str) -> int:
+    """A port nothing listens on now (the kernel's choice)."""
+    with socket.socket(socket.AF_INET6 if ':' in host else socket.AF_INET) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
 def _proc_start_ticks(pid: int) -> int | None:
     """Process start time in clock ticks since boot (field 22 of /proc/PID/stat); None if gone/unknown."""
     try:

@@ -64,6 +64,23 @@ def prepare(env: dict, log: Callable[[str], None] = print,
     return api_server_argv(shown, python, env.get('CM_VLLM_VERSION') or None), added, cfg
 
 
+def with_port(env: dict, log: Callable[[str], None] = print) -> dict:
+    """env with the port the run's own server takes. A port given with --port is kept as given (a
+    taken one is refused when the server starts). Without one: DEFAULT_PORT, or a free port when
+    something already listens there (the benchmark finds the server through CM_VLLM_SERVER_URL;
+    nothing else needs to know the port)."""
+    if env.get('CM_VLLM_PORT'):
+        return env
+    host = env.get('CM_VLLM_HOST') or DEFAULT_HOST
+    reason = server.port_taken_reason(host, DEFAULT_PORT)
+    if reason is None:
+        return env
+    port = server.free_port(host)
+    log(f'port {DEFAULT_PORT} on {host} is in use ({reason}): this run starts its server on port {port} '
+        '(--port=N chooses the port; --api_server=URL uses a server that is already running)')
+    return {**env, 'CM_VLLM_PORT': str(port)}
+
+
 def machine_is_cpu(env: dict) -> bool:
     return (env.get('CM_GPU_COUNT') or '0') in ('0', '')
 
@@ -80,7 +97,7 @@ def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] =
         log(f'using {len(found)} running server(s) serving {name!r}: {", ".join(s.url for s in found)}')
         return {'CM_VLLM_SERVER_URL': ','.join(s.url for s in found), 'CM_VLLM_SERVER_MODEL_NAME': name,
                 'CM_VLLM_SERVER_STARTED': 'no'}
-    argv, added, cfg = prepare(env, log)
+    argv, added, cfg = prepare(with_port(env, log), log)
     work_dir = Path(work_dir)
     log_path = work_dir / f'vllm-server-{cfg.port}.log'
     record_path = work_dir / f'vllm-server-{cfg.port}.json'

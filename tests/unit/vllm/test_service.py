@@ -69,3 +69,22 @@ def test_api_key_goes_through_the_environment_not_argv():
                                        log=lambda m: None)
     assert cfg.api_key == 's3cret' and added['VLLM_API_KEY'] == 's3cret'
     assert not any('s3cret' in a or a.startswith('--api-key') for a in argv)
+
+
+def test_own_server_moves_off_a_taken_default_port_but_never_off_a_given_one(monkeypatch):
+    import socket
+    logs = []
+    with socket.socket() as holder:
+        holder.bind(('127.0.0.1', 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        monkeypatch.setattr(service, 'DEFAULT_PORT', taken)
+        env = service.with_port({'CM_VLLM_MODEL': '/m'}, log=logs.append)
+        port = int(env['CM_VLLM_PORT'])
+        assert port != taken and server.port_taken_reason('127.0.0.1', port) is None
+        assert logs and f'port {taken} on 127.0.0.1 is in use' in logs[0] and '--port=N' in logs[0]
+        given = {'CM_VLLM_MODEL': '/m', 'CM_VLLM_PORT': str(taken)}
+        assert service.with_port(given, log=logs.append) is given     # refused later, at start
+    free = server.free_port('127.0.0.1')
+    monkeypatch.setattr(service, 'DEFAULT_PORT', free)
+    assert 'CM_VLLM_PORT' not in service.with_port({'CM_VLLM_MODEL': '/m'}, log=logs.append)
