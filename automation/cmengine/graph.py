@@ -44,7 +44,7 @@ class Request:
 
 
 class Edge(NamedTuple):
-    """One dependency of a node: its phase, the entry that asked, the node that answers."""
+    """One dependency of a node: its phase, the manifest's dependency entry, the node that answers it."""
     phase: str
     dep: Dep
     node: Optional[Node]
