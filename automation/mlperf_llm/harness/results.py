@@ -59,6 +59,7 @@ class Summary:
     ttft_p99_ns: float | None = None
     tpot_p99_ns: float | None = None
     qsl_rng_seed: int | None = None
+    latency_met: bool | None = None     # "Performance constraints satisfied" (Server/Interactive)
     errors: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -75,6 +76,7 @@ _SUMMARY_RX = {
     "ttft_p99_ns": re.compile(r"^99\.00 percentile first token latency \(ns\)\s*:\s*" + _NUM, re.M),
     "tpot_p99_ns": re.compile(r"^99\.00 percentile time to output token \(ns\)\s*:\s*" + _NUM, re.M),
     "qsl_rng_seed": re.compile(r"^qsl_rng_seed\s*:\s*(\d+)", re.M),
+    "latency_met": re.compile(r"^\s*Performance constraints satisfied\s*:\s*(\S+)", re.M),
 }
 
 
@@ -85,7 +87,10 @@ def parse_summary(text: str) -> Summary:
         if not m:
             continue
         v = m.group(1)
-        setattr(s, key, int(v) if key == "qsl_rng_seed" else float(v) if key not in ("scenario", "mode", "result") else v)
+        if key == "latency_met":
+            s.latency_met = v.lower() == "yes"
+        else:
+            setattr(s, key, int(v) if key == "qsl_rng_seed" else float(v) if key not in ("scenario", "mode", "result") else v)
     return s
 
 

@@ -12,6 +12,9 @@ from mlperf_llm.sysinfo import rounds as sysinfo_rounds
 
 SCENARIOS = ("Offline", "Server", "Interactive")
 MODELS = ("llama2-70b-99", "llama2-70b-99.9")
+# llama2-70b's latency bounds, p99 (TTFT, TPOT) in ms: LoadGen's ttft_latency/tpot_latency in
+# mlperf.conf, and the checker's LLM_LATENCY_LIMITS (the same in v4.1, v5.0 and v5.1)
+LATENCY_LIMITS_MS = {"Server": (2000, 200), "Interactive": (450, 40)}
 
 
 @dataclass(frozen=True)

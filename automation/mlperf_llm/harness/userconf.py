@@ -65,7 +65,7 @@ SERVER_FRACTION = 0.7
 INTERACTIVE_FRACTION = 0.35
 
 
-def _round_down(x: float) -> float:
+def round_down(x: float) -> float:
     """Three significant digits, rounded down (a target a little low is safer than a little high)."""
     if x <= 0:
         return 0.0
@@ -79,6 +79,6 @@ def pick_targets(measured_offline_qps: float) -> dict[str, float]:
     if not measured_offline_qps > 0:
         raise UserConfError(f"find-performance measured {measured_offline_qps} samples/s: nothing completed; "
                             "check the server log")
-    return {"Offline": _round_down(measured_offline_qps),
-            "Server": _round_down(measured_offline_qps * SERVER_FRACTION),
-            "Interactive": _round_down(measured_offline_qps * INTERACTIVE_FRACTION)}
+    return {"Offline": round_down(measured_offline_qps),
+            "Server": round_down(measured_offline_qps * SERVER_FRACTION),
+            "Interactive": round_down(measured_offline_qps * INTERACTIVE_FRACTION)}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 # the checker's rules for system_desc.json, kept in one place
 from ..sysinfo.sut import MEANINGFUL_FIELDS, REQUIRED_FIELDS, VALID_STATUS, VALID_SYSTEM_TYPES
 from .errors import SubmissionError
-from .spec import SCENARIO_ORDER
+from .spec import MODELS, SCENARIO_ORDER
 
 @dataclass
 class Quantization:
@@ -146,7 +146,7 @@ def discover_results(results_dir: str) -> list[ScenarioRun]:
     runs = []
     for model in sorted(os.listdir(results_dir)):
         mdir = os.path.join(results_dir, model)
-        if not os.path.isdir(mdir):
+        if model not in MODELS or not os.path.isdir(mdir):    # find_performance/, latency_search/, ...
             continue
         for scenario in sorted(os.listdir(mdir), key=lambda s: (SCENARIO_ORDER + (s,)).index(s)):
             sdir = os.path.join(mdir, scenario)

@@ -16,7 +16,6 @@ FILE_SIZE_LIMIT = 50 * 1024 * 1024
 MAX_ACCURACY_LOG_SIZE = 10 * 1024
 VIEWABLE_SIZE = 4096                      # head and tail kept by truncation
 SCENARIO_ORDER = ("Offline", "Server", "Interactive")
-LATENCY_LIMITS_MS = {"Server": (2000, 200), "Interactive": (450, 40)}   # (p99 TTFT, p99 TPOT)
 RESULT_KEYS = {                           # detail-log key of the reported metric, and its unit
     "Offline": ("result_tokens_per_second", "Tokens/s"),
     "Server": ("result_completed_tokens_per_second", "Tokens/s"),

@@ -60,6 +60,18 @@ def test_results_discovery(tmp_path):
         discover_results(str(tmp_path))
 
 
+def test_results_discovery_skips_the_harness_side_folders(tmp_path):
+    import shutil
+    results = tmp_path / "results"
+    shutil.copytree(os.path.join(FIX, "results-v5.1"), results)
+    # a Server run that missed the latency bounds, set aside by the harness, and a find-performance run
+    shutil.copytree(results / "llama2-70b-99" / "Server" / "performance" / "run_1",
+                    results / "latency_search" / "Server" / "performance" / "run_1")
+    shutil.copytree(results / "llama2-70b-99" / "Offline", results / "find_performance" / "Offline")
+    assert [(r.model, r.scenario) for r in discover_results(str(results))] == \
+        [("llama2-70b-99", "Offline"), ("llama2-70b-99", "Server"), ("llama2-70b-99", "Interactive")]
+
+
 def test_metadata_from_env_precedence_and_system_folder(tmp_path):
     f = tmp_path / "meta.json"
     f.write_text(json.dumps({"submitter": "FromFile", "division": "closed", "quantization": "fp8"}))

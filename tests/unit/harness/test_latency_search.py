@@ -1,0 +1,86 @@
+"""A Server target the run chose itself that misses the latency bounds is lowered and the test run
+again; a target the user gave is kept (run_one replaced by a recorder: no subprocess here)."""
+from pathlib import Path
+
+import pytest
+
+from mlperf_llm.harness import driver
+from mlperf_llm.harness.driver import HarnessRequest, RunOutcome, lowered_target
+from mlperf_llm.harness.results import parse_summary
+
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "harness"
+
+
+def test_latency_bounds_verdict_is_read_from_the_summary():
+    missed = parse_summary((FIX / "server_latency_missed_summary.txt").read_text())
+    assert missed.result == "INVALID" and missed.latency_met is False
+    assert missed.tpot_p99_ns == pytest.approx(240083021)
+    early_stop_only = parse_summary((FIX / "server_invalid_summary.txt").read_text())
+    assert early_stop_only.result == "INVALID" and early_stop_only.latency_met is True
+    assert parse_summary((FIX / "offline_valid_summary.txt").read_text()).latency_met is None
+
+
+def test_lowered_target_scales_with_the_worse_bound_and_drops_at_least_30_percent():
+    # the run measured here: TPOT p99 240 ms against 200 -> x0.8*200/240 = x0.667
+    assert lowered_target(1.32, {"ttft_p99_ns": 713e6, "tpot_p99_ns": 240e6}, "Server") == 0.88
+    # just over: still at least 30% lower
+    assert lowered_target(1.0, {"ttft_p99_ns": 2.01e9, "tpot_p99_ns": 150e6}, "Server") == 0.7
+    # far over (Interactive's 40 ms TPOT): much lower
+    assert lowered_target(1.0, {"ttft_p99_ns": 300e6, "tpot_p99_ns": 160e6}, "Interactive") == 0.2
+    assert lowered_target(2.0, {}, "Server") == 1.4
+
+
+def _outcome(directory, latency_met, verdict="INVALID"):
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "mlperf_log_summary.txt").write_text("logs")
+    return RunOutcome("Server", "performance", verdict, [], str(directory), 0,
+                      {"latency_met": latency_met, "ttft_p99_ns": 700e6, "tpot_p99_ns": 240e6})
+
+
+def _recorder(tmp_path, results):
+    calls = []
+
+    def run_one(req, scenario, mode, rows, base_dir=None):
+        calls.append(req.server_target_qps)
+        met = results[len(calls) - 1]
+        return _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", met,
+                        "VALID" if met else "INVALID")
+    return calls, run_one
+
+
+def test_a_chosen_target_is_lowered_until_the_bounds_are_met(tmp_path, monkeypatch, capsys):
+    calls, run_one = _recorder(tmp_path, [True])
+    monkeypatch.setattr(driver, "run_one", run_one)
+    req = HarnessRequest(str(tmp_path), "ds.pkl", scenarios=("Server",), server_target_qps=1.32)
+    sources = {"Server": "derived from the Offline performance test of this run (1.89 samples/s)"}
+    first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
+    req, out = driver._meet_latency_bounds(req, "Server", 211, first, sources)
+    assert calls == [0.88] and out.verdict == "VALID" and req.server_target_qps == 0.88
+    assert "lowered to 0.88 to meet the latency bounds" in sources["Server"]
+    kept = tmp_path / "latency_search" / "Server" / "target_qps-1.32" / "mlperf_log_summary.txt"
+    assert kept.is_file()                        # the missed run's logs, out of the results layout
+    assert "Server target_qps 1.32 missed the latency bounds (p99 TTFT 700 ms of 2000, p99 TPOT 240 ms of 200)" \
+        in capsys.readouterr().out
+
+
+def test_the_search_stops_after_its_retries(tmp_path, monkeypatch):
+    calls, run_one = _recorder(tmp_path, [False] * 10)
+    monkeypatch.setattr(driver, "run_one", run_one)
+    req = HarnessRequest(str(tmp_path), "ds.pkl", scenarios=("Server",), server_target_qps=1.0)
+    first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
+    _, out = driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
+    assert len(calls) == driver.LATENCY_RETRIES and out.verdict == "INVALID"
+    assert calls == [0.666, 0.444, 0.296]            # x0.667 each time (TPOT 240 ms of 200)
+    assert sorted(p.name for p in (tmp_path / "latency_search" / "Server").iterdir()) == \
+        ["target_qps-0.444", "target_qps-0.666", "target_qps-1"]
+
+
+def test_a_given_target_or_an_early_stopping_miss_is_not_searched(tmp_path, monkeypatch):
+    calls, run_one = _recorder(tmp_path, [True])
+    monkeypatch.setattr(driver, "run_one", run_one)
+    req = HarnessRequest(str(tmp_path), "ds.pkl", scenarios=("Server",), server_target_qps=9.2)
+    missed = _outcome(tmp_path / "a", False)
+    assert driver._meet_latency_bounds(req, "Server", 211, missed, {"Server": "given"})[1] is missed
+    early = _outcome(tmp_path / "b", True)
+    assert driver._meet_latency_bounds(req, "Server", 211, early, {"Server": "find-performance run"})[1] is early
+    assert calls == []
