@@ -44,9 +44,11 @@ def load(name, *args, **kwargs):
 
 
 def reference_script() -> Optional[Path]:
-    src = os.environ.get("CM_MLPERF_INFERENCE_SOURCE", "")
-    path = Path(src) / SCRIPT if src else None
-    return path if path and path.is_file() else None
+    """From $CM_MLPERF_INFERENCE_SOURCE, else /work/inference-src/v5.1 (the developers' checkout)."""
+    for src in (os.environ.get("CM_MLPERF_INFERENCE_SOURCE", ""), "/work/inference-src/v5.1"):
+        if src and (Path(src) / SCRIPT).is_file():
+            return Path(src) / SCRIPT
+    return None
 
 
 def write_punkt_tab(nltk_data: Path) -> None:
