@@ -188,9 +188,15 @@ def setup_ours(engine: Engine, repo: Path, work: Path) -> None:
 def setup_cm4mlops(engine: Engine, script_repo: Path) -> None:
     def install():
         # cm4mlops' sdist declares a cmind from a git URL as a build requirement,
-        # so it only builds here without build isolation
+        # so it only builds here without build isolation. Its setup.py clones the script
+        # repository from GitHub: offline, the build fails with the current setuptools/wheel
+        # (older ones installed an empty package). Either way the work tree below is what runs.
         pip(engine, "cmind==4.2.0", "setuptools", "wheel")
-        pip(engine, "--no-build-isolation", "cm4mlops")
+        try:
+            pip(engine, "--no-build-isolation", "cm4mlops")
+        except Unavailable as e:
+            engine.notes.append("PyPI cm4mlops did not build offline (its setup.py clones the "
+                                f"repository): {str(e).splitlines()[-1][:160]}")
     ensure_venv(engine, "cmind==4.2.0 cm4mlops --no-build-isolation", install)
     shipped = subprocess.run(
         [str(engine.bin / "python"), "-c", "import importlib.util as u, os; "
@@ -199,15 +205,16 @@ def setup_cm4mlops(engine: Engine, script_repo: Path) -> None:
     version = subprocess.run([str(engine.bin / "python"), "-m", "pip", "show", "cm4mlops"],
                              capture_output=True, text=True).stdout
     version = next((ln.split(":", 1)[1].strip() for ln in version.splitlines()
-                    if ln.startswith("Version:")), "?")
+                    if ln.startswith("Version:")), "(not installed)")
     if shipped and (Path(shipped) / "cmr.yaml").exists():
         engine.notes.append(f"PyPI cm4mlops {version} ships its repository: {shipped}")
         write_repos_json(engine, [engine.fixture])
         return
-    engine.notes.append(
-        f"PyPI cm4mlops {version} installs no files (no importable `cm4mlops`, no cmr.yaml): its "
-        "setup.py pulls the script repository with git at install time, which cannot work offline; "
-        f"using the mlcommons/cm4mlops work tree at {script_repo} instead")
+    if version != "(not installed)":
+        engine.notes.append(
+            f"PyPI cm4mlops {version} installs no files (no importable `cm4mlops`, no cmr.yaml): its "
+            "setup.py pulls the script repository with git at install time, which cannot work offline")
+    engine.notes.append(f"using the mlcommons/cm4mlops work tree at {script_repo}")
     if not (script_repo / "cmr.yaml").exists() or not (script_repo / "automation" / "script"
                                                       / "module.py").exists():
         raise Unavailable(f"no cm4mlops script repository at {script_repo} (cmr.yaml and "
