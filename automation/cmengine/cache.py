@@ -180,6 +180,11 @@ class Store:
             return dest
         return folder
 
+    def drop(self, folder: str) -> None:
+        """Remove a build folder that was never published (a result its step asked not to keep)."""
+        if os.path.dirname(os.path.abspath(folder)) == os.path.abspath(self._dir("store")):
+            _rmtree(folder, ignore_errors=True)
+
     def run_folder(self, label: str) -> str:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         path = os.path.join(self._dir("runs"), f"{stamp}-{label}-{os.urandom(3).hex()}")

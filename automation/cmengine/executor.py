@@ -44,6 +44,8 @@ class Executor:
         self.run_dir = ""
         self.log: list[dict] = []                # one record per node, for the run's summary
         self.cleanups: list = []                 # (node, hooks, env, state, folder) with cleanup()
+        self.not_kept: dict[str, str] = {}       # node key -> why its hook asked not to cache it
+        self.unkept_folders: list[str] = []      # their build folders, removed when the run ends
 
     def say(self, msg: str) -> None:
         print(msg, file=self.out, flush=True)
@@ -55,6 +57,8 @@ class Executor:
             return self._exec(self.plan.root, dict(self.plan.base_env), {}, 0)
         finally:
             self._cleanup()
+            for folder in self.unkept_folders:
+                self.store.drop(folder)
 
     def _cleanup(self) -> None:
         """`cleanup(i)` hooks of the steps that ran, newest first, whether the run failed or not
@@ -100,6 +104,15 @@ class Executor:
                         raise
                     new_env = envmod.select(env, node.new_env_keys)
                     new_state = {k: st[k] for k in node.new_state_keys if k in st}
+                    if node.key in self.not_kept:   # a fallback: used by this run, retried by the next
+                        self.say(f"{pad}  {node.name}: not kept in the cache ({self.not_kept[node.key]})")
+                        self.unkept_folders.append(folder)
+                        outcome = Outcome(envmod.select(new_env, ["*"]), new_state, False, folder)
+                        outcome.seconds = time.time() - t0
+                        self.results[node.key] = outcome
+                        self.log.append({"script": node.alias, "key": node.key, "cached": False,
+                                         "path": folder, "seconds": round(outcome.seconds, 3)})
+                        return outcome
                     self.store.publish(node.key, folder, {
                         "alias": node.alias, "repo": node.manifest.repo,
                         "tags": node.manifest.tags, "variations": node.selection.names,
@@ -173,6 +186,8 @@ class Executor:
                              f"{'  ' * (depth + 1)}  continuing without it (continue_on_error)")
                     continue
                 raise
+            if edge.node.key in self.not_kept and node.key not in self.not_kept:
+                self.not_kept[node.key] = f"it used {edge.node.name}, which was not kept"
             envmod.merge(env, out.env)
             state.update(out.state)
 
@@ -203,6 +218,8 @@ class Executor:
         if r.get("return", 0) > 0:
             raise HookError(f"{node.alias}: {r.get('error', 'failed without a message')}",
                             f"(reported by {fn}() in {path})")
+        if r.get("cache") is False:     # {'return': 0, 'cache': False, 'reason': ...}
+            self.not_kept[node.key] = r.get("reason") or f"{fn}() of {node.alias} said so"
         return r
 
     def _native(self, node: Node, env: dict, state: dict, folder: str) -> None:

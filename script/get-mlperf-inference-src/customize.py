@@ -1,25 +1,27 @@
 """get-mlperf-inference-src: a shallow clone of mlcommons/inference at the round's tag (_r5.1 -> v5.1),
 or the checkout given with --src_path=DIR (checked, not copied; a tag other than the round's is
-reported). The entry is cached: after moving your own checkout to another commit, pass --renew."""
+reported). A fork or branch asked for (_repo.URL, _branch.NAME) is cloned first; where it cannot be,
+the run says so and goes on with --src_path or the official repository (that fallback is not
+cached: the next run tries the override again). The entry is cached: after moving your own checkout
+to another commit, pass --renew."""
 import os
 import sys
 
-from mlperf_llm.sysinfo.inference_src import InferenceSrcError, clone_at_tag, describe
+from mlperf_llm.sysinfo.inference_src import InferenceSrcError, get_source
 
 
 def preprocess(i):
     env = i['env']
-    tag = env.get('CM_GIT_CHECKOUT_BRANCH') or env.get('CM_GIT_CHECKOUT_TAG', 'v5.1')
+    round_tag = env.get('CM_GIT_CHECKOUT_TAG', 'v5.1')
     try:
-        if env.get('CM_MLPERF_INFERENCE_SRC_PATH'):
-            src = describe(env['CM_MLPERF_INFERENCE_SRC_PATH'])
-            if src.tag != tag:
-                at = src.tag or src.commit[:12] or 'an unknown commit'
-                print(f'note: {src.path} is at {at}, not {tag}', file=sys.stderr)
-        else:
-            src = clone_at_tag(env['CM_GIT_URL'], tag, os.path.join(os.getcwd(), 'inference'))
+        chosen = get_source(env['CM_GIT_URL'], env.get('CM_GIT_CHECKOUT_BRANCH') or round_tag,
+                            os.path.join(os.getcwd(), 'inference'),
+                            src_path=env.get('CM_MLPERF_INFERENCE_SRC_PATH', ''), round_tag=round_tag)
     except InferenceSrcError as e:
         return {'return': 1, 'error': str(e)}
+    for note in chosen.notes:
+        print(f'note: {note}', file=sys.stderr)
+    src = chosen.source
     env['CM_MLPERF_INFERENCE_SOURCE'] = src.path
     env['CM_MLPERF_INFERENCE_SOURCE_TAG'] = src.tag
     env['CM_MLPERF_INFERENCE_SOURCE_COMMIT'] = src.commit
@@ -28,4 +30,6 @@ def preprocess(i):
     env['CM_MLPERF_INFERENCE_LLAMA2_PATH'] = src.llama2_dir
     print(f'mlcommons/inference {src.tag or src.commit[:12] or "(not a git checkout)"} at {src.path}',
           file=sys.stderr)
+    if chosen.fallback:     # not cached: a later run tries the override again
+        return {'return': 0, 'cache': False, 'reason': 'a fallback for an override that could not be cloned'}
     return {'return': 0}

@@ -14,7 +14,7 @@ LLAMA2 = os.path.join("language", "llama2-70b")
 
 
 class InferenceSrcError(RuntimeError):
-    pass
+    git_error = ""      # git's own last line, where a clone failed
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,47 @@ def clone_at_tag(url: str, tag: str, dest: str) -> InferenceSource:
         hint = ("the tag does not exist there" if "not found" in res.stderr.lower() or "remote branch" in
                 res.stderr.lower() else "no network or wrong URL? give a local checkout: --inference_src=DIR "
                 "with run-mlperf-inference-app, --src_path=DIR with get-mlperf-inference-src")
-        raise InferenceSrcError(f"git clone of {url} at {tag} failed: {err} ({hint})")
+        error = InferenceSrcError(f"git clone of {url} at {tag} failed: {err} ({hint})")
+        error.git_error = err
+        raise error
     os.replace(tmp, dest)
     return describe(dest)
+
+
+@dataclass(frozen=True)
+class SourceChoice:
+    source: InferenceSource
+    notes: tuple[str, ...]     # how it was chosen, to print
+    fallback: bool = False     # an override could not be had: a later run should try it again
+
+
+def get_source(url: str, ref: str, dest: str, src_path: str = "",
+               official_url: str = DEFAULT_URL, round_tag: str = "") -> SourceChoice:
+    """The checkout a run uses, and how it was chosen.
+
+    A fork or branch asked for (`_repo.URL`, `_branch.NAME`: url or ref other than official_url at
+    round_tag) is cloned first, even when src_path is given. Where it cannot be cloned the run goes
+    on without it, with src_path, else official_url at round_tag, says so, and marks the choice a
+    fallback. Otherwise src_path is used as it is (a tag other than the round's is noted), else
+    official_url at round_tag is cloned."""
+    round_tag = round_tag or ref
+    if url != official_url or ref != round_tag:
+        try:
+            return SourceChoice(clone_at_tag(url, ref, dest), (f"using {url} at {ref}, as the override asks",))
+        except InferenceSrcError as e:
+            ours = f"the checkout given, {os.path.abspath(src_path)}" if src_path else f"{official_url} at {round_tag}"
+            note = (f"the override {url} at {ref} could not be cloned ({e.git_error or e}); "
+                    f"continuing without it, with {ours}")
+            chosen = _given_or_official(official_url, round_tag, dest, src_path)
+            return SourceChoice(chosen.source, (note,) + chosen.notes, fallback=True)
+    return _given_or_official(official_url, round_tag, dest, src_path)
+
+
+def _given_or_official(official_url: str, round_tag: str, dest: str, src_path: str) -> SourceChoice:
+    if src_path:
+        src = describe(src_path)
+        if src.tag != round_tag:
+            return SourceChoice(src, (f"{src.path} is at {src.tag or src.commit[:12] or 'an unknown commit'}, "
+                                      f"not {round_tag}",))
+        return SourceChoice(src, ())
+    return SourceChoice(clone_at_tag(official_url, round_tag, dest), ())

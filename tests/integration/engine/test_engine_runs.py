@@ -178,6 +178,25 @@ def test_failed_build_publishes_nothing(tmp_path):
     assert not os.path.isdir(entries) or os.listdir(entries) == []
 
 
+def test_a_result_its_hook_asks_not_to_keep_is_used_then_dropped_and_rebuilt_next_time(tmp_path, env_counter):
+    m, files = counting("fb")
+    files = dict(files, **{"customize.py": """
+def preprocess(i):
+    return {'return': 0, 'cache': False, 'reason': 'a fallback for an override that could not be had'}
+"""})
+    r = runner(tmp_path, {"top": counting("top", ["fb"]), "fb": (m, files)})
+    out = r.run("top")
+    assert out["return"] == 0 and out["new_env"]["CM_OUT_FB"] == "v"      # the run used it
+    assert "fb: not kept in the cache (a fallback for an override that could not be had)" in r.output
+    store = tmp_path / "cache" / "store"
+    assert not [n for n in os.listdir(store) if n.startswith("fb-")]        # its folder is gone
+    assert "top: not kept in the cache (it used fb, which was not kept)" in r.output   # built on it
+    entries = tmp_path / "cache" / "entries"
+    assert not entries.exists() or os.listdir(entries) == []
+    assert r.run("top")["return"] == 0
+    assert env_counter("fb") == 2 and env_counter("top") == 2                # tried again
+
+
 def test_unknown_tag_suggests(tmp_path):
     r = runner(tmp_path, {"detect-os": {"tags": ["detect", "os"]}})
     out = r.run("detect,oss")

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from mlperf_llm.sysinfo.inference_src import InferenceSrcError, clone_at_tag, describe
+from mlperf_llm.sysinfo.inference_src import InferenceSrcError, clone_at_tag, describe, get_source
 from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, check_venv_name, create_venv, installed_version
 from mlperf_llm.sysinfo.rounds import ROUNDS, RoundError, in_range, round_info
 
@@ -107,3 +107,39 @@ def test_describe_a_given_checkout(tmp_path, inference_repo):
         describe(str(tmp_path / "nope"))
     with pytest.raises(InferenceSrcError, match="submission_checker.py missing"):
         describe(str(tmp_path))
+
+
+def test_an_override_that_clones_is_used(tmp_path, inference_repo):
+    _git(inference_repo, "branch", "vllm", "v5.0")
+    official = f"file://{tmp_path / 'official-not-there'}"
+    got = get_source(f"file://{inference_repo}", "vllm", str(tmp_path / "out" / "inference"),
+                     src_path=str(inference_repo), official_url=official, round_tag="v5.1")
+    assert got.source.path == str(tmp_path / "out" / "inference") and not got.fallback
+    assert open(got.source.mlperf_conf).read() == "*.*.qsl_rng_seed = 1\n"   # the branch, not src_path
+    assert got.notes == (f"using file://{inference_repo} at vllm, as the override asks",)
+
+
+def test_an_override_that_cannot_be_cloned_falls_back_to_the_checkout_given_and_says_so(tmp_path, inference_repo):
+    fork = f"file://{tmp_path / 'no-such-fork'}"
+    got = get_source(fork, "vllm", str(tmp_path / "out" / "inference"), src_path=str(inference_repo),
+                     official_url=f"file://{inference_repo}", round_tag="v5.1")
+    assert got.fallback and got.source.path == str(inference_repo) and got.source.tag == "v5.1"
+    assert len(got.notes) == 1 and got.notes[0].startswith(f"the override {fork} at vllm could not be cloned")
+    assert got.notes[0].endswith(f"continuing without it, with the checkout given, {inference_repo}")
+    assert not os.path.exists(tmp_path / "out" / "inference")               # nothing half-cloned left
+    assert not os.path.exists(tmp_path / "out") or os.listdir(tmp_path / "out") == []
+
+
+def test_an_override_that_cannot_be_cloned_falls_back_to_the_official_repository(tmp_path, inference_repo):
+    got = get_source(f"file://{tmp_path / 'no-such-fork'}", "v5.1", str(tmp_path / "out" / "inference"),
+                     official_url=f"file://{inference_repo}", round_tag="v5.0")
+    assert got.fallback and got.source.tag == "v5.0"
+    assert f"continuing without it, with file://{inference_repo} at v5.0" in got.notes[0]
+
+
+def test_no_override_uses_the_checkout_given_and_notes_another_tag(tmp_path, inference_repo):
+    got = get_source(f"file://{inference_repo}", "v5.0", str(tmp_path / "out"), src_path=str(inference_repo),
+                     official_url=f"file://{inference_repo}")
+    assert not got.fallback and got.source.path == str(inference_repo)
+    assert got.notes == (f"{inference_repo} is at v5.1, not v5.0",)
+    assert not os.path.exists(tmp_path / "out")
