@@ -107,18 +107,13 @@ class Executor:
                     if node.key in self.not_kept:   # a fallback: used by this run, retried by the next
                         self.say(f"{pad}  {node.name}: not kept in the cache ({self.not_kept[node.key]})")
                         self.unkept_folders.append(folder)
-                        outcome = Outcome(envmod.select(new_env, ["*"]), new_state, False, folder)
-                        outcome.seconds = time.time() - t0
-                        self.results[node.key] = outcome
-                        self.log.append({"script": node.alias, "key": node.key, "cached": False,
-                                         "path": folder, "seconds": round(outcome.seconds, 3)})
-                        return outcome
-                    self.store.publish(node.key, folder, {
-                        "alias": node.alias, "repo": node.manifest.repo,
-                        "tags": node.manifest.tags, "variations": node.selection.names,
-                        "version": node.version, "components": node.components,
-                        "code_files": node.code_files,
-                        "new_env": new_env, "new_state": new_state})
+                    else:
+                        self.store.publish(node.key, folder, {
+                            "alias": node.alias, "repo": node.manifest.repo,
+                            "tags": node.manifest.tags, "variations": node.selection.names,
+                            "version": node.version, "components": node.components,
+                            "code_files": node.code_files,
+                            "new_env": new_env, "new_state": new_state})
                     outcome = Outcome(envmod.select(new_env, ["*"]), new_state, False, folder)
         else:
             folder = os.path.join(self._run_dir(), f"{node.alias}-{node.key[:8]}")
