@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import difflib
 
+from .submission.errors import SubmissionError
+from .vllm.install import DEVICES as VLLM_BUILDS
+from .submission.inputs import placeholder_note, resolve_submitter
+
 MODELS = ("llama2-70b-99", "llama2-70b-99.9")
 SCENARIOS = ("Offline", "Server", "Interactive")
 CHOICES = {
@@ -27,6 +31,10 @@ NUMBERS = {
 def _closest(value: str, choices) -> str:
     close = difflib.get_close_matches(value, choices, n=1, cutoff=0.5)
     return f" (did you mean {close[0]}?)" if close else ""
+
+
+def allowed_devices() -> tuple:
+    return CHOICES["CM_MLPERF_DEVICE"][1]
 
 
 def check_inputs(env: dict) -> list[str]:
@@ -58,10 +66,33 @@ def check_inputs(env: dict) -> list[str]:
         problems.append("--division=closed cannot be used with _embedded: the embedded model is "
                         "SmolLM2-135M, not Llama-2-70B, so the run is an open-division run; "
                         "use --division=open")
+    device = env.get("CM_MLPERF_DEVICE", "")
+    if (env.get("CM_MLPERF_BACKEND") == "vllm" and device in allowed_devices() and device not in VLLM_BUILDS
+            and not env.get("CM_VLLM_PYTHON") and not env.get("CM_MLPERF_API_SERVER")):
+        problems.append(f"--device={device}: PyPI has no vLLM build for it (only {', '.join(VLLM_BUILDS)}), "
+                        "so this run cannot install one; build vLLM for it and pass --env.CM_VLLM_PYTHON=PATH "
+                        "(its python), or --api_server=URL of a vLLM server that runs")
+    if env.get("CM_MLPERF_GENERATE_SUBMISSION") == "yes":
+        try:
+            resolve_submitter(env.get("CM_MLPERF_SUBMITTER", ""), env.get("CM_MLPERF_SUBMISSION_DIVISION", ""),
+                              env.get("CM_MLPERF_EXECUTION_MODE", ""))
+        except SubmissionError as e:
+            problems.append(str(e))
     results, submission = env.get("CM_MLPERF_RESULTS_DIR"), env.get("CM_MLPERF_SUBMISSION_DIR")
     if results and submission and results.rstrip("/") == submission.rstrip("/"):
         problems.append("--results_dir and --submission_dir must be different folders")
     return problems
+
+
+def submitter_notice(env: dict) -> str:
+    """A line for the start of a run whose submission will carry the placeholder submitter ('' otherwise)."""
+    if env.get("CM_MLPERF_GENERATE_SUBMISSION") != "yes" or env.get("CM_MLPERF_SUBMITTER"):
+        return ""
+    try:
+        name = resolve_submitter("", env.get("CM_MLPERF_SUBMISSION_DIVISION", ""), env.get("CM_MLPERF_EXECUTION_MODE", ""))
+    except SubmissionError:
+        return ""
+    return "note: " + placeholder_note(name)
 
 
 def summary(env: dict, state: dict) -> str:

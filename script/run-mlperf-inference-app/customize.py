@@ -7,6 +7,9 @@ def validate(i):
     problems = runapp.check_inputs(i['env'])
     if problems:
         return {'return': 1, 'error': 'bad input:\n  - ' + '\n  - '.join(problems)}
+    notice = runapp.submitter_notice(i['env'])
+    if notice:
+        print(notice)
     return {'return': 0}
 
 

@@ -12,7 +12,7 @@ import shlex
 import sys
 
 from .errors import SubmissionError
-from .inputs import Metadata, load_json
+from .inputs import Metadata, load_json, resolve_submitter
 
 ENV_FIELDS = {
     "CM_MLPERF_SUBMITTER": "submitter",
@@ -93,8 +93,8 @@ def metadata_from_env(env: dict) -> Metadata:
         parts = [env["CM_HW_NAME"], data.get("implementation", "reference"), data.get("device", "cpu"),
                  data.get("framework", "vllm")]
         data["system_name"] = "-".join(p.replace(" ", "_") for p in parts)
-    if not data.get("submitter"):
-        raise SubmissionError("submitter", "is not given", "pass --submitter=ORG (no spaces)")
+    data["submitter"] = resolve_submitter(data.get("submitter"), data.get("division", "open"),
+                                          data.get("execution_mode", "test"))
     return Metadata.from_dict(data, "inputs")
 
 

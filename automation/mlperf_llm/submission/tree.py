@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from . import documents
 from .accuracy_log import truncate_with_hash
 from .errors import SubmissionError
-from .inputs import Metadata, ScenarioRun, check_system, discover_results, load_json
+from .inputs import Metadata, ScenarioRun, check_system, discover_results, load_json, placeholder_note
 from .logs import count_accuracy_entries, read_accuracy_txt, read_detail_log, read_verify_accuracy, verification_passes
 from .quantization import scheme_of, weight_transformations
 from .results import ScenarioResult, scenario_result, targets_from_accuracy_json
@@ -117,8 +117,11 @@ def _missing_inputs(runs: list[ScenarioRun], meta: Metadata, need_mlperf_conf: b
 
 def _prepare_system(req: BuildRequest, meta: Metadata, warnings: list) -> dict:
     system = load_json(req.system_json, "SUT description")
+    note = placeholder_note(meta.submitter)
+    if note:
+        warnings.append(note)
     for key in ("division", "submitter"):
-        if system.get(key) not in (None, "", getattr(meta, key)):
+        if system.get(key) not in (None, "", getattr(meta, key)) and not (key == "submitter" and note):
             warnings.append(f"systems JSON {key}={system.get(key)!r} replaced by {getattr(meta, key)!r} "
                             "(the tree's own value)")
         system[key] = getattr(meta, key)
