@@ -23,12 +23,14 @@ print("RESULT", ck.check_system_desc_id("sut.json", fields, fields["submitter"],
 
 
 def test_checker_accepts_detected_and_default_descriptions(tmp_path):
-    # MLPERF_INFERENCE_SRC, else /work/inference-src/v5.1 (where the developers keep the checkouts)
+    # MLPERF_INFERENCE_SRC, else ../shared/mlcommons-inference/v5.1.1 beside the clone
+    shared = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "mlcommons-inference", "v5.1.1")
     dirs = [os.path.join(s, "tools", "submission")
-            for s in (os.environ.get("MLPERF_INFERENCE_SRC", ""), "/work/inference-src/v5.1") if s]
+            for s in (os.environ.get("MLPERF_INFERENCE_SRC", ""), shared) if s]
     checker_dir = next((d for d in dirs if os.path.isfile(os.path.join(d, "submission_checker.py"))), None)
     if not checker_dir:
-        pytest.skip("no mlcommons/inference checkout here (no internet): set MLPERF_INFERENCE_SRC=DIR")
+        pytest.skip("no mlcommons/inference checkout: set MLPERF_INFERENCE_SRC=DIR (../shared/mlcommons-inference "
+                    "is not beside this clone)")
     facts = collect()
     cases = {"given": SutInputs(hw_name="a", submitter="Acme", division="open"), "defaults": SutInputs(hw_name="b")}
     for name, inputs in cases.items():

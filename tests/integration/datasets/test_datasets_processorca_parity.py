@@ -17,8 +17,9 @@ SCRIPT = Path("language/llama2-70b/processorca.py")
 
 
 def reference_script():
-    # $CM_MLPERF_INFERENCE_SOURCE, else /work/inference-src/v5.1 (the developers' checkout)
-    src = next((s for s in (os.environ.get("CM_MLPERF_INFERENCE_SOURCE", ""), "/work/inference-src/v5.1")
+    # $CM_MLPERF_INFERENCE_SOURCE, else ../shared/mlcommons-inference/v5.1.1 beside the clone
+    shared = Path(__file__).resolve().parents[3].parent / "shared" / "mlcommons-inference" / "v5.1.1"
+    src = next((s for s in (os.environ.get("CM_MLPERF_INFERENCE_SOURCE", ""), str(shared))
                 if s and (Path(s) / SCRIPT).is_file()), "")
     if not src:
         pytest.skip("set CM_MLPERF_INFERENCE_SOURCE to an mlcommons/inference checkout to compare with "
