@@ -311,7 +311,7 @@ def main() -> int:
     if missing:
         print(f"harness_overhead: cannot measure: {sys.executable} lacks {', '.join(missing)}; every "
               "LoadGen trial of both sides would crash. Run it with a python that has them, e.g. after "
-              "pip install '.[test]' mlcommons-loadgen", file=sys.stderr)
+              "pip install '.[test]' (it brings mlcommons-loadgen)", file=sys.stderr)
         return 2
     try:
         return measure(a)
