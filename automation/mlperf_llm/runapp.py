@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import difflib
 
-from .submission.errors import SubmissionError
-from .vllm.install import DEVICES as VLLM_BUILDS
-from .submission.inputs import placeholder_note, resolve_submitter
-
 MODELS = ("llama2-70b-99", "llama2-70b-99.9")
 SCENARIOS = ("Offline", "Server", "Interactive")
 CHOICES = {
@@ -33,12 +29,28 @@ def _closest(value: str, choices) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+def submitter_notice(env: dict) -> str:
+    """A line for the start of a run whose submission will carry the placeholder submitter ('' otherwise)."""
+    from .submission.errors import SubmissionError
+    from .submission.inputs import placeholder_note, resolve_submitter
+    if env.get("CM_MLPERF_GENERATE_SUBMISSION") != "yes" or env.get("CM_MLPERF_SUBMITTER"):
+        return ""
+    try:
+        name = resolve_submitter("", env.get("CM_MLPERF_SUBMISSION_DIVISION", ""), env.get("CM_MLPERF_EXECUTION_MODE", ""))
+    except SubmissionError:
+        return ""
+    return "note: " + placeholder_note(name)
+
+
 def allowed_devices() -> tuple:
     return CHOICES["CM_MLPERF_DEVICE"][1]
 
 
 def check_inputs(env: dict) -> list[str]:
     """Every problem with the run's inputs, each naming the input, the reason and the fix."""
+    from .submission.errors import SubmissionError
+    from .submission.inputs import resolve_submitter
+    from .vllm.install import DEVICES as VLLM_BUILDS
     problems = []
     for key, (flag, allowed) in CHOICES.items():
         value = env.get(key, "")
@@ -82,17 +94,6 @@ def check_inputs(env: dict) -> list[str]:
     if results and submission and results.rstrip("/") == submission.rstrip("/"):
         problems.append("--results_dir and --submission_dir must be different folders")
     return problems
-
-
-def submitter_notice(env: dict) -> str:
-    """A line for the start of a run whose submission will carry the placeholder submitter ('' otherwise)."""
-    if env.get("CM_MLPERF_GENERATE_SUBMISSION") != "yes" or env.get("CM_MLPERF_SUBMITTER"):
-        return ""
-    try:
-        name = resolve_submitter("", env.get("CM_MLPERF_SUBMISSION_DIVISION", ""), env.get("CM_MLPERF_EXECUTION_MODE", ""))
-    except SubmissionError:
-        return ""
-    return "note: " + placeholder_note(name)
 
 
 def summary(env: dict, state: dict) -> str:
