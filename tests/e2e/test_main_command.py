@@ -82,6 +82,11 @@ def test_submission_tree_and_pages(first):
     assert list(submission.glob("open/*/systems/*.json"))
     pages = list(submission.rglob("summary.html"))
     assert pages and "<table" in pages[0].read_text()
+    # no --submitter: the tree carries the placeholder, and says so where a reader looks
+    assert [p.name for p in (submission / "open").iterdir()] == ["SUBMITTER-NOT-GIVEN"]
+    assert 'id="placeholder"' in pages[0].read_text()
+    assert "SUBMITTER-NOT-GIVEN is a placeholder" in (submission / "README.md").read_text()
+    assert list(submission.parent.glob("mlperf_submission_SUBMITTER-NOT-GIVEN.tar.gz"))
     # the official checker ran on the tree (from SRC, or a checkout the run cloned), its verdict is
     # printed and its whole output kept; the only errors are checks no test-mode run can pass
     assert "Official submission checker:" in out, "the checker did not run (no inference source: set " \
