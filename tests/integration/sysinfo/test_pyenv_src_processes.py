@@ -70,7 +70,7 @@ def test_describe_a_given_checkout(tmp_path, inference_repo):
     assert src.tag == "v5.1"
     with pytest.raises(InferenceSrcError, match="no such folder"):
         describe(str(tmp_path / "nope"))
-    with pytest.raises(InferenceSrcError, match="submission_checker.py missing"):
+    with pytest.raises(InferenceSrcError, match="submission_checker.py .or tools/submission/submission_checker/main.py. missing"):
         describe(str(tmp_path))
 
 

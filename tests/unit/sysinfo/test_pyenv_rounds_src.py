@@ -1,9 +1,8 @@
-"""pip requests, venv names and round facts, in-process (what runs pip, venv or git is in
+"""pip requests and venv names, in-process (what runs pip, venv or git is in
 tests/integration/sysinfo/test_pyenv_src_processes.py)."""
 import pytest
 
 from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, check_venv_name
-from mlperf_llm.sysinfo.rounds import ROUNDS, RoundError, in_range, round_info
 
 
 @pytest.mark.parametrize("req,spec", [
@@ -30,13 +29,3 @@ def test_bad_names_are_refused():
         PackageRequest("torch; rm -rf /")
     with pytest.raises(PyEnvError, match="_name.vllm"):
         check_venv_name("my venv")
-
-
-def test_rounds():
-    assert round_info("r5.1") is ROUNDS["5.1"] and round_info("v5.0").src_tag == "v5.0"
-    assert round_info("4.1").loadgen_min == "4.1.12"           # 4.1.7 has no built-in mlperf.conf
-    with pytest.raises(RoundError, match="_r4.1, _r5.0, _r5.1"):
-        round_info("r6.0")
-    five = ROUNDS["5.0"]
-    assert in_range("5.0.21", five) and not in_range("5.0.25", five) and not in_range("5.0.0", five)
-    assert in_range("5.1.2", ROUNDS["5.1"]) and not in_range("", ROUNDS["5.1"])
