@@ -358,8 +358,8 @@ class Planner:
             producers = [pk for pats, pk in pending if any(_overlap(k, p) for p in pats)]
             if producers:
                 from_deps[k] = producers[-1]
-        node.code_files = self.fp.folder(m.folder, list(m.get("cache_key_files") or [])
-                                         + self.fp.library_files(m.folder, AUTOMATION_DIR))
+        node.code_files = self.fp.folder(m.folder, list(m.get("cache_key_files") or []),
+                                         self.fp.library_files(m.folder, AUTOMATION_DIR))
         node.components = {
             "format": KEY_FORMAT,
             "script": f"{m.repo}:{m.alias}",
