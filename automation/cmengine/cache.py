@@ -60,7 +60,8 @@ class Verdict(NamedTuple):
     action: str      # "cached" | "run"
     reason: str
     entry: Optional[Entry] = None
-    forced: bool = False   # --new/--renew: rebuild even if an entry appears meanwhile
+    forced: bool = False   # rebuild even if an entry appears meanwhile (--new/--renew, an entry
+                           # whose found files changed or whose dependency is rebuilt)
 
     @property
     def cached(self) -> bool:
@@ -315,8 +316,9 @@ def decide(plan, store: Store, renew_all: bool = False, new_root: bool = False) 
         stale = [e.node for e in node.edges if e.node is not None and e.node.manifest.cache
                  and not e.node.verdict.cached and e.decided is not False]
         if stale:
+            # forced: the executor must not take this same entry for one "built meanwhile"
             node.verdict = Verdict("run", f"entry {node.key[:12]} exists but its dependency "
-                                   f"{stale[0].alias} will be rebuilt")
+                                   f"{stale[0].alias} will be rebuilt", forced=True)
             return
         node.verdict = Verdict("cached", f"entry {node.key[:12]} (same script, inputs and deps)",
                                entry)
