@@ -1,4 +1,4 @@
-"""The cache store: entries keyed by the node key, never stale and never half-written.
+"""The cache store: entries keyed by the node key, never half-written, re-checked where a step said so.
 
 Layout under the cache root:
   store/<alias>-<key12>-<nonce>/   an entry's files; the step runs with this as its cwd and

@@ -125,3 +125,14 @@ def test_a_module_a_hook_starts_in_a_subprocess_is_in_the_key(copy, tmp_path, ed
     # app-mlperf-inference's driver runs `[python, "-m", "mlperf_llm.harness.run", ...]`
     steps = plan(copy, tmp_path / "cache", "app,mlperf,inference")
     assert "../../automation/mlperf_llm/harness/run.py" in steps["app-mlperf-inference"]["files"]
+
+
+def test_data_files_a_step_declares_renew_it(copy, tmp_path, edits):
+    # the embedded split is built from datasets/embedded/*.jsonl: files read, not imported,
+    # so its manifest lists them in cache_key_files
+    tags = "get,preprocessed,dataset,openorca"
+    cache = built(copy, tmp_path, tags)
+    edits("automation/mlperf_llm/datasets/embedded/samples.jsonl")
+    step = plan(copy, cache, tags)["get-preprocessed-dataset-openorca"]
+    assert step["verdict"] == "run"
+    assert "changed automation/mlperf_llm/datasets/embedded/samples.jsonl" in step["reason"]
