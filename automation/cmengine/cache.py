@@ -250,8 +250,9 @@ def diff_components(old: dict, new: dict, old_files: dict | None = None,
 
 def found_files(env: dict, keys: list[str]) -> dict:
     """What an entry relies on outside the cache: {path: [real path, size, mtime_ns]} of the
-    files named by the values of the env keys in `keys` (a step's `cache_recheck_env`, e.g. the
-    interpreter get-python3 found). Recorded when the entry is published, re-checked on reuse."""
+    files named by the values of the env keys in `keys` (a step's `cache_recheck_env`: the
+    interpreter get-python3 found, the pickle given to the dataset step). Recorded when the entry
+    is published, re-checked on reuse."""
     out = {}
     for name, value in sorted(env.items()):
         if envmod.matches(name, keys) and isinstance(value, str) and os.path.isabs(value):

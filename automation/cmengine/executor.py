@@ -113,7 +113,7 @@ class Executor:
                             "tags": node.manifest.tags, "variations": node.selection.names,
                             "version": node.version, "components": node.components,
                             "code_files": node.code_files,
-                            "recheck": found_files(new_env, node.manifest.get("cache_recheck_env")
+                            "recheck": found_files(env, node.manifest.get("cache_recheck_env")
                                                    or []),
                             "new_env": new_env, "new_state": new_state})
                     outcome = Outcome(envmod.select(new_env, ["*"]), new_state, False, folder)
