@@ -131,3 +131,17 @@ def test_the_registry_parser_modules_are_the_import_closure_of_the_manifest_pars
     closure = Graph([os.path.abspath(AUTOMATION)], read_records).closure([manifest])
     assert sorted({os.path.relpath(f, engine) for f in closure} | {"manifest.py"}) == \
         sorted(PARSER_MODULES)
+
+
+def test_no_package_init_a_real_step_reaches_imports_anything():
+    """The rule that keeps keys narrow: importing a package runs its __init__.py, so one that
+    imported its modules would put all of them into the key of every step using one."""
+    from cmengine.fingerprint import library_files
+    root = os.path.abspath(os.path.join(AUTOMATION, ".."))
+    auto = os.path.abspath(AUTOMATION)
+    offenders = {}
+    for step in sorted(os.listdir(os.path.join(root, "script"))):
+        for f in library_files(os.path.join(root, "script", step), auto):
+            if os.path.basename(f) == "__init__.py" and read_records(f):
+                offenders.setdefault(os.path.relpath(f, auto), []).append(step)
+    assert offenders == {}
