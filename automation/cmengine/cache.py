@@ -282,8 +282,12 @@ def recheck(entry: Entry) -> str:
             return f"{path} is gone {since}; the step looks again"
         if now[0] != was[0]:
             return f"{path} now resolves to {now[0]} (was {was[0]}) {since}"
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now[2] / 1e9))
-        return (f"{path} changed {since} (size {was[1]} -> {now[1]} bytes, modified {when})")
+        def when(ns: int) -> str:
+            return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ns // 10**9)) + \
+                f".{ns // 10**6 % 1000:03d}"
+        if now[1] != was[1]:
+            return f"{path} changed {since} (size {was[1]} -> {now[1]} bytes, modified {when(now[2])})"
+        return f"{path} changed {since} (modified {when(now[2])}, was {when(was[2])})"
     return ""
 
 
