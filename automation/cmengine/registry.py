@@ -109,6 +109,10 @@ class Registry:
                 result.data["_shadowed"] = result.alias in seen_alias
                 seen_alias.add(result.alias)
                 self.scripts.append(result)
+        # keep what other sessions memoised for repositories not scanned here (`cm show cache`
+        # scans only this project): else each would forget the other's and warn again
+        scanned = tuple(os.path.join(r.path, "script") + os.sep for r in self.repos)
+        new_memo.update((k, v) for k, v in memo.items() if not k.startswith(scanned))
         if new_memo != memo:
             self._write_memo(new_memo)
 
