@@ -49,12 +49,18 @@ def cache_dir(tmp_path_factory):
 
 def _clean_env() -> dict:
     return {k: v for k, v in os.environ.items()
-            if not k.startswith(("CM_", "CM4MLPERF_")) and k != "PYTHONPATH"}
+            if not k.startswith(("CM_", "CM4MLPERF_")) and k != "PYTHONPATH"}   # CM_CORE_* too
 
 
-def make_home(tmp_path, cache_dir, index: str, repos: list) -> dict:
+def make_home(tmp_path, cache_dir, index: str, repos: list, pip_registered=False) -> dict:
+    """A fresh CM home with these repositories added by `cm add repo`, in this order. Unless
+    pip_registered, cmind's registration of installed cm* packages is off
+    (CM_CORE_SKIP_INTERNAL_REPOS), so that a `pip install .` venv (CI) and an editable one register
+    this checkout the same way, where the test puts it."""
     env = dict(_clean_env(), CM_REPOS=str(tmp_path / "CM"), CM4MLPERF_CACHE_DIR=cache_dir,
                CM_INDEX=index)
+    if not pip_registered:
+        env["CM_CORE_SKIP_INTERNAL_REPOS"] = "yes"
     os.makedirs(env["CM_REPOS"])
     for path in repos:      # as a user registers them, in this order (the index follows it)
         r = cm(env, "add", "repo", f"--path={path}", cwd=str(tmp_path))
@@ -199,7 +205,7 @@ def test_pip_registration_beside_cm4mlops(setup_checked, cache_dir, tmp_path):
         pytest.skip("this venv has an editable install of the project, which cmind does not "
                     "register by itself; `pip install .` (as CI does) runs this test")
     for index in ("no", "yes"):
-        env = make_home(tmp_path / index, cache_dir, index, [CM4MLOPS])
+        env = make_home(tmp_path / index, cache_dir, index, [CM4MLOPS], pip_registered=True)
         r = cm(env, "run", "script", "--tags=detect,os", "--quiet", "-j", cwd=str(tmp_path))
         assert r.returncode == 0 and json.loads(r.stdout)["new_env"]["CM_HOST_OS_TYPE"], r.stderr
         r = cm(env, *README_MAIN, "--dry-run", cwd=str(tmp_path))
