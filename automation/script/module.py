@@ -37,7 +37,8 @@ class CAutomation(Automation):
         """List scripts: cm find script [--tags=...]. The list holds cmind Artifact objects
         (`.path`, `.meta`, `.repo_path`, `.repo_meta`), as CM code that calls find expects."""
         r = cli.guarded(lambda: self._session(i).find(i))
-        if r.get("return") == 0:
+        if r.get("return") == 0:   # "scripts": the same as plain data, for --out=json
+            r["scripts"] = [{k: v for k, v in x.items() if k != "meta"} for x in r["list"]]
             r["list"] = [self._artifact(x) for x in r["list"]]
         return r
 
