@@ -116,7 +116,11 @@ def _entry(original, parse: bool):
 
     def entry(self, i, out=None):
         if parse and isinstance(i, (str, list)):
-            import cmind.cli   # what access() does first; done here to see the parsed input
+            # what access() does first (its debug check looks at the raw input); done here to
+            # see the parsed input
+            if self.cfg["flag_debug"] in i:
+                self.debug = True
+            import cmind.cli
             r = cmind.cli.parse(i)
             if r["return"] > 0:
                 return r

@@ -21,7 +21,8 @@ def test_cmind_is_the_version_the_hook_was_written_for():
 
 @pytest.mark.parametrize("function, needles", [
     # CM.access and CM._x choose the automation with this exact call, then fail on several
-    (cmind.core.CM.access, ["ii={'parsed_automation':[('automation','bbeb15d8f0a944a4')]",
+    (cmind.core.CM.access, ["if self.cfg['flag_debug'] in i:", "r = cmind.cli.parse(i)",
+                            "ii={'parsed_automation':[('automation','bbeb15d8f0a944a4')]",
                             "r = self.common_automation.search(ii)",
                             "ambiguity because several automations were found"]),
     (cmind.core.CM._x, ["ii={'parsed_automation':[('automation','bbeb15d8f0a944a4')]",
