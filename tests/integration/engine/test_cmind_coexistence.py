@@ -136,10 +136,13 @@ def test_find_through_the_python_api_returns_artifacts(setup_checked, cache_dir,
     assert os.path.isfile(os.path.join(path, "_cm.yaml"))
 
 
-@pytest.mark.parametrize("index", ["no", "yes"])
-def test_naming_upstreams_engine_gets_it_with_its_cache(setup_checked, cache_dir, tmp_path, index):
+@pytest.mark.parametrize("order, index", [("ours-first", "no"), ("ours-first", "yes"),
+                                          ("cm4mlops-first", "yes")])
+def test_naming_upstreams_engine_gets_it_with_its_cache(setup_checked, cache_dir, tmp_path, order,
+                                                        index):
     upstream = upstream_copy(tmp_path)
-    env = make_home(tmp_path, cache_dir, index, [ROOT, upstream])
+    env = make_home(tmp_path, cache_dir, index,
+                    [ROOT, upstream] if order == "ours-first" else [upstream, ROOT])
     cwd = str(tmp_path)
     r = cm(env, "run", f"{UPSTREAM_ALIAS}:script", "--tags=detect,os", "--quiet", cwd=cwd)
     assert r.returncode == 0, r.stdout + r.stderr
