@@ -16,9 +16,6 @@ from .manifest import SCRIPT_AUTOMATION_UID, Manifest, load_manifest
 _MEMO_VERSION = 4   # 4: Manifest and Dep are no longer dataclasses
 
 
-LISTED_BROKEN = 5   # newly broken manifests named one by one; more are summed up in one line
-
-
 class Repo(NamedTuple):
     alias: str
     path: str
@@ -58,6 +55,9 @@ class Query:
         parts = ([f"alias '{self.alias}'"] if self.alias else []) + (
             [f"tags '{','.join(self.tags)}'"] if self.tags else [])
         return " and ".join(parts) or "no tags"
+
+
+LISTED_BROKEN = 5   # newly broken manifests named one by one; more are summed up in one line
 
 
 class Registry:
