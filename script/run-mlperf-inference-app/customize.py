@@ -1,5 +1,7 @@
 """run-mlperf-inference-app: the one command. Checks the inputs before anything runs, and prints
 the summary at the end; every step is a dependency of its own (see _cm.yaml)."""
+import sys
+
 from mlperf_llm import runapp
 
 
@@ -8,8 +10,8 @@ def validate(i):
     if problems:
         return {'return': 1, 'error': 'bad input:\n  - ' + '\n  - '.join(problems)}
     notice = runapp.submitter_notice(i['env'])
-    if notice:
-        print(notice)
+    if notice:                 # on stderr: a plan or -j JSON on stdout stays as it is
+        print(notice, file=sys.stderr)
     return {'return': 0}
 
 
