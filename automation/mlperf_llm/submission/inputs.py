@@ -30,8 +30,8 @@ def resolve_submitter(given: str | None, division: str, execution_mode: str) -> 
     if given:
         return given
     if division == "closed" or execution_mode == "valid":
-        raise SubmissionError("--submitter", f"is not given, and a {division}-division {execution_mode}-mode "
-                              "submission is named after its submitter (its folder, tarball and systems JSON)",
+        raise SubmissionError("--submitter", f"is not given; a {execution_mode}-mode run in the {division} division "
+                              "is a submission, named after its submitter (its folder, tarball and systems JSON)",
                               "pass --submitter=ORG (letters, digits, _ or -)")
     return PLACEHOLDER_SUBMITTER
 

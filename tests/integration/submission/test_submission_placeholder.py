@@ -48,6 +48,7 @@ def test_a_closed_or_valid_run_is_refused(tmp_path, division, mode):
     (tmp_path / "meta.json").write_text(json.dumps(data))
     with pytest.raises(SubmissionError) as e:
         metadata_from_env({**env, "CM_MLPERF_SUBMISSION_METADATA": str(tmp_path / "meta.json")})
-    assert str(e.value).startswith(f"--submitter: is not given, and a {division}-division {mode}-mode submission")
+    assert str(e.value).startswith(f"--submitter: is not given; a {mode}-mode run in the {division} division is a "
+                                   "submission")
     assert "fix: pass --submitter=ORG" in str(e.value)
     assert not (tmp_path / "mlperf_submission").exists()

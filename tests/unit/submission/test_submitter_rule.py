@@ -30,7 +30,7 @@ def test_a_closed_or_valid_run_without_submitter_is_refused(division, mode):
 
 def test_the_one_command_refuses_a_closed_submission_without_submitter_before_anything_runs():
     problems = runapp.check_inputs({**APP, "CM_MLPERF_SUBMISSION_DIVISION": "closed"})
-    assert len(problems) == 1 and problems[0].startswith("--submitter: is not given, and a closed-division")
+    assert len(problems) == 1 and problems[0].startswith("--submitter: is not given; a test-mode run in the closed division")
     assert runapp.check_inputs({**APP, "CM_MLPERF_SUBMISSION_DIVISION": "closed", "CM_MLPERF_SUBMITTER": "Acme"}) == []
     # no submission generated: no submitter needed
     assert runapp.check_inputs({**APP, "CM_MLPERF_EXECUTION_MODE": "valid", "CM_MLPERF_GENERATE_SUBMISSION": "no"}) == []
