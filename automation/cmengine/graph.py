@@ -33,7 +33,7 @@ class Request:
     def __init__(self, tags: Optional[list[str]] = None, alias: str = "",
                  inputs: Optional[dict[str, Any]] = None, env: Optional[dict[str, Any]] = None,
                  adr: Optional[dict[str, dict]] = None, version: Constraint = Constraint(),
-                 quiet: bool = True):
+                 quiet: bool = True, extra_cache_tags: Optional[list[str]] = None):
         self.tags = tags if tags is not None else []
         self.alias = alias
         self.inputs = inputs if inputs is not None else {}
@@ -41,6 +41,7 @@ class Request:
         self.adr = adr if adr is not None else {}
         self.version = version
         self.quiet = quiet
+        self.extra_cache_tags = extra_cache_tags if extra_cache_tags is not None else []
 
 
 class Edge(NamedTuple):
@@ -75,6 +76,19 @@ class Node:
         self.code_files: dict = {}          # {path: sha256} behind components["content"]
         self.key = ""
         self.verdict: Any = None            # cache.Verdict, set by the cache planner
+        self.extra_cache_tags: list[str] = []   # --extra_cache_tags, a dependency's extra_cache_tags
+
+    def extra_tags(self, env: dict) -> list[str]:
+        """Tags for this step's cache entry besides the script's (CM's extra cache tags): they
+        make the entry findable with `cm show cache --tags=...`; they are not part of its key."""
+        tags = list(self.extra_cache_tags)
+        tags += [t for t in str(env.get("CM_EXTRA_CACHE_TAGS", "")).split(",") if t.strip()]
+        if str(env.get("CM_NAME", "")).strip():
+            tags.append("name-" + str(env["CM_NAME"]).strip().lower())
+        for item in self.manifest.get("extra_cache_tags_from_env") or []:
+            value = str(env.get(item.get("env", ""), "")).strip()
+            tags += ["deps-" + item.get("prefix", "") + t for t in value.split(",") if t]
+        return [str(envmod.substitute(t.strip(), env)) for t in dict.fromkeys(tags)]
 
     @property
     def alias(self) -> str:
@@ -181,6 +195,8 @@ class Planner:
         self._memo: dict[str, Node] = {}
         self.dep_names: set[str] = set()
         self.warnings: list[str] = []
+        self.root_inputs: set[str] = set()   # the inputs the top script takes itself
+        self.dep_inputs: dict[str, list[str]] = {}   # input -> the dependencies it went to
 
     # -- entry point ----------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -188,7 +204,14 @@ class Planner:
         m = self.registry.select(q, quiet=self.req.quiet)
         base = {"CM_RUN_CWD": os.getcwd()}   # where cm was started: default output folders
         root = self._resolve(m, q, self.req.version, base, [], dict(self.req.adr), [], [])
+        root.extra_cache_tags += [t for t in self.req.extra_cache_tags
+                                  if t not in root.extra_cache_tags]
         self._check_inputs()
+        for name, scripts in sorted(self.dep_inputs.items()):
+            self.warnings.append(f"note: --{name} is not an input of '{root.alias}'; it was passed "
+                                 f"to the dependenc{'y' if len(scripts) == 1 else 'ies'} that take"
+                                 f"{'s' if len(scripts) == 1 else ''} it: "
+                                 + ", ".join(sorted(set(scripts))))
         for name in sorted(set(self.req.adr) - self.dep_names):
             self.warnings.append(f"note: --adr.{name} matched no dependency of this run and has no "
                                  "effect." + did_you_mean(name, self.dep_names))
@@ -201,16 +224,17 @@ class Planner:
             k = unknown[0]
             raise InputError(
                 f"unknown input --{k}: script '{self.req.alias or ','.join(self.req.tags)}' does "
-                "not take it." + did_you_mean(k, self.known_inputs),
+                "take it, nor does any of its dependencies." + did_you_mean(k, self.known_inputs),
                 "Inputs it takes: " + (", ".join("--" + i for i in sorted(
                     self.known_inputs)) or "none") + ". Set any env value with --env.NAME=VALUE.")
 
     # -- one node -------------------------------------------------------------------------------
     def _resolve(self, m: Manifest, q: Query, constraint: Constraint, inbound: dict,
-                 dep_env_keys: list[str], adr: dict, pending: list, stack: list) -> Node:
+                 dep_env_keys: list[str], adr: dict, pending: list, stack: list,
+                 dep_inputs: tuple = ()) -> Node:
         sel = select(m, q.variations, q.exclude_variations)
         ident = (m.repo, m.alias, tuple(sel.names))
-        memo_key = _canon([ident, constraint, inbound, dep_env_keys, adr, pending])
+        memo_key = _canon([ident, constraint, inbound, dep_env_keys, adr, pending, dep_inputs])
         if memo_key in self._memo:
             return self._memo[memo_key]
         chain = [s[1] for s in stack] + [m.alias]
@@ -225,10 +249,26 @@ class Planner:
         mapped = {}
         if not stack:   # inputs are the top script's (as in CM); its env carries them down
             self.known_inputs.update(im)
+            self.root_inputs = set(im)
             for name, value in self.req.inputs.items():
                 if name in im:
                     mapped[im[name]] = _input_value(value)
                     self.used_inputs.add(name)
+        else:           # an input the top script does not take goes to the deps that take it
+            self.known_inputs.update(im)
+            for name, value in self.req.inputs.items():
+                if name in im and name not in self.root_inputs:
+                    mapped[im[name]] = _input_value(value)
+                    self.used_inputs.add(name)
+                    self.dep_inputs.setdefault(name, []).append(m.alias)
+        for name, value in dep_inputs:   # a dependency entry's other keys are inputs (as in CM)
+            if name not in im:
+                raise InputError(
+                    f"{' -> '.join(s[1] for s in stack)}: its dependency entry for '{m.alias}' has "
+                    f"the key '{name}', which is neither a dependency key nor an input of "
+                    f"'{m.alias}'." + did_you_mean(name, im),
+                    f"Inputs '{m.alias}' takes: " + (", ".join(sorted(im)) or "none"))
+            mapped[im[name]] = _input_value(value)
         layers.append(("merge", mapped))
         declared = set(m.get("cache_key_env") or []) | set(mapped) | set(im.values())
         declared |= set(m.get("default_env") or {}) | set(m.get("env") or {}) | set(dep_env_keys)
@@ -325,8 +365,21 @@ class Planner:
         inbound = dict(penv)
         dep_env = {k: envmod.substitute(v, penv) for k, v in dep.env}
         envmod.merge(inbound, dep_env)
-        child = self._resolve(m, q, Constraint(dep.version, dep.version_min, dep.version_max),
-                              inbound, list(dep_env), adr, pending, stack)
+        if dep.adr:
+            adr = _merge_adr(dict(dep.adr), adr)
+        try:
+            child = self._resolve(m, q, Constraint(dep.version, dep.version_min, dep.version_max),
+                                  inbound, list(dep_env), adr, pending, stack, dep.inputs)
+        except CycleError as e:
+            if decided is not None:
+                raise
+            # CM resolves while running, so a guarded cycle (detect-os -> get-sys-utils-min ->
+            # detect-os on Windows only) is legal there: it runs only if its condition holds
+            return Edge(phase, dep, None, None, "not planned: it would close the cycle "
+                        + " -> ".join(e.chain) + "; a run where "
+                        + conditions.describe(dep.conditions) + " holds stops here")
+        child.extra_cache_tags += [t for t in dep.extra_cache_tags
+                                   if t not in child.extra_cache_tags]
         reason = "" if decided else "decided at run time: " + conditions.describe(dep.conditions)
         return Edge(phase, dep, child, decided, reason)
 

@@ -13,7 +13,7 @@ from typing import NamedTuple, Optional
 from .errors import AmbiguousScript, ManifestError, ScriptNotFound, did_you_mean
 from .manifest import SCRIPT_AUTOMATION_UID, Manifest, load_manifest
 
-_MEMO_VERSION = 4   # 4: Manifest and Dep are no longer dataclasses
+_MEMO_VERSION = 5   # 5: Dep carries extra_cache_tags, skip_if_fake_run, inputs, adr
 
 
 class Repo(NamedTuple):
