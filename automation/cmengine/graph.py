@@ -202,6 +202,8 @@ class Planner:
     def plan(self) -> Plan:
         q = Query.parse(self.req.tags, self.req.alias)
         m = self.registry.select(q, quiet=self.req.quiet)
+        if m.data.get("_chosen_because"):
+            self.warnings.append("note: " + m.alias + " is " + m.data["_chosen_because"])
         base = {"CM_RUN_CWD": os.getcwd()}   # where cm was started: default output folders
         root = self._resolve(m, q, self.req.version, base, [], dict(self.req.adr), [], [])
         root.extra_cache_tags += [t for t in self.req.extra_cache_tags
@@ -254,6 +256,8 @@ class Planner:
                 if name in im:
                     mapped[im[name]] = _input_value(value)
                     self.used_inputs.add(name)
+            if self.req.extra_cache_tags:   # CM: --extra_cache_tags is the top step's local env
+                mapped.setdefault("CM_EXTRA_CACHE_TAGS", ",".join(self.req.extra_cache_tags))
         else:           # an input the top script does not take goes to the deps that take it
             self.known_inputs.update(im)
             for name, value in self.req.inputs.items():
@@ -381,6 +385,8 @@ class Planner:
         child.extra_cache_tags += [t for t in dep.extra_cache_tags
                                    if t not in child.extra_cache_tags]
         reason = "" if decided else "decided at run time: " + conditions.describe(dep.conditions)
+        if m.data.get("_chosen_because"):
+            reason = "; ".join(x for x in (reason, "taken from " + m.data["_chosen_because"]) if x)
         return Edge(phase, dep, child, decided, reason)
 
     def _key_of(self, node: Node, pending: list, edges: list[Edge]) -> str:

@@ -146,11 +146,30 @@ class Registry:
         need, avoid = set(q.tags), set(q.exclude_tags)
         found = [m for m in self.scripts if not m.data.get("_shadowed")
                  and need <= set(m.tags) and not (avoid & set(m.tags))]
+        if q.variations and need:
+            found = [self._with_variations(m, q) for m in found]
         if len(found) > 1 and q.variations:
             with_vars = [m for m in found if all(_has_variation(m, v) for v in q.variations)]
             if with_vars:
                 found = with_vars
         return found
+
+    def _with_variations(self, m: Manifest, q: Query) -> Manifest:
+        """A script that another repository's script of the same name shadows, asked for with
+        variations only the shadowed one has (cm4mlops' get-generic-python-lib _pandas when ours
+        comes first): the shadowed one answers, and says why."""
+        if all(_has_variation(m, v) for v in q.variations):
+            return m
+        for other in self.scripts:
+            if other.alias == m.alias and other is not m and set(q.tags) <= set(other.tags) \
+                    and not (set(q.exclude_tags) & set(other.tags)) \
+                    and all(_has_variation(other, v) for v in q.variations):
+                missing = [v for v in q.variations if not _has_variation(m, v)]
+                other.data["_chosen_because"] = (
+                    f"{other.repo}:{other.alias}, since {m.repo}:{m.alias} has no variation "
+                    + ", ".join("_" + v for v in missing))
+                return other
+        return m
 
     def select(self, q: Query, quiet: bool = True, asked_by: str = "") -> Manifest:
         found = self.find(q)
