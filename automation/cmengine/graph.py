@@ -202,8 +202,8 @@ class Planner:
     def plan(self) -> Plan:
         q = Query.parse(self.req.tags, self.req.alias)
         m = self.registry.select(q, quiet=self.req.quiet)
-        if m.data.get("_chosen_because"):
-            self.warnings.append("note: " + m.alias + " is " + m.data["_chosen_because"])
+        if self.registry.note:
+            self.warnings.append("note: " + m.alias + " is " + self.registry.note)
         base = {"CM_RUN_CWD": os.getcwd()}   # where cm was started: default output folders
         root = self._resolve(m, q, self.req.version, base, [], dict(self.req.adr), [], [])
         root.extra_cache_tags += [t for t in self.req.extra_cache_tags
@@ -358,6 +358,7 @@ class Planner:
                 f"Set {', '.join(envmod.references(unresolved))} with an input, --env or default_env.")
         q = Query.parse(tags)
         m = self.registry.select(q, quiet=self.req.quiet, asked_by=" -> ".join(parent.chain))
+        chosen_because = self.registry.note
         if dep.inherit_variation_tags:
             skip = set(dep.skip_inherit_variation_groups)
             for name in parent.selection.names:
@@ -385,8 +386,8 @@ class Planner:
         child.extra_cache_tags += [t for t in dep.extra_cache_tags
                                    if t not in child.extra_cache_tags]
         reason = "" if decided else "decided at run time: " + conditions.describe(dep.conditions)
-        if m.data.get("_chosen_because"):
-            reason = "; ".join(x for x in (reason, "taken from " + m.data["_chosen_because"]) if x)
+        if chosen_because:
+            reason = "; ".join(x for x in (reason, "taken: " + chosen_because) if x)
         return Edge(phase, dep, child, decided, reason)
 
     def _key_of(self, node: Node, pending: list, edges: list[Edge]) -> str:

@@ -63,6 +63,7 @@ class Registry:
         self.scripts: list[Manifest] = []
         self.broken: list[ManifestError] = []
         self._memo_path = memo_path
+        self.note = ""   # why the last find/select took the script it took, when not obvious
         self._load()
 
     # -- loading ------------------------------------------------------------------------------
@@ -137,6 +138,7 @@ class Registry:
         return {t for m in self.scripts for t in m.tags}
 
     def find(self, q: Query) -> list[Manifest]:
+        self.note = ""
         if q.alias:
             found = [m for m in self.scripts if q.alias in (m.alias, m.uid)
                      and (not q.repo or q.repo == m.repo)]
@@ -165,7 +167,7 @@ class Registry:
                     and not (set(q.exclude_tags) & set(other.tags)) \
                     and all(_has_variation(other, v) for v in q.variations):
                 missing = [v for v in q.variations if not _has_variation(m, v)]
-                other.data["_chosen_because"] = (
+                self.note = (
                     f"{other.repo}:{other.alias}, since {m.repo}:{m.alias} has no variation "
                     + ", ".join("_" + v for v in missing))
                 return other
@@ -175,6 +177,15 @@ class Registry:
         found = self.find(q)
         if len(found) == 1:
             return found[0]
+        if len(found) > 1 and all("sort" in m.data for m in found):
+            # cm4mlops orders such alternatives (get,compiler: get-llvm 100, get-gcc 500, get-cl
+            # 1000) and takes the first in --quiet mode; so do we, and the plan says so
+            ranked = sorted(found, key=lambda m: (_sort_key(m), m.folder))
+            self.note = (f"{ranked[0].repo}:{ranked[0].alias}, the first by `sort` of "
+                         + ", ".join(f"{m.alias} ({m.data['sort']})" for m in ranked)
+                         + " (as cm4mlops' --quiet does); to choose another, add a tag only it "
+                         "has, e.g. with --adr.NAME.tags=...")
+            return ranked[0]
         who = f" (needed by {asked_by})" if asked_by else ""
         if not found:
             raise ScriptNotFound(f"no script matches {q.describe()}{who}.", self._hint(q))
@@ -205,6 +216,13 @@ class Registry:
             hints.append(f"Note: a broken manifest was skipped: {e.path}")
         return "\n".join(hints) + f"\n({len(self.scripts)} scripts in {len(self.repos)} repositories; " \
             "list them with: cm find script)"
+
+
+def _sort_key(m: Manifest) -> float:
+    try:
+        return float(m.data.get("sort", 0))
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _has_variation(m: Manifest, v: str) -> bool:

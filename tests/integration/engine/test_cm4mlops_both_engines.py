@@ -152,7 +152,7 @@ def test_a_variation_only_upstream_has_resolves_to_upstreams_script(upstream, tm
     from cmengine.registry import Query
     m = s.registry.select(Query.parse(["get", "generic-python-lib", "_pandas"]))
     assert m.repo == "cm4mlops"
-    assert "cm4mlperf-llm:get-generic-python-lib has no variation _pandas" in m.data["_chosen_because"]
+    assert "cm4mlperf-llm:get-generic-python-lib has no variation _pandas" in s.registry.note
     # our own script still answers what it has
     assert s.registry.select(Query.parse(["get", "generic-python-lib", "_package.x"])).repo \
         == "cm4mlperf-llm"
