@@ -24,7 +24,8 @@ from .versions import Constraint, choose
 KEY_FORMAT = 1
 AUTOMATION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_DEPTH = 64
-_DROP_INHERITED = ("CM_VERSION", "CM_VERSION_MIN", "CM_VERSION_MAX", "CM_TMP_")
+# keys local to one step (as CM's local_env_keys): never inherited by its dependencies
+_DROP_INHERITED = ("CM_VERSION", "CM_VERSION_MIN", "CM_VERSION_MAX", "CM_TMP_", "CM_EXTRA_CACHE_TAGS")
 
 
 class Request:
