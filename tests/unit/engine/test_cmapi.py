@@ -129,3 +129,19 @@ def test_alternatives_with_sort_are_taken_in_order_and_say_so(tmp_path):
     assert "get-llvm (100), get-gcc (500)" in reg.note
     with pytest.raises(Exception, match="2 scripts match"):
         reg.select(Query.parse(["mine"]))
+
+
+def test_conditions_follow_cms_rules_for_on_and_off():
+    from cmengine import conditions
+
+    def cond(kind, **kv):
+        return ((kind, tuple((k, tuple(v)) for k, v in kv.items())),)
+    # skip_if_env {CM_C_COMPILER_BIN: [on]}: any set path counts as on (get-compiler-flags)
+    assert conditions.evaluate(cond("skip_if_env", X=["on"]), {"X": "/usr/bin/gcc"}) is False
+    assert conditions.evaluate(cond("skip_if_env", X=["on"]), {"X": "no"}) is True
+    assert conditions.evaluate(cond("skip_if_env", X=["on"]), {}) is True
+    # an expected no/'' matches a missing key
+    assert conditions.evaluate(cond("enable_if_env", X=["no"]), {}) is True
+    assert conditions.evaluate(cond("enable_if_env", X=[""]), {}) is True
+    assert conditions.evaluate(cond("enable_if_env", X=["Linux"]), {"X": "linux"}) is True
+    assert conditions.evaluate(cond("enable_if_env", X=["windows"]), {"X": "linux"}) is False
