@@ -186,6 +186,9 @@ class Executor:
                depth: int) -> tuple[dict, dict]:
         env = node.build_env(inbound, self.plan.request.env)
         state = {k: v for k, v in parent_state.items()}
+        if node.static_state:
+            from .graph import _merged_state
+            state = _merged_state(state, node.static_state)
         self._deps(node, "deps", env, state, depth)
         hooks = _load_hooks(node)
         cwd = os.getcwd()

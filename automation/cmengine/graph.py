@@ -78,6 +78,7 @@ class Node:
         self.key = ""
         self.verdict: Any = None            # cache.Verdict, set by the cache planner
         self.extra_cache_tags: list[str] = []   # --extra_cache_tags, a dependency's extra_cache_tags
+        self.static_state: dict = {}        # the manifest's and its variations' `state` (CM)
 
     def extra_tags(self, env: dict) -> list[str]:
         """Tags for this step's cache entry besides the script's (CM's extra cache tags): they
@@ -281,9 +282,14 @@ class Planner:
         new_state_keys = list(m.get("new_state_keys") or [])
         dep_lists = {p: list(m.deps[p]) for p in DEP_LISTS}
         child_adr = _merge_adr(m.get("add_deps_recursive") or m.get("adr") or {}, adr)
+        static_state = _merged_state({}, m.get("state"))
         for v in sel.applied:
             layers.append(("defaults", v.get("default_env") or {}))
             layers.append(("merge", v.get("env") or {}))
+            # CM's `const` (env no later layer of this step may change) and `state`
+            layers.append(("merge", _const(v.get("const"))))
+            declared |= set(_const(v.get("const")))
+            static_state = _merged_state(static_state, v.get("state"))
             declared |= set(v.get("env") or {}) | set(v.get("default_env") or {})
             declared |= set(v.get("cache_key_env") or [])
             new_env_keys += list(v.get("new_env_keys") or [])
@@ -299,6 +305,8 @@ class Planner:
             declared |= set(versions[version]["env"])
             for p in DEP_LISTS:
                 dep_lists[p] += versions[version]["_deps"][p]
+        layers.append(("merge", _const(m.get("const"))))
+        declared |= set(_const(m.get("const")))
         vconstraint = Constraint(version or constraint.version, constraint.version_min,
                                  constraint.version_max)
         layers.append(("merge", vconstraint.env()))
@@ -307,6 +315,7 @@ class Planner:
         node = Node(manifest=m, selection=sel, constraint=vconstraint, version=version,
                     layers=layers, env={}, new_env_keys=new_env_keys,
                     new_state_keys=new_state_keys, declared=sorted(declared), chain=chain)
+        node.static_state = static_state
         node.env = node.build_env(inbound, self.req.env)
         # the node's own outputs coming back to it (from an earlier run of the same step) are
         # not inputs: only other producers count, for its key and for its deps' conditions
@@ -453,6 +462,26 @@ def env_setters(folder: str) -> set[str]:
         pass
     if os.path.isfile(os.path.join(folder, "run.sh")):
         out.add("run")
+    return out
+
+
+def _const(value: Any) -> dict:
+    """CM's `const`: env values, applied after the step's env and variations."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): ("yes" if v is True else "no" if v is False else str(v))
+            for k, v in value.items()}
+
+
+def _merged_state(base: dict, more: Any) -> dict:
+    if not isinstance(more, dict) or not more:
+        return base
+    out = copy.deepcopy(base)
+    for k, v in more.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merged_state(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
     return out
 
 

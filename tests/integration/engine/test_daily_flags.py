@@ -145,3 +145,20 @@ def test_a_hook_written_the_cm4mlops_way(tmp_path, monkeypatch):
     out = r.run("upstreamish")
     assert out["return"] == 0, out
     assert out["new_env"]["CM_SEEN"] in ("yes 64", "yes 32")
+
+
+def test_state_and_const_of_variations_reach_the_hooks(tmp_path, monkeypatch):
+    """get-generic-sys-util keeps package names per OS in a variation's `state`;
+    get-preprocessed-dataset-openimages sets `const` in a variation."""
+    files = {"customize.py": """
+                 def preprocess(i):
+                     i['env']['CM_PKG'] = i['state']['tool']['apt'] + ' ' + i['env']['CM_Q']
+                     return {'return': 0}
+                 """}
+    m = {"tags": ["sysutil"], "new_env_keys": ["CM_PKG"],
+         "variations": {"tool": {"state": {"tool": {"apt": "tool-bin"}}},
+                        "q.#": {"const": {"CM_Q": "#"}}}}
+    r, _ = setup(tmp_path, monkeypatch, {"sysutil": (m, files)})
+    out = r.run("sysutil,_tool,_q.7")
+    assert out["return"] == 0, out
+    assert out["new_env"] == {"CM_PKG": "tool-bin 7"}
