@@ -173,8 +173,11 @@ def _json(text: str):
 
 
 def _last(text: str) -> str:
-    lines = [x for x in text.strip().splitlines() if x.strip()]
-    return lines[-1][:160] if lines else "(no output)"
+    """The line that says what went wrong (an error line if there is one, else the last)."""
+    lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
+    errors = [x for x in lines if "error" in x.lower() or "could not" in x.lower()
+              or "unable to" in x.lower()]
+    return (errors or lines or ["(no output)"])[-1][:160]
 
 
 def _strip(env: dict, roots) -> dict:
@@ -202,11 +205,24 @@ def main() -> None:
         for m in planned:
             by[category(m)][2] += 1
         total = {c: by[c][1] + sum(1 for _, cc, _ in load_failed if cc == c) for c in cats}
-        print("| category | manifests | load | plan |")
-        print("|---|---:|---:|---:|")
+        results = run_both(repo, base) if args.run else []
+        cat_of = {m.alias: category(m) for m in loaded}
+        ran = collections.defaultdict(lambda: [0, 0, 0])   # tried, same, upstream fails
+        for name, verdict in results:
+            r = ran[cat_of.get(name.split()[0], "(none)")]
+            r[0] += 1
+            r[1] += verdict == "same"
+            r[2] += verdict.startswith("upstream's engine fails")
+        extra = " offline tried | same as upstream | upstream fails |" if args.run else ""
+        print("| category | manifests | load | plan |" + extra)
+        print("|---|---:|---:|---:|" + ("---:|---:|---:|" if args.run else ""))
         for c in cats:
-            print(f"| {c} | {total[c]} | {by[c][1]} | {by[c][2]} |")
-        print(f"| **all** | **{sum(total.values())}** | **{len(loaded)}** | **{len(planned)}** |")
+            cols = f" {ran[c][0]} | {ran[c][1]} | {ran[c][2]} |" if args.run and ran[c][0] else (
+                " | | |" if args.run else "")
+            print(f"| {c} | {total[c]} | {by[c][1]} | {by[c][2]} |" + cols)
+        tot = [sum(r[i] for r in ran.values()) for i in range(3)]
+        print(f"| **all** | **{sum(total.values())}** | **{len(loaded)}** | **{len(planned)}** |"
+              + (f" **{tot[0]}** | **{tot[1]}** | **{tot[2]}** |" if args.run else ""))
         print("\nManifests that do not load:")
         for name, c, why in load_failed:
             print(f"- `{name}` ({c}): {why.split(': ', 1)[-1] if ': ' in why else why}")
@@ -217,7 +233,6 @@ def main() -> None:
             reasons[why.split(":")[0][:60]] += 1
         if args.run:
             print("\nOffline sample under both engines (new_env and state compared):")
-            results = run_both(repo, base)
             for name, verdict in results:
                 print(f"- `{name}`: {verdict}")
             same = sum(1 for _, v in results if v == "same")

@@ -145,3 +145,22 @@ def test_conditions_follow_cms_rules_for_on_and_off():
     assert conditions.evaluate(cond("enable_if_env", X=[""]), {}) is True
     assert conditions.evaluate(cond("enable_if_env", X=["Linux"]), {"X": "linux"}) is True
     assert conditions.evaluate(cond("enable_if_env", X=["windows"]), {"X": "linux"}) is False
+
+
+def test_the_cm_json_form_loads_like_the_yaml_form(tmp_path):
+    """Older CM repositories keep `_cm.json`; the same manifest in both forms gives the same
+    script (and an error in the JSON form still names the file and the key)."""
+    import json
+    meta = {"alias": "j", "tags": ["get", "j"], "cache": True,
+            "deps": [{"tags": "detect,os", "extra_cache_tags": "x"}],
+            "new_state_keys": ["j_*"], "variations": {"a": {"group": "g", "default": True}}}
+    d = tmp_path / "j"
+    d.mkdir()
+    (d / "_cm.json").write_text(json.dumps(meta))
+    m = load_manifest(str(d))
+    assert (m.alias, m.tags, m.cache) == ("j", ["get", "j"], True)
+    assert m.deps["deps"][0].extra_cache_tags == ("x",) and m.groups == {"g": ["a"]}
+    meta["deps"][0]["tgas"] = {"x": 1}
+    (d / "_cm.json").write_text(json.dumps(meta))
+    with pytest.raises(ManifestError, match=r"_cm.json.*tgas"):
+        load_manifest(str(d))
