@@ -47,8 +47,11 @@ def test_the_registry_keeps_or_reports_every_script(tmp_path):
     repo = str(tmp_path / "cm4mlops")
     shutil.copytree(UPSTREAM, repo, symlinks=True)
     reg = Registry([Repo("cm4mlops", repo)])
-    assert len(reg.scripts) + len(reg.broken) == len(folders())
-    assert len(reg.warnings()) == len(reg.broken)
+    with_manifest = [f for f in folders() if any(os.path.isfile(os.path.join(f, n))
+                                                 for n in ("_cm.yaml", "_cm.json"))]
+    # a folder without a manifest is not a script (load_manifest reports it, above)
+    assert len(reg.scripts) + len(reg.broken) == len(with_manifest)
+    assert len(reg.check()) == len(reg.broken) and reg.warnings()
 
 
 def test_every_script_that_loads_plans_or_stops_with_an_engine_error(tmp_path, monkeypatch):
