@@ -229,7 +229,7 @@ class Planner:
             k = unknown[0]
             raise InputError(
                 f"unknown input --{k}: script '{self.req.alias or ','.join(self.req.tags)}' does "
-                "take it, nor does any of its dependencies." + did_you_mean(k, self.known_inputs),
+                "not take it, nor does any of its dependencies." + did_you_mean(k, self.known_inputs),
                 "Inputs it takes: " + (", ".join("--" + i for i in sorted(
                     self.known_inputs)) or "none") + ". Set any env value with --env.NAME=VALUE.")
 
