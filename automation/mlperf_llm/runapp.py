@@ -207,7 +207,7 @@ def summary(env: dict, state: dict) -> str:
         lines.append(f"  summary page: {submission.summary_html}")
         lines += [f"  warning: {w}" for w in submission.warnings]
     elif wanted or problem:
-        lines += ["", "Submission: none (" + (problem or "generate-mlperf-inference-submission reported "
-                  "none; its error is printed above") + ")"]
+        lines += ["", "Submission: no record (" + (problem or "generate-mlperf-inference-submission left none "
+                  "in state") + ")"]
     lines += ["", f"Results: {env.get('CM_MLPERF_RESULTS_DIR', '')}", RULE]
     return "\n".join(lines)
