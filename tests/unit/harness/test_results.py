@@ -115,3 +115,10 @@ def test_invalid_reasons_of_each_condition():
         "min duration not met: its queries were scheduled over 3.55 s, LoadGen's min_duration is 600 s"]
     assert invalid_reasons({"early_stopping_met": False}) == ["early stopping not met"]
     assert invalid_reasons({"result_validity": "VALID", "early_stopping_met": True}) == []
+
+
+def test_invalid_reasons_of_a_real_test_that_missed_both_latency_bounds():
+    s = read_summary(FIX / "server_latency_missed_loaded")
+    assert s.invalid_reasons == ["latency bounds not met: p99 TTFT 11396 ms > 2000 ms, p99 TPOT 3368 ms > 200 ms",
+                                 "early stopping not met: 32 queries processed, at least 4774 needed (TPOT)"]
+    assert (s.queries, s.target_qps, s.latency_met) == (32, 0.0709, False)
