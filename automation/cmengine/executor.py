@@ -120,7 +120,7 @@ class Executor:
                         self.say(f"{pad}! {node.name}: failed; its files are kept in {kept}")
                         raise
                     new_env = envmod.select(env, node.new_env_keys)
-                    new_state = select_state(st, node.new_state_keys)
+                    new_state = _published_state(node, st)
                     if node.key in self.not_kept:   # a fallback: used by this run, retried by the next
                         self.say(f"{pad}  {node.name}: not kept in the cache ({self.not_kept[node.key]})")
                         self.unkept_folders.append(folder)
@@ -141,8 +141,7 @@ class Executor:
             folder = os.path.join(self._run_dir(), f"{node.alias}-{node.key[:8]}")
             os.makedirs(folder, exist_ok=True)
             env, st = self._steps(node, inbound, state, folder, depth)
-            outcome = Outcome(envmod.select(env, node.new_env_keys),
-                              select_state(st, node.new_state_keys), False, folder)
+            outcome = Outcome(envmod.select(env, node.new_env_keys), _published_state(node, st), False, folder)
         if self.verbose:
             for k, val in sorted(envmod.redacted(outcome.env).items()):
                 self.say(f"{pad}  {k}={val}")
@@ -191,26 +190,38 @@ class Executor:
         if node.static_state:
             from .graph import _merged_state
             state = _merged_state(state, node.static_state)
-        self._deps(node, "deps", env, state, depth)
-        hooks = _load_hooks(node)
-        cwd = os.getcwd()
-        os.chdir(folder)
         try:
-            skip_run = False
-            if hooks and hasattr(hooks, "preprocess"):
-                r = self._hook(node, hooks, "preprocess", env, state, folder)
-                skip_run = bool(r.get("skip"))
-            self._deps(node, "prehook_deps", env, state, depth)
-            if not skip_run:
-                self._native(node, env, state, folder)
-            self._deps(node, "posthook_deps", env, state, depth)
-            if hooks and hasattr(hooks, "postprocess"):
-                self._hook(node, hooks, "postprocess", env, state, folder)
-        finally:
-            if hooks and hasattr(hooks, "cleanup"):
-                self.cleanups.append((node, hooks, env, state, folder))
-            os.chdir(cwd)
-        self._deps(node, "post_deps", env, state, depth)
+            self._deps(node, "deps", env, state, depth)
+            hooks = _load_hooks(node)
+            cwd = os.getcwd()
+            os.chdir(folder)
+            try:
+                skip_run = False
+                if hooks and hasattr(hooks, "preprocess"):
+                    r = self._hook(node, hooks, "preprocess", env, state, folder)
+                    skip_run = bool(r.get("skip"))
+                self._deps(node, "prehook_deps", env, state, depth)
+                if not skip_run:
+                    self._native(node, env, state, folder)
+                self._deps(node, "posthook_deps", env, state, depth)
+                if hooks and hasattr(hooks, "postprocess"):
+                    self._hook(node, hooks, "postprocess", env, state, folder)
+            finally:
+                if hooks and hasattr(hooks, "cleanup"):
+                    self.cleanups.append((node, hooks, env, state, folder))
+                os.chdir(cwd)
+            self._deps(node, "post_deps", env, state, depth)
+        except EngineError as e:
+            # what the step put in its new_state_keys before it failed (a checker's FAIL verdict):
+            # a caller that goes on without it (continue_on_error) still gets it, as in CM,
+            # where state is one dict. Never cached: a failed step publishes no entry.
+            published = e.__dict__.setdefault("published_state", {})
+            if node.key not in published:
+                try:
+                    published[node.key] = _published_state(node, state)
+                except EngineError:
+                    published[node.key] = {}
+            raise
         return env, state
 
     def _deps(self, node: Node, phase: str, env: dict, state: dict, depth: int) -> None:
@@ -237,6 +248,7 @@ class Executor:
                     reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                     self.say(f"{'  ' * (depth + 1)}! {edge.node.name} failed: {reason}\n"
                              f"{'  ' * (depth + 1)}  continuing without it (continue_on_error)")
+                    state.update(getattr(e, "published_state", {}).get(edge.node.key, {}))
                     continue
                 raise
             if edge.node.key in self.not_kept and node.key not in self.not_kept:
@@ -333,6 +345,21 @@ class Executor:
         if os.path.isfile(state_out):
             with open(state_out, encoding="utf-8") as f:
                 state.update(json.load(f))
+
+
+def _published_state(node: Node, state: dict) -> dict:
+    """The node's new_state_keys (select_state: names, wildcards, <<<VAR>>>), as plain JSON: a step
+    hands its callers the same values whether it ran now or is replayed from its cache entry
+    (where state is stored as JSON)."""
+    out = {}
+    for k, v in select_state(state, node.new_state_keys).items():
+        try:
+            out[k] = json.loads(json.dumps(v))
+        except (TypeError, ValueError) as e:
+            raise HookError(f"{node.alias}: state[{k!r}] cannot be handed on ({e}): state must be "
+                            "plain JSON (dicts, lists, strings, numbers, booleans, null)",
+                            "Convert it in the step's hooks (a record's to_json(), a path as a string).")
+    return out
 
 
 def validate(plan: Plan) -> list[str]:

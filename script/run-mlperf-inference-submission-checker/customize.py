@@ -5,10 +5,11 @@ import shlex
 
 
 def preprocess(i):
-    from mlperf_llm.submission.checker import format_report, run_checker
+    from mlperf_llm import outcomes as records
+    from mlperf_llm.submission.checker import checker_verdict, format_report, run_checker
     from mlperf_llm.submission.errors import SubmissionError
 
-    env = i['env']
+    env, state = i['env'], i['state']
     tree = env.get('CM_MLPERF_SUBMISSION_DIR', '')
     if not tree:
         return {'return': 1, 'error': 'run-mlperf-inference-submission-checker: no tree given: pass '
@@ -19,12 +20,15 @@ def preprocess(i):
                              env.get('CM_MLPERF_INFERENCE_SOURCE') or None, workdir=os.getcwd(), mode=mode,
                              extra_args=tuple(shlex.split(env.get('CM_MLPERF_SUBMISSION_CHECKER_EXTRA_ARGS', ''))))
     except SubmissionError as e:
+        state[records.CHECKER] = records.to_state(records.CheckerVerdict(
+            'v' + env['CM_MLPERF_INFERENCE_VERSION'].lstrip('v'), 'NOT RUN', reason=str(e)))
         return {'return': 1, 'error': f'run-mlperf-inference-submission-checker: {e}'}
     log = os.path.join(os.getcwd(), 'submission_checker.log')
     with open(log, 'w', encoding='utf-8') as f:
         f.write(report.output)
     print(format_report(report))
     print(f'full checker output: {log}')
+    state[records.CHECKER] = records.to_state(checker_verdict(report, log))
     env['CM_MLPERF_SUBMISSION_CHECKER_LOG'] = log
     env['CM_MLPERF_SUBMISSION_CHECKER_FULL_LENGTH_CHECKS'] = ','.join(report.full_length_checks)
     env['CM_MLPERF_SUBMISSION_CHECKER_VERDICT'] = (

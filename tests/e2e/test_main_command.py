@@ -101,6 +101,49 @@ def test_submission_tree_and_pages(first):
     assert "SUMMARY" in open(log).read()
 
 
+CONDITIONS = {"latency bounds not met": "Performance constraints satisfied", "min duration not met": "Min duration satisfied",
+              "min queries not met": "Min queries satisfied", "early stopping not met": "Early stopping satisfied"}
+
+
+def closing_screen(out: str) -> str:
+    start = out.rindex("\nMLPerf Inference v5.1 llama2-70b-99 (open division, test run)")
+    return out[start:out.index("=" * 72, start)]
+
+
+def test_the_last_screen_shows_every_verdict_and_why(first):
+    """The closing summary (built from the steps' typed results): each test's verdict and, when
+    INVALID, LoadGen's reason, which its own summary confirms; ROUGE and tokens per sample against
+    the targets; TEST06; the checker's verdict; paths that exist."""
+    out, results, submission, _ = first
+    screen = closing_screen(out)
+    tests = re.findall(r"^  (Offline|Server) +performance (VALID|INVALID)\b.*\n(?:      p99.*\n)?(?:      INVALID: (.*))?",
+                       screen, re.M)
+    assert sorted(t[0] for t in tests) == ["Offline", "Server"], screen
+    for scenario, verdict, why in tests:
+        summary = (results / "llama2-70b-99" / scenario / "performance" / "run_1" / "mlperf_log_summary.txt").read_text()
+        assert f"Result is : {verdict}" in summary
+        if verdict == "INVALID":
+            named = [c for c in CONDITIONS if why.startswith(c) or f"; {c}" in why]
+            assert named, f"{scenario}: no reason on the screen: {why!r}"
+            for c in named:
+                assert re.search(rf"{CONDITIONS[c]}\s*:\s*NO", summary), (c, summary)
+    for scenario in ("Offline", "Server"):
+        assert re.search(rf"^  {scenario} +PASS against llama2-70b-99's targets \(Required accuracy \(embedded reference "
+                         r"answers of the same 32 samples x0\.99\)\), 32 samples\n      ROUGE-1 [\d.]+ >= [\d.]+, "
+                         r"ROUGE-2 [\d.]+ >= [\d.]+, ROUGE-L [\d.]+ >= [\d.]+, tokens/sample [\d.]+ in \[", screen, re.M)
+    assert re.search(r"^  Offline +PASS \(EOS ok, sample length ok; first token not checked for Offline", screen, re.M)
+    assert re.search(r"^  Server +PASS \(first token ok, EOS ok, sample length ok", screen, re.M)
+    if SRC:
+        assert "Submission checker (official, v5.1): PASS except the checks only a full-length run can pass" in screen
+        assert os.path.isfile(re.search(r"full output: (\S+)", screen).group(1))
+    else:        # its inference source step failed (the reason is printed above), or it says why it did not run
+        assert ("Submission checker: no verdict (the step failed before it ran the checker" in screen
+                or "Submission checker (official, v5.1): NOT RUN: " in screen), screen
+    assert re.search(rf"^Submission: {re.escape(str(submission))} \(submitter .+, round v?5\.1\)$", screen, re.M), screen
+    for label in ("tarball", "summary page"):
+        assert os.path.isfile(re.search(rf"^  {label}: (\S+)", screen, re.M).group(1)), label
+
+
 def test_test_mode_accuracy_covers_test_query_count_samples_judged_on_the_same(first):
     out, results, _, _ = first
     assert "Offline accuracy: the first 32 of 211 samples" in out

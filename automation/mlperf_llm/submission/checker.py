@@ -20,6 +20,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from ..outcomes import CheckerVerdict
 from .errors import SubmissionError
 from .logs import read_detail_log
 from ..rounds import NEWEST, Round, RoundError, get_round
@@ -211,3 +212,15 @@ def format_report(report: CheckerReport) -> str:
                "PASS except the full-length checks above (test mode)" if report.passed else "FAIL")
     lines += ["", f"Verdict: {verdict}"]
     return "\n".join(lines)
+
+
+def checker_verdict(report: CheckerReport, log: str) -> CheckerVerdict:
+    """The typed verdict for `state` (mlperf_llm.outcomes)."""
+    version = report.command[report.command.index("--version") + 1] if "--version" in report.command else ""
+    errors = report.errors
+    return CheckerVerdict(
+        round=version, mode=report.mode, log=log,
+        verdict="PASS" if report.returncode == 0 else "PASS-TEST-MODE" if report.passed else "FAIL",
+        error_count=len(errors), first_errors=tuple(f.message for f in errors[:CheckerVerdict.FIRST_ERRORS]),
+        full_length_checks=tuple(report.full_length_checks),
+        warnings=tuple(f.message for f in report.findings if f.kind == "warning"))

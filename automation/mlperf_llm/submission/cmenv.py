@@ -104,3 +104,14 @@ def sut_desc_path(env: dict) -> str:
         raise SubmissionError("SUT description", "is not given",
                               "pass --sut_desc=<hw_name>.json or let get-mlperf-inference-sut-description write it")
     return path
+
+
+def submission_outcome(report, meta: Metadata, tarball=None):
+    """The typed record of a built submission for `state` (mlperf_llm.outcomes.SubmissionOutcome):
+    the tree, summary.html, the tarball, the warnings and each result as written."""
+    from ..outcomes import SubmissionOutcome, SubmittedResult
+    return SubmissionOutcome(
+        directory=report.submission_dir, summary_html=report.summary_html, submitter=meta.submitter,
+        round=meta.round, tarball=tarball.path if tarball else "", tarball_sha1=tarball.sha1 if tarball else "",
+        warnings=tuple(report.warnings),
+        results=tuple(SubmittedResult(r.model, r.scenario, r.value, r.unit, r.valid) for r in report.results))
