@@ -118,6 +118,8 @@ class Session:
             result = {"return": 0, "plan": _plan_json(plan), "key": plan.root.key}
         else:
             ex = Executor(plan, self.store, out=out, inputs=plan.request.inputs)
+            # a hook may run another chain in this session (same repositories, cache, output)
+            ex.run_script = lambda sub: guarded(self.run, {**sub, "action": "run", "j": False})
             if as_json:   # what hooks print must not corrupt the JSON on stdout
                 import contextlib
                 with contextlib.redirect_stdout(sys.stderr):

@@ -46,6 +46,7 @@ class Executor:
         self.cleanups: list = []                 # (node, hooks, env, state, folder) with cleanup()
         self.not_kept: dict[str, str] = {}       # node key -> why its hook asked not to cache it
         self.unkept_folders: list[str] = []      # their build folders, removed when the run ends
+        self.run_script = None                   # set by cli.Session: a hook's sub-run (cmind input dict)
 
     def say(self, msg: str) -> None:
         print(msg, file=self.out, flush=True)
@@ -82,8 +83,7 @@ class Executor:
             outcome = Outcome(dict(meta.get("new_env", {})), dict(meta.get("new_state", {})),
                               True, v.entry.path)
             self.results[node.key] = outcome
-            self.log.append({"script": node.alias, "key": node.key, "cached": True,
-                             "path": v.entry.path})
+            self.log.append(_step_record(node, True, v.entry.path))
             return outcome
         t0 = time.time()
         self.say(f"{pad}> {node.name}" + (f"  ({v.reason})" if v and node.manifest.cache else ""))
@@ -123,8 +123,8 @@ class Executor:
                               {k: st[k] for k in node.new_state_keys if k in st}, False, folder)
         outcome.seconds = time.time() - t0
         self.results[node.key] = outcome
-        self.log.append({"script": node.alias, "key": node.key, "cached": outcome.cached,
-                         "path": outcome.work_dir, "seconds": round(outcome.seconds, 3)})
+        self.log.append(dict(_step_record(node, outcome.cached, outcome.work_dir),
+                             seconds=round(outcome.seconds, 3)))
         return outcome
 
     def _rerun(self, node: Node) -> str:
@@ -193,7 +193,8 @@ class Executor:
              "script_path": node.manifest.folder, "work_dir": folder,
              "run_script_input": {"path": node.manifest.folder},
              "variation_tags": node.selection.names, "version": node.version,
-             "steps": list(self.log), "plan_key": self.plan.root.key, "automation": None}
+             "steps": list(self.log), "plan_key": self.plan.root.key, "automation": None,
+             "request": _request_record(self.plan.request), "run_script": self.run_script}
         path = os.path.join(node.manifest.folder, "customize.py")
         try:
             r = getattr(module, fn)(i)
@@ -260,6 +261,23 @@ class Executor:
         if os.path.isfile(state_out):
             with open(state_out, encoding="utf-8") as f:
                 state.update(json.load(f))
+
+
+def _step_record(node: Node, cached: bool, path: str) -> dict:
+    """What `steps` tells a hook about a finished step: enough to record how a result was made
+    (the env is the part of its key that came from env; secrets appear only as hashes)."""
+    return {"script": node.alias, "key": node.key, "cached": cached, "path": path,
+            "variations": list(node.selection.names), "version": node.version,
+            "env": dict(node.components.get("env", {}))}
+
+
+def _request_record(req) -> dict:
+    """The run's request as the user gave it (tags, inputs, --env.*, --adr.*), for hooks (which
+    see secrets in env anyway; whoever writes it down must leave them out)."""
+    return {"tags": list(req.tags), "alias": req.alias, "inputs": dict(req.inputs),
+            "env": dict(req.env),
+            "adr": json.loads(json.dumps(req.adr, default=str)),
+            "version": list(req.version)}
 
 
 def validate(plan: Plan) -> None:
