@@ -266,7 +266,8 @@ class Executor:
 def _step_record(node: Node, cached: bool, path: str) -> dict:
     """What `steps` tells a hook about a finished step: enough to record how a result was made
     (the env is the part of its key that came from env; secrets appear only as hashes)."""
-    return {"script": node.alias, "key": node.key, "cached": cached, "path": path,
+    return {"script": node.alias, "key": node.key, "cached": cached, "kept": bool(node.manifest.cache),
+            "path": path,
             "variations": list(node.selection.names), "version": node.version,
             "env": dict(node.components.get("env", {}))}
 

@@ -247,7 +247,8 @@ def steps_section(steps: list[dict]) -> list[dict]:
     for s in steps:
         env = {k: ("<secret: present>" if is_secret(k) and v else v) for k, v in (s.get("env") or {}).items()}
         out.append({"script": s.get("script", ""), "variations": list(s.get("variations") or []),
-                    "key": s.get("key", ""), "cached": bool(s.get("cached")), "env": env})
+                    "key": s.get("key", ""), "cached": bool(s.get("cached")), "kept": bool(s.get("kept")),
+                    "env": env})
     return out
 
 

@@ -107,16 +107,20 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
                       {k: "; ".join(v) for k, v in (here.user_conf or {}).items()},
                       "another target or test length: throughput and latency are measured at another load",
                       False)
-    rk = {s["script"] + (" _" + ",_".join(s["variations"]) if s.get("variations") else ""): s["key"]
-          for s in recorded.steps if s.get("key")}
-    hk = {s["script"] + (" _" + ",_".join(s["variations"]) if s.get("variations") else ""): s["key"]
-          for s in here.steps if s.get("key")}
+    # the steps whose results are kept in the cache (venvs, model, data set, vLLM install); the
+    # others' keys hold this run's own folders and differ from run to run
+    rk, hk = _kept_keys(recorded.steps), _kept_keys(here.steps)
     changed = sorted(k for k in rk if k in hk and rk[k] != hk[k])
     if changed:
         out.append(Difference("cache keys", ", ".join(changed), "differ",
                               "these steps had other code, inputs or dependencies (their keys are in "
                               "both records)", False))
     return out
+
+
+def _kept_keys(steps: list) -> dict:
+    return {s["script"] + (" _" + ",_".join(s["variations"]) if s.get("variations") else ""): s["key"]
+            for s in steps if s.get("key") and s.get("kept")}
 
 
 def _dict_diff(prefix: str, a: dict, b: dict, why: str, acc: bool, ignore_paths: bool = False) -> list:

@@ -9,8 +9,8 @@ REQUEST = {"tags": ["run-mlperf", "inference", "_full", "_embedded"], "alias": "
                       "inference_src": "/home/alice/src/inference", "hf_token": "hf_abcdef"},
            "env": {"CM_VLLM_DTYPE": "float32", "MY_API_KEY": "k-123"}, "adr": {"dataset": {"tags": "_size.8"}},
            "version": ["", "", ""]}
-STEPS = [{"script": "detect-os", "key": "a" * 64, "cached": False, "variations": [], "env": {}},
-         {"script": "get-ml-model-smollm2", "key": "b" * 64, "cached": True, "variations": ["fp32"],
+STEPS = [{"script": "detect-os", "key": "a" * 64, "cached": False, "kept": False, "variations": [], "env": {}},
+         {"script": "get-ml-model-smollm2", "key": "b" * 64, "cached": True, "kept": True, "variations": ["fp32"],
           "env": {"CM_ML_MODEL_DTYPE": "float32", "CM_HF_TOKEN": "sha256:00"}}]
 
 

@@ -79,3 +79,11 @@ def test_the_json_holds_every_row_with_scenario_mode_metric_and_expectation(tmp_
     row = data["tests"][0]
     assert {"scenario", "mode", "metric", "recorded", "reproduced", "expected_exact"} <= set(row)
     assert len(data["tests"]) == len(c.rows)
+
+
+def test_only_the_keys_of_kept_steps_are_compared(tmp_path):
+    rec = make_record(tmp_path)
+    steps = [dict(s, key="9" * 64) for s in rec.steps]     # detect-os (not kept) and the model (kept)
+    names = {d.name: d for d in compare.differing_inputs(rec, dataclasses.replace(rec, steps=steps))}
+    assert names["cache keys"].recorded == "get-ml-model-smollm2 _fp32"
+    assert not names["cache keys"].affects_accuracy
