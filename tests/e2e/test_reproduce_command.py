@@ -27,9 +27,11 @@ def _env(base, home):
 
 
 def _cm(args, env, cwd, log):
-    # a CM home that does not know this repository yet learns it (an editable install is not found
-    # by cmind's automatic registration; `pip install .` is, and then this is a no-op)
-    subprocess.run([CM, "add", "repo", f"--path={ROOT}"], env=env, capture_output=True, text=True, cwd=cwd)
+    import pkgutil
+    if not any(m.name == "cm4mlperf_llm" for m in pkgutil.iter_modules()):
+        # an editable install is not found by cmind's automatic registration (`pip install .`, as
+        # CI does, is): the fresh CM home learns the checkout as README says
+        subprocess.run([CM, "add", "repo", f"--path={ROOT}"], env=env, capture_output=True, text=True, cwd=cwd)
     r = subprocess.run([CM, *args], env=env, capture_output=True, text=True, timeout=3600, cwd=cwd,
                        stdin=subprocess.DEVNULL)
     log.write_text(r.stdout + "\n--- stderr ---\n" + r.stderr)
