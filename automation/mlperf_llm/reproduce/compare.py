@@ -10,6 +10,12 @@ from .source import Measured
 ACCURACY_METRICS = ("ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE")
 THROUGHPUT = ("tokens_per_second", "completed_tokens_per_second", "samples_per_second",
               "completed_samples_per_second")
+# vLLM flags that can change what the model answers; the others set batching, memory and scheduling
+ANSWER_FLAGS = {"dtype", "max-model-len", "quantization", "kv-cache-dtype", "tokenizer", "revision",
+                "tokenizer-revision", "seed", "tensor-parallel-size", "pipeline-parallel-size",
+                "generation-config", "trust-remote-code", "load-format", "enable-prefix-caching"}
+PLACE_FLAGS = {"port", "host", "served-model-name", "uvicorn-log-level", "disable-log-requests",
+               "disable-log-stats"}     # where it listens and what it logs: nothing measured
 REPLAY_PATHS = ("results_dir", "submission_dir", "inference_src")   # the replay's own folders
 
 # (section, key, label, why it may matter, whether it can change accuracy)
@@ -86,13 +92,22 @@ def _get(rec: Record, section: str, key: str):
 
 def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     out = []
+    same_files = bool(recorded.project.get("files_sha256")) and \
+        recorded.project.get("files_sha256") == here.project.get("files_sha256")
     for section, key, label, why, acc in INPUTS:
         a, b = _get(recorded, section, key), _get(here, section, key)
         if (a or b) and a != b:
+            if section == "project" and same_files:   # another commit, the same installed files
+                why, acc = "the same automation/ and script/ files (the commits differ elsewhere)", False
             out.append(Difference(label, a, b, why, acc))
-    out += _dict_diff("server flag", recorded.server.get("flags") or {}, here.server.get("flags") or {},
-                      "the server's settings (dtype, lengths, batching) can change answers and speed", True,
-                      ignore_paths=True)
+    rf = {k: v for k, v in (recorded.server.get("flags") or {}).items() if k not in PLACE_FLAGS}
+    hf = {k: v for k, v in (here.server.get("flags") or {}).items() if k not in PLACE_FLAGS}
+    for d in _dict_diff("server flag", rf, hf, "", False, ignore_paths=True):
+        flag = d.name[len("server flag "):]
+        d.affects_accuracy = flag in ANSWER_FLAGS
+        d.why = ("the server computes in another precision, length or split: answers can change"
+                 if d.affects_accuracy else "batching and scheduling: speed, not the greedy answers")
+        out.append(d)
     out += _dict_diff("server env", recorded.server.get("env") or {}, here.server.get("env") or {},
                       "threads and memory settings change speed", False)
     rin = {k: v for k, v in (recorded.request.get("inputs") or {}).items() if k not in REPLAY_PATHS}

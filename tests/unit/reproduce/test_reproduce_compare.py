@@ -87,3 +87,21 @@ def test_only_the_keys_of_kept_steps_are_compared(tmp_path):
     names = {d.name: d for d in compare.differing_inputs(rec, dataclasses.replace(rec, steps=steps))}
     assert names["cache keys"].recorded == "get-ml-model-smollm2 _fp32"
     assert not names["cache keys"].affects_accuracy
+
+
+def test_server_flags_that_change_answers_are_told_from_speed_and_place(tmp_path):
+    rec = make_record(tmp_path)
+    flags = dict(rec.server["flags"], **{"port": "37793", "max-num-seqs": "32", "dtype": "bfloat16"})
+    diffs = {d.name: d for d in compare.differing_inputs(rec, dataclasses.replace(
+        rec, server=dict(rec.server, flags=flags)))}
+    assert set(diffs) == {"server flag dtype", "server flag max-num-seqs"}
+    assert diffs["server flag dtype"].affects_accuracy and not diffs["server flag max-num-seqs"].affects_accuracy
+
+
+def test_another_commit_with_the_same_files_does_not_count_against_accuracy(tmp_path):
+    rec = make_record(tmp_path)
+    other = dataclasses.replace(rec, project=dict(rec.project, git_commit="d" * 40))
+    (d,) = compare.differing_inputs(rec, other)
+    assert d.name == "cm4mlperf-llm git commit" and not d.affects_accuracy
+    other = dataclasses.replace(other, project=dict(other.project, files_sha256="e" * 64))
+    assert all(d.affects_accuracy for d in compare.differing_inputs(rec, other))
