@@ -26,6 +26,10 @@ CONTROL_KEYS = {
     "dry_run", "plan", "j", "json", "env", "adr", "add_deps_recursive", "version", "version_min",
     "version_max", "debug", "help", "h", "save_to_json", "f", "force", "orphans", "unparsed_cmd",
     "common", "ignore_inheritance", "repos", "cache_dir", "explain",
+    # CM's daily flags (docs/cm4mlops.md): fake_run/prepare, print_env, print_deps, silent,
+    # extra_cache_tags; skip_remembered_selections is accepted (no selection is remembered here)
+    "fake_run", "prepare", "print_env", "print_deps", "extra_cache_tags",
+    "skip_remembered_selections", "control", "time", "help_script",
 }
 
 
@@ -71,7 +75,10 @@ def request_from(i: dict) -> Request:
     if not tags and not artifact:
         raise InputError("no script named: give --tags=... or a script alias",
                          "Example: cm run script --tags=detect,os")
+    ect = i.get("extra_cache_tags") or ""
+    ect = ect if isinstance(ect, list) else str(ect).split(",")
     return Request(tags=tags, alias=artifact, inputs=inputs, env=env, adr=adr,
+                   extra_cache_tags=[str(t).strip() for t in ect if str(t).strip()],
                    version=Constraint(str(i.get("version", "") or ""),
                                       str(i.get("version_min", "") or ""),
                                       str(i.get("version_max", "") or "")),
@@ -88,6 +95,10 @@ class Session:
         self.fp = Fingerprints(os.path.join(memo, "fingerprints.pickle"))
         self.out = out or sys.stdout
         self.store.warn = lambda msg: print(msg, file=sys.stderr)
+        # another CM engine's cache (foreign_cache.py): the repositories that may hold its
+        # entries and the ones whose `cache` automation made them; set by the cache adapter
+        self.foreign_repos: list[str] = []
+        self.foreign_engines: list[str] = []
 
     def warn_broken(self) -> None:
         for w in self.registry.warnings():
@@ -112,7 +123,15 @@ class Session:
 
     def run(self, i: dict) -> dict:
         from .executor import Executor
-        as_json = bool(i.get("j") or i.get("json"))
+        if i.get("help") or i.get("h"):
+            from .helptext import script_help
+            print(script_help(self.registry, request_from(i)), file=self.out)
+            return {"return": 0, "skip_delayed_help": True}
+        # -j: we print the JSON; --out=json and cmx (-j in its control): cmind prints it
+        control = i.get("control") if isinstance(i.get("control"), dict) else {}
+        cmind_prints = str(i.get("out", "")) == "json" or bool(control.get("j")
+                                                               or control.get("json"))
+        as_json = bool(i.get("j") or i.get("json")) or cmind_prints
         out = sys.stderr if as_json else self.out
         self.warn_broken()
         t0 = time.time()
@@ -124,7 +143,11 @@ class Session:
             print(text, file=out)
             result = {"return": 0, "plan": _plan_json(plan), "key": plan.root.key}
         else:
-            ex = Executor(plan, self.store, out=out, inputs=plan.request.inputs)
+            ex = Executor(plan, self.store, out=out, inputs=plan.request.inputs,
+                          fake_run=bool(i.get("fake_run") or i.get("prepare")),
+                          print_env=bool(i.get("print_env")),
+                          silent=bool(i.get("s") or i.get("silent")),
+                          verbose=bool(i.get("v") or i.get("verbose")))
             # a hook may run another chain in this session (same repositories, cache, output)
             ex.run_script = lambda sub: guarded(self.run, {**sub, "action": "run", "j": False})
             if as_json:   # what hooks print must not corrupt the JSON on stdout
@@ -133,12 +156,19 @@ class Session:
                     outcome = ex.run()
             else:
                 outcome = ex.run()
-            print(f"done: {plan.root.name} in {time.time() - t0:.2f} s"
-                  + (" (cached)" if outcome.cached else ""), file=out)
-            result = {"return": 0, "new_env": outcome.env, "new_state": outcome.state,
+            if not ex.silent:
+                print(f"done: {plan.root.name} in {time.time() - t0:.2f} s"
+                      + (" (cached)" if outcome.cached else ""), file=out)
+            new_state = outcome.state
+            if i.get("print_deps"):
+                cmds = [e.node.rerun_command({}) for e in plan.root.edges if e.node is not None]
+                print("Direct dependencies of " + plan.root.name + ":\n" +
+                      "\n".join("  " + c for c in cmds), file=out)
+                new_state = dict(new_state, print_deps=cmds)
+            result = {"return": 0, "new_env": outcome.env, "new_state": new_state,
                       "env": outcome.env, "cached": outcome.cached, "key": plan.root.key,
                       "work_dir": outcome.work_dir, "steps": ex.log}
-        if as_json:
+        if as_json and not cmind_prints:
             json.dump(result, sys.stdout, indent=2, sort_keys=True, default=str)
             print()
         return result
@@ -147,11 +177,21 @@ class Session:
         from .registry import Query
         q = Query.parse(_tags(i), i.get("artifact", "") or "")
         found = self.registry.find(q) if (q.tags or q.alias) else self.registry.scripts
-        for m in found:
+        for m in found if i.get("out") == "con" else ():   # the CLI lists; the API returns
             print(f"{m.alias:45s} {m.repo:16s} {','.join(m.tags)}", file=self.out)
         self.warn_broken()
         return {"return": 0, "list": [{"alias": m.alias, "repo": m.repo, "tags": m.tags,
-                                       "path": m.folder} for m in found]}
+                                       "path": m.folder, "meta": _public_meta(m)} for m in found]}
+
+    def check(self, i: dict) -> dict:
+        """cm check script: every manifest this engine cannot use, with the reason."""
+        problems = self.registry.check()
+        for line in problems:
+            print(line, file=self.out)
+        print(f"{len(self.registry.scripts)} scripts usable, {len(problems)} manifest"
+              f"{'' if len(problems) == 1 else 's'} skipped, in {len(self.registry.repos)} "
+              "repositories", file=self.out)
+        return {"return": 0, "usable": len(self.registry.scripts), "skipped": problems}
 
     # -- cache actions ------------------------------------------------------------------------
     def cache_matches(self, i: dict) -> list[cachemod.Entry]:
@@ -168,7 +208,16 @@ class Session:
                 out.append(e)
         return out
 
+    def foreign_matches(self, i: dict) -> list:
+        from . import foreign_cache
+        tags = _tags(i)
+        return foreign_cache.matching(foreign_cache.scan(self.foreign_repos),
+                                      [t for t in tags if not t.startswith("-")],
+                                      [t[1:] for t in tags if t.startswith("-")],
+                                      i.get("artifact", "") or "")
+
     def show_cache(self, i: dict) -> dict:
+        from . import foreign_cache
         entries = self.cache_matches(i)
         for e in entries:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.meta.get("created", 0)))
@@ -179,8 +228,14 @@ class Session:
                     print(f"    {k}={val}", file=self.out)
         print(f"{len(entries)} cache entr{'y' if len(entries) == 1 else 'ies'} in "
               f"{self.store.root}", file=self.out)
+        foreign = self.foreign_matches(i)
+        for line in foreign_cache.render(foreign, self.foreign_engines,
+                                         bool(i.get("v") or i.get("verbose"))):
+            print(line, file=self.out)
         return {"return": 0, "list": [{"key": e.key, "alias": e.alias, "path": e.path,
-                                       "tags": e.tags} for e in entries]}
+                                       "tags": e.tags} for e in entries]
+                + [{"key": f.uid, "alias": f.script, "path": f.path, "tags": f.tags,
+                    "other_engine": True} for f in foreign]}
 
     def rm_cache(self, i: dict) -> dict:
         if i.get("orphans"):
@@ -206,7 +261,21 @@ class Session:
             self.store.remove(e)
         print(f"removed {len(entries)} cache entr{'y' if len(entries) == 1 else 'ies'}",
               file=self.out)
+        from . import foreign_cache
+        note = foreign_cache.removal_note(self.foreign_matches(i), self.foreign_engines,
+                                          ",".join(_tags(i)))
+        if note:
+            print(note, file=self.out)
         return {"return": 0, "removed": [e.key for e in entries]}
+
+
+def _public_meta(m) -> dict:
+    """The manifest as a CM user's code reads it (`artifact.meta`), without our own markers."""
+    meta = {k: v for k, v in m.data.items() if not k.startswith("_")}
+    meta.setdefault("alias", m.alias)
+    meta.setdefault("uid", m.uid)
+    meta.setdefault("tags", list(m.tags))
+    return meta
 
 
 def _plan_json(plan) -> list[dict]:
