@@ -186,7 +186,7 @@ def portable_text(command: str) -> str:
             base = os.path.basename(value.rstrip("/")) or value
             value = base if base.startswith("python") else f"<...>/{base}"
         out.append(prefix + value)
-    return " ".join(shlex.quote(a) if not a.startswith("<...>") else a for a in out)
+    return " ".join(a if "<...>/" in a else shlex.quote(a) for a in out)
 
 
 def command_section(argv: list[str], request: dict) -> dict:
