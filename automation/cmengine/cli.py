@@ -148,6 +148,8 @@ class Session:
                           print_env=bool(i.get("print_env")),
                           silent=bool(i.get("s") or i.get("silent")),
                           verbose=bool(i.get("v") or i.get("verbose")))
+            # a hook may run another chain in this session (same repositories, cache, output)
+            ex.run_script = lambda sub: guarded(self.run, {**sub, "action": "run", "j": False})
             if as_json:   # what hooks print must not corrupt the JSON on stdout
                 import contextlib
                 with contextlib.redirect_stdout(sys.stderr):

@@ -58,6 +58,7 @@ class Executor:
         self.cleanups: list = []                 # (node, hooks, env, state, folder) with cleanup()
         self.not_kept: dict[str, str] = {}       # node key -> why its hook asked not to cache it
         self.unkept_folders: list[str] = []      # their build folders, removed when the run ends
+        self.run_script = None                   # set by cli.Session: a hook's sub-run (cmind input dict)
         self.added_tags: dict[str, list[str]] = {}   # node key -> add_extra_cache_tags of hooks
 
     def say(self, msg: str) -> None:
@@ -99,8 +100,7 @@ class Executor:
             outcome = Outcome(dict(meta.get("new_env", {})), dict(meta.get("new_state", {})),
                               True, v.entry.path)
             self.results[node.key] = outcome
-            self.log.append({"script": node.alias, "key": node.key, "cached": True,
-                             "path": v.entry.path})
+            self.log.append(_step_record(node, True, v.entry.path))
             return outcome
         t0 = time.time()
         self.say(f"{pad}> {node.name}" + (f"  ({v.reason})" if v and node.manifest.cache else ""))
@@ -147,8 +147,8 @@ class Executor:
                 self.say(f"{pad}  {k}={val}")
         outcome.seconds = time.time() - t0
         self.results[node.key] = outcome
-        self.log.append({"script": node.alias, "key": node.key, "cached": outcome.cached,
-                         "path": outcome.work_dir, "seconds": round(outcome.seconds, 3)})
+        self.log.append(dict(_step_record(node, outcome.cached, outcome.work_dir),
+                             seconds=round(outcome.seconds, 3)))
         return outcome
 
     def _fake(self, node: Node, inbound: dict, state: dict, depth: int) -> Outcome:
@@ -263,7 +263,8 @@ class Executor:
              "script_path": node.manifest.folder, "work_dir": folder,
              "run_script_input": {"path": node.manifest.folder},
              "variation_tags": node.selection.names, "version": node.version,
-             "steps": list(self.log), "plan_key": self.plan.root.key}
+             "steps": list(self.log), "plan_key": self.plan.root.key,
+             "request": _request_record(self.plan.request), "run_script": self.run_script}
         from . import cmapi
         facade = cmapi.Facade(node.manifest.folder, node.manifest.data,
                               lambda script, e, s: self._native(node, e, s, folder, script),
@@ -360,6 +361,24 @@ def _published_state(node: Node, state: dict) -> dict:
                             "plain JSON (dicts, lists, strings, numbers, booleans, null)",
                             "Convert it in the step's hooks (a record's to_json(), a path as a string).")
     return out
+
+
+def _step_record(node: Node, cached: bool, path: str) -> dict:
+    """What `steps` tells a hook about a finished step: enough to record how a result was made
+    (the env is the part of its key that came from env; secrets appear only as hashes)."""
+    return {"script": node.alias, "key": node.key, "cached": cached, "kept": bool(node.manifest.cache),
+            "path": path,
+            "variations": list(node.selection.names), "version": node.version,
+            "env": dict(node.components.get("env", {}))}
+
+
+def _request_record(req) -> dict:
+    """The run's request as the user gave it (tags, inputs, --env.*, --adr.*), for hooks (which
+    see secrets in env anyway; whoever writes it down must leave them out)."""
+    return {"tags": list(req.tags), "alias": req.alias, "inputs": dict(req.inputs),
+            "env": dict(req.env),
+            "adr": json.loads(json.dumps(req.adr, default=str)),
+            "version": list(req.version)}
 
 
 def validate(plan: Plan) -> list[str]:
