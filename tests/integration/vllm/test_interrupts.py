@@ -114,6 +114,24 @@ def test_a_server_that_ignores_sigterm_is_killed_after_the_short_grace(tmp_path)
     print(f'SIGTERM ignored by the server: run exited {took:.2f} s after the signal')
 
 
+def test_a_signal_while_the_server_is_still_loading_stops_it_too(tmp_path):
+    proc = start_run(tmp_path, bench_repo(tmp_path, free_port()), STANDIN_VLLM_READY_AFTER='60')
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / 'records').glob('*.json')):      # recorded as soon as its process exists
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read() if proc.poll() is not None else ''
+        time.sleep(0.1)
+    (record,) = [server.ServerRecord.load(p) for p in (tmp_path / 'records').glob('*.json')]
+    time.sleep(1)
+    t0 = time.monotonic()
+    os.killpg(proc.pid, signal.SIGTERM)
+    out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 143, out
+    assert f'server pid {record.pid} stopped (SIGTERM)' in out
+    assert not alive(record.pid) and time.monotonic() - t0 < 10
+    assert list((tmp_path / 'records').glob('*.json')) == []
+    assert not (tmp_path / 'bench-started').exists()
+
+
 def test_a_server_left_by_a_killed_run_is_stopped_by_the_next_run(tmp_path):
     port = free_port()
     repo = bench_repo(tmp_path, port)
