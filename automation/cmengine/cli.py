@@ -97,7 +97,14 @@ class Session:
         from .executor import validate
         req = request_from(i)
         plan = Planner(self.registry, self.fp, req).plan()
-        validate(plan)
+        planned = len(plan.warnings)
+        picked = validate(plan)
+        if picked:        # defaults the top step settled from its inputs: plan as if asked for
+            notes = plan.warnings[planned:]
+            req.tags = list(req.tags) + ["_" + v for v in picked]
+            plan = Planner(self.registry, self.fp, req).plan()
+            validate(plan)
+            plan.warnings.extend(notes)
         cachemod.decide(plan, self.store, renew_all=bool(i.get("renew")),
                         new_root=bool(i.get("new")))
         self.fp.save()

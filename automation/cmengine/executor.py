@@ -275,9 +275,13 @@ class Executor:
                 state.update(json.load(f))
 
 
-def validate(plan: Plan) -> None:
+def validate(plan: Plan) -> list[str]:
     """Call `validate(i)` of every planned step that has one, with its static env, before
-    anything runs: a bad input stops the run before a server starts or a download begins."""
+    anything runs: a bad input stops the run before a server starts or a download begins.
+    The top step's validate may settle a default that depends on its inputs by returning
+    `'variations': [names]` (with a `'note'` saying why): they are returned, for the caller to
+    plan the run again as if they had been asked for."""
+    picked: list[str] = []
     if hooks_need_path():
         sys.path.insert(0, AUTOMATION_DIR)
     for node in plan.nodes.values():
@@ -301,6 +305,11 @@ def validate(plan: Plan) -> None:
                             f"'{node.alias}' raised {e.__class__.__name__}: {e}") from None
         if r.get("return", 0) > 0:
             raise InputError(f"{node.alias}: {r.get('error', 'invalid input')}")
+        if node is plan.root and r.get("variations"):
+            picked += [str(v).lstrip("_") for v in r["variations"]]
+            if r.get("note"):
+                plan.warnings.append(f"{node.alias}: {r['note']}")
+    return picked
 
 
 def hooks_need_path() -> bool:

@@ -1,6 +1,6 @@
 """get-mlperf-inference-loadgen: the mlcommons-loadgen wheel whose built-in mlperf.conf has the round's
-seeds (_r4.1 -> 4.1.12..4.1.30, _r5.0 -> 5.0.9..5.0.21, _r5.1 -> 5.1.x; --version, --version_min,
---version_max narrow it), installed into this step's cache entry (site/) rather than into the
+seeds (the range of each round is in mlperf_llm.rounds; --version, --version_min, --version_max narrow
+it; without a round, the newest round), installed into this step's cache entry (site/) rather than into the
 interpreter's environment: a run of one round never replaces the LoadGen of another round or the
 user's own. The harness puts CM_LOADGEN_PYTHONPATH first on PYTHONPATH. The wheel is then checked:
 the seed it applies for llama2-70b must be the round's, or the checker would reject every result."""
@@ -8,13 +8,14 @@ import os
 import sys
 
 from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, pip_install_into
-from mlperf_llm.sysinfo.rounds import RoundError, in_range, loadgen_seed, round_info
+from mlperf_llm.rounds import RoundError, round_for
+from mlperf_llm.sysinfo.rounds import loadgen_seed
 
 
 def preprocess(i):
     env = i['env']
     try:
-        rnd = round_info(env.get('CM_MLPERF_INFERENCE_VERSION', '5.1'))
+        rnd = round_for(env.get('CM_MLPERF_INFERENCE_VERSION', ''))
         req = PackageRequest('mlcommons-loadgen', env.get('CM_VERSION', ''),
                              env.get('CM_VERSION_MIN', '') or rnd.loadgen_min,
                              env.get('CM_VERSION_MAX', '') or rnd.loadgen_max)
@@ -22,8 +23,8 @@ def preprocess(i):
         return {'return': 1, 'error': str(e)}
     asked = [env.get(k, '') for k in ('CM_VERSION', 'CM_VERSION_MIN', 'CM_VERSION_MAX')]
     for v in asked:
-        if v.count('.') >= 2 and not in_range(v, rnd):
-            return {'return': 1, 'error': f'mlcommons-loadgen {v} was asked for, but round {rnd.name} '
+        if v.count('.') >= 2 and not rnd.loadgen_in_range(v):
+            return {'return': 1, 'error': f'mlcommons-loadgen {v} was asked for, but round {rnd.version} '
                     f'needs a wheel between {rnd.loadgen_min} .. {rnd.loadgen_max} (the ones carrying its '
                     f'seeds): change --version/--version_min/--version_max (or --adr.loadgen.*)'}
     python = env.get('CM_VENV_PYTHON') or env.get('CM_PYTHON_BIN_WITH_PATH') or sys.executable
@@ -35,11 +36,11 @@ def preprocess(i):
         seed = loadgen_seed(python, site)
     except (PyEnvError, RoundError) as e:
         return {'return': 1, 'error': str(e)}
-    if not in_range(version, rnd):
-        return {'return': 1, 'error': f'mlcommons-loadgen {version} was installed, but round {rnd.name} '
+    if not rnd.loadgen_in_range(version):
+        return {'return': 1, 'error': f'mlcommons-loadgen {version} was installed, but round {rnd.version} '
                 f'needs {rnd.loadgen_min} .. {rnd.loadgen_max}: check --version/--adr.loadgen.* overrides'}
     if seed != rnd.qsl_rng_seed:
-        return {'return': 1, 'error': f'mlcommons-loadgen {version} applies qsl_rng_seed {seed}, but {rnd.name} '
+        return {'return': 1, 'error': f'mlcommons-loadgen {version} applies qsl_rng_seed {seed}, but {rnd.version} '
                 f'requires {rnd.qsl_rng_seed}: this wheel does not belong to the round; pin another '
                 f'wheel between {rnd.loadgen_min} and {rnd.loadgen_max}'}
     env['CM_LOADGEN_VERSION'] = version
@@ -47,6 +48,6 @@ def preprocess(i):
     env['CM_LOADGEN_PYTHONPATH'] = site
     env['CM_LOADGEN_QSL_RNG_SEED'] = str(seed)
     env['CM_LOADGEN_SEED_CHECK'] = 'ok'
-    env['CM_MLPERF_INFERENCE_ROUND'] = rnd.name
-    print(f'mlcommons-loadgen {version} for {rnd.name}: qsl_rng_seed {seed} is the round\'s', file=sys.stderr)
+    env['CM_MLPERF_INFERENCE_ROUND'] = rnd.version
+    print(f'mlcommons-loadgen {version} for {rnd.version}: qsl_rng_seed {seed} is the round\'s', file=sys.stderr)
     return {'return': 0}

@@ -1,4 +1,5 @@
-"""get-mlperf-inference-src: a shallow clone of mlcommons/inference at the round's tag (_r5.1 -> v5.1),
+"""get-mlperf-inference-src: a shallow clone of mlcommons/inference at the round's tag or commit
+(mlperf_llm.rounds: _r5.1 -> v5.1, _r6.0/_r6.1 -> master b66003e; _tag.X -> X),
 or the checkout given with --src_path=DIR (checked, not copied; a tag other than the round's is
 reported). A fork or branch asked for (_repo.URL, _branch.NAME) is cloned first; where it cannot be,
 the run says so and goes on with --src_path or the official repository (that fallback is not
@@ -7,17 +8,19 @@ to another commit, pass --renew."""
 import os
 import sys
 
+from mlperf_llm.rounds import RoundError, round_for
 from mlperf_llm.sysinfo.inference_src import InferenceSrcError, get_source
 
 
 def preprocess(i):
     env = i['env']
-    round_tag = env.get('CM_GIT_CHECKOUT_TAG', 'v5.1')
     try:
+        round_tag = env.get('CM_GIT_CHECKOUT_TAG') or round_for(
+            env.get('CM_MLPERF_INFERENCE_VERSION', '')).src_ref
         chosen = get_source(env['CM_GIT_URL'], env.get('CM_GIT_CHECKOUT_BRANCH') or round_tag,
                             os.path.join(os.getcwd(), 'inference'),
                             src_path=env.get('CM_MLPERF_INFERENCE_SRC_PATH', ''), round_tag=round_tag)
-    except InferenceSrcError as e:
+    except (InferenceSrcError, RoundError) as e:
         return {'return': 1, 'error': str(e)}
     for note in chosen.notes:
         print(f'note: {note}', file=sys.stderr)

@@ -39,7 +39,7 @@ def postprocess(i):
     req = Test06Request(results_dir=results, model=env['CM_MLPERF_MODEL'],
                         scenarios=[s for s in env['CM_MLPERF_LOADGEN_SCENARIO'].split(',') if s],
                         eos_token_id=int(eos), dtype=env['CM_MLPERF_ACCURACY_DTYPE'],
-                        round=env.get('CM_MLPERF_INFERENCE_VERSION') or '5.1')
+                        round=env.get('CM_MLPERF_INFERENCE_VERSION', ''))
     try:
         outcomes = verify_test06(req)
     except AccuracyLogError as e:

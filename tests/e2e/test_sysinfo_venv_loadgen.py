@@ -7,7 +7,7 @@ import pytest
 from cmengine.registry import Repo
 from enginefixtures import Runner
 from mlperf_llm.sysinfo.pyenv import installed_version
-from mlperf_llm.sysinfo.rounds import ROUNDS
+from mlperf_llm.rounds import ROUNDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.e2e
@@ -28,7 +28,7 @@ def test_venv_is_cached_and_usable(setup):
     assert installed_version(python, "pip")
 
 
-@pytest.mark.parametrize("rnd", ["4.1", "5.0", "5.1"])
+@pytest.mark.parametrize("rnd", list(ROUNDS))
 def test_loadgen_round_pins_carry_the_round_seed(setup, rnd):
     runner, python = setup
     before = installed_version(python, "mlcommons-loadgen")

@@ -31,8 +31,9 @@ def accuracy_dirs(results_dir: str, model: str = "") -> List[str]:
 
 def scenario_dir(results_dir: str, model: str, scenario: str, round_name: str) -> str:
     """<results>/<model dir>/<scenario dir> as the harness lays it out for this round."""
-    from mlperf_llm.harness.rounds import get_round, loadgen_model_and_dirs
-    _, _, model_dir, scenario_name = loadgen_model_and_dirs(model, scenario, get_round(round_name))
+    from mlperf_llm.harness.rounds import loadgen_model_and_dirs
+    from mlperf_llm.rounds import round_for
+    _, _, model_dir, scenario_name = loadgen_model_and_dirs(model, scenario, round_for(round_name, model))
     return os.path.join(results_dir, model_dir, scenario_name)
 
 
@@ -145,7 +146,7 @@ class Test06Request:
     scenarios: List[str]
     eos_token_id: int = 2
     dtype: str = "int32"
-    round: str = "5.1"
+    round: str = ""                 # "" = the newest round that has the model
 
 
 @dataclass

@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
-from .rounds import LATENCY_LIMITS_MS, get_round, loadgen_model_and_dirs
+from .rounds import loadgen_model_and_dirs
+from ..rounds import LLAMA2_LATENCY_LIMITS_MS, Round, round_for
 from ..files import write_atomic
 from ..sysinfo.pyenv import with_path
 from .userconf import INTERACTIVE_FRACTION, SERVER_FRACTION, UserConfSpec, round_down, pick_targets
@@ -44,7 +45,7 @@ class HarnessRequest:
     scenarios: tuple[str, ...] = ("Offline",)
     modes: tuple[str, ...] = ("performance", "accuracy")
     model: str = "llama2-70b-99"
-    round: str = "5.1"
+    round: str = ""                   # "" = the newest round that has the model (mlperf_llm.rounds)
     execution_mode: str = "test"
     backend: str = "vllm"
     api_servers: tuple[str, ...] = ()
@@ -71,9 +72,8 @@ class HarnessRequest:
     progress: bool = True
 
     def validate(self) -> None:
-        get_round(self.round)
         for s in self.scenarios:
-            loadgen_model_and_dirs(self.model, s, get_round(self.round))
+            loadgen_model_and_dirs(self.model, s, self.rnd)
         bad = [m for m in self.modes if m not in MODES]
         if bad or not self.modes:
             raise HarnessInputError(f"mode {bad or '(none)'}: choose from {', '.join(MODES)}")
@@ -95,6 +95,10 @@ class HarnessRequest:
         if self.accuracy_sample_count is not None and self.accuracy_sample_count < 0:
             raise HarnessInputError(f"accuracy_sample_count={self.accuracy_sample_count}: must be a count of "
                                     "samples, or 0 (or 'all') for the whole data set")
+
+    @property
+    def rnd(self) -> Round:
+        return round_for(self.round, self.model)
 
     def accuracy_rows(self, rows: int) -> int:
         """Samples an accuracy test covers: the whole data set in valid mode; in test mode the
@@ -144,7 +148,7 @@ def _dataset_rows(req: HarnessRequest) -> int:
 def _command(req: HarnessRequest, scenario: str, mode: str, out: Path, user_conf: Path) -> list[str]:
     cmd = [req.python, "-m", "mlperf_llm.harness.run", f"--scenario={scenario}", f"--mode={mode}",
            f"--dataset-path={req.dataset_path}", f"--output-dir={out}", f"--user-conf={user_conf}",
-           f"--backend={req.backend}", f"--model={req.model}", f"--round={req.round}",
+           f"--backend={req.backend}", f"--model={req.model}", f"--round={req.rnd.name}",
            f"--execution-mode={req.execution_mode}", f"--num-workers={req.num_workers}",
            f"--max-inflight={req.max_inflight}", f"--max-tokens={req.max_tokens}",
            f"--token-ids-via={req.token_ids_via}", f"--batch-size={req.batch_size}", f"--dtype={req.dtype}"]
@@ -187,7 +191,7 @@ def _run_logged(cmd: list[str], log_path: Path, loadgen_path: str = "") -> int:
 
 
 def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: Path | None = None) -> RunOutcome:
-    rnd = get_round(req.round)
+    rnd = req.rnd
     lg_model, lg_scenario, model_dir, scenario_dir = loadgen_model_and_dirs(req.model, scenario, rnd)
     final = layout_dir(base_dir or req.results_dir, model_dir, scenario_dir, mode)
     stage = staging_dir(final)
@@ -256,10 +260,11 @@ def _derive_from_offline(req: HarnessRequest, offline: list[RunOutcome], scenari
     return new
 
 
-def lowered_target(target: float, summary: dict, scenario: str) -> float:
+def lowered_target(target: float, summary: dict, scenario: str,
+                   limits: dict = LLAMA2_LATENCY_LIMITS_MS) -> float:
     """The next target after `target` missed the latency bounds: scaled by how far the worse p99
     (TTFT or TPOT) is over its bound, with a margin, and at least 30% lower."""
-    ratios = [bound * 1e6 / summary[key] for key, bound in zip(("ttft_p99_ns", "tpot_p99_ns"), LATENCY_LIMITS_MS[scenario])
+    ratios = [bound * 1e6 / summary[key] for key, bound in zip(("ttft_p99_ns", "tpot_p99_ns"), limits[scenario])
               if summary.get(key)]
     factor = min([0.7] + [0.8 * r for r in ratios])
     return round_down(target * factor)
@@ -281,17 +286,17 @@ def _meet_latency_bounds(req: HarnessRequest, scenario: str, rows: int, outcome:
     """A Server/Interactive target this run chose (derived, not given) that missed the latency
     bounds is lowered and the performance test run again, at most LATENCY_RETRIES times. A given
     target is the user's choice and is kept: its INVALID result is reported as it is."""
-    tries = 0
-    while (scenario in LATENCY_LIMITS_MS and sources.get(scenario, "given") != "given"
+    tries, limits = 0, req.rnd.latency_limits_ms
+    while (scenario in limits and sources.get(scenario, "given") != "given"
            and outcome.verdict == "INVALID" and outcome.summary.get("latency_met") is False
            and tries < LATENCY_RETRIES):
         old = req.target_for(scenario)
-        new = lowered_target(old, outcome.summary, scenario)
+        new = lowered_target(old, outcome.summary, scenario, limits)
         if not new > 0:
             break
         kept = _set_aside(outcome, req.results_dir, scenario, old)
         ttft, tpot = (outcome.summary.get(k) or 0 for k in ("ttft_p99_ns", "tpot_p99_ns"))
-        bound_ttft, bound_tpot = LATENCY_LIMITS_MS[scenario]
+        bound_ttft, bound_tpot = limits[scenario]
         print(f"{scenario} target_qps {old:g} missed the latency bounds (p99 TTFT {ttft / 1e6:.0f} ms of "
               f"{bound_ttft}, p99 TPOT {tpot / 1e6:.0f} ms of {bound_tpot}): running the performance test "
               f"again at {new:g} (the missed run's logs: {kept}); pass --{scenario.lower()}_target_qps to "

@@ -22,7 +22,8 @@ from .progress import Progress, Stats
 from .qsl import Dataset, DatasetError, check_tokenizer, load_dataset
 from .responder import Responder
 from .results import HarnessStatus
-from .rounds import RoundError, get_round, installed_loadgen_version, loadgen_check, loadgen_model_and_dirs
+from .rounds import RoundError, installed_loadgen_version, loadgen_check, loadgen_model_and_dirs
+from ..rounds import round_for
 
 EXIT_REFUSED, EXIT_FAILED = 2, 3
 
@@ -39,7 +40,7 @@ class RunConfig:
     api_model_name: str = ""
     model_path: str = ""
     model: str = "llama2-70b-99"
-    round: str = "5.1"
+    round: str = ""                 # "" = the newest round that has the model
     execution_mode: str = "test"
     num_workers: int = 1
     max_inflight: int = 1024
@@ -69,7 +70,7 @@ def parse_args(argv: list[str] | None = None) -> RunConfig:
     a("--api-model-name", default="")
     a("--model-path", default="", help="model (transformers) or tokenizer folder")
     a("--model", default="llama2-70b-99")
-    a("--round", default="5.1")
+    a("--round", default="", help="6.1, 6.0, ... (default: the newest round that has --model)")
     a("--execution-mode", default="test", choices=["test", "valid"])
     a("--num-workers", type=int, default=1)
     a("--max-inflight", type=int, default=1024)
@@ -160,7 +161,8 @@ def run(cfg: RunConfig) -> int:
     t0 = time.perf_counter()
     status = HarnessStatus(False, cfg.scenario, cfg.mode, cfg.round, installed_loadgen_version())
     try:
-        rnd = get_round(cfg.round)
+        rnd = round_for(cfg.round, cfg.model)
+        status.round = rnd.name
         lg_model, lg_scenario, _, _ = loadgen_model_and_dirs(cfg.model, cfg.scenario, rnd)
         problem = loadgen_check(rnd, status.loadgen_version)
         if problem and cfg.execution_mode == "valid":

@@ -1,7 +1,10 @@
 """Run the official submission checker of a round on a tree, and sort what it says.
 
-The checker (mlcommons/inference tools/submission/submission_checker.py, stdlib only) is run from the
-inference source as a subprocess, never copied. Its ERROR lines are sorted into:
+The checker is the round's (mlperf_llm.rounds: `checker`, `src_ref`): up to v5.1 the script
+tools/submission/submission_checker.py (stdlib only), run from the inference source as a subprocess;
+from v6.0 the package tools/submission/submission_checker (PyYAML), run as
+`python3 -m submission_checker.main` from a copy of tools/submission in the work folder (it may
+write beside itself; the source stays untouched). Its ERROR lines are sorted into:
 - checks that only a full-length run can pass (named in FULL_LENGTH_CHECKS): in a `test`-mode run these
   are expected, and listed by name;
 - consequences of other lines ("... has issues", "NoResults ...", the SUMMARY line), explained by them;
@@ -12,13 +15,15 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
 
 from .errors import SubmissionError
 from .logs import read_detail_log
-from .spec import MIN_DURATION_MS, get_round
+from ..rounds import NEWEST, Round, RoundError, get_round
+from .spec import MIN_DURATION_MS
 
 FULL_LENGTH_CHECKS = (   # (name, what the checker says, what a full-length run does)
     ("min_duration", "Test duration less than 600s", "runs at least 600 s (min_duration=600000)"),
@@ -71,17 +76,22 @@ class CheckerReport:
                 if m and m.group("msg").strip().startswith(keep)]
 
 
-def find_checker(inference_src: str | None) -> str:
+def find_checker(inference_src: str | None, rnd: Round | None = None) -> str:
+    """The round's checker in the inference source: the script (v4.1 .. v5.1) or the package folder
+    tools/submission/submission_checker (v6.0 on)."""
+    rnd = rnd or NEWEST
     src = inference_src or os.environ.get("CM_MLPERF_INFERENCE_SOURCE")
     if not src:
         raise SubmissionError("inference source", "is not given",
-                              "pass --src_path=DIR (mlcommons/inference at the round's tag) or set "
-                              "CM_MLPERF_INFERENCE_SOURCE, or run get-mlperf-inference-src")
-    path = os.path.join(src, "tools", "submission", "submission_checker.py")
+                              f"pass --src_path=DIR (mlcommons/inference at {rnd.src_ref[:12]}, the checker of "
+                              f"{rnd.version}) or set CM_MLPERF_INFERENCE_SOURCE, or run get-mlperf-inference-src")
+    rel = ("tools/submission/submission_checker/main.py" if rnd.checker == "package"
+           else "tools/submission/submission_checker.py")
+    path = os.path.join(src, *rel.split("/"))
     if not os.path.isfile(path):
-        raise SubmissionError(f"inference source {src}", "has no tools/submission/submission_checker.py",
-                              "point at a checkout of mlcommons/inference")
-    return path
+        raise SubmissionError(f"inference source {src}", f"has no {rel} (the checker of {rnd.version})",
+                              f"point at a checkout of mlcommons/inference at {rnd.src_ref[:12]}")
+    return os.path.dirname(path) if rnd.checker == "package" else path
 
 
 def detect_mode(tree: str) -> str:
@@ -152,20 +162,30 @@ def classify(output: str, tree: str, mode: str) -> list:
 def run_checker(tree: str, version: str, submitter: str | None = None, inference_src: str | None = None,
                 workdir: str | None = None, mode: str | None = None, extra_args: tuple = (),
                 timeout: int = 900) -> CheckerReport:
-    spec = get_round(version)
-    script = find_checker(inference_src)
+    try:
+        spec = get_round(version)
+    except RoundError as e:
+        raise SubmissionError(f"round {version!r}", str(e), "pass --version=6.1 (or another round)") from None
+    found = find_checker(inference_src, spec)
     tree = os.path.abspath(tree)
     if not os.path.isdir(tree):
         raise SubmissionError(f"submission tree {tree}", "does not exist", "build it with generate-mlperf-inference-submission")
     workdir = os.path.abspath(workdir or os.path.dirname(tree))
     os.makedirs(workdir, exist_ok=True)
-    cmd = [sys.executable, script, "--input", tree, "--version", spec.version,
-           "--csv", os.path.join(workdir, "summary.csv")]
+    cwd = workdir
+    if spec.checker == "package":       # python -m from a copy of tools/submission
+        cwd = os.path.join(workdir, "checker-src")
+        shutil.rmtree(cwd, ignore_errors=True)
+        shutil.copytree(os.path.dirname(found), cwd, ignore=shutil.ignore_patterns("__pycache__", "tests"))
+        cmd = [sys.executable, "-m", "submission_checker.main"]
+    else:
+        cmd = [sys.executable, found]
+    cmd += ["--input", tree, "--version", spec.version, "--csv", os.path.join(workdir, "summary.csv")]
     if submitter:
         cmd += ["--submitter", submitter]
     cmd += list(extra_args)
     try:
-        proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise SubmissionError(f"submission checker on {tree}", f"did not finish in {timeout} s",
                               "look for a very large file in the tree, or run the checker by hand") from None

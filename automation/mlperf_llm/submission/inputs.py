@@ -36,7 +36,7 @@ class Metadata:
     submitter: str
     division: str = "open"          # closed | open
     category: str = "datacenter"
-    round: str = "v5.1"
+    round: str = ""                  # "v6.1"; "" = the newest round that has the results' model
     system_name: str = ""           # the folder name under systems/, results/, measurements/
     implementation: str = "reference"
     framework: str = "vllm"

@@ -1,6 +1,7 @@
-"""What the submission rules say for llama2-70b, per round (mlcommons/inference tools/submission).
+"""What the submission rules say for llama2-70b in every round (mlcommons/inference tools/submission).
 
-Numbers are the checker's own (MODEL_CONFIG, LLM_LATENCY_LIMITS of v4.1, v5.0 and v5.1).
+Numbers are the checker's own (MODEL_CONFIG of v4.1 .. v6.1); what differs between rounds (layout,
+required scenarios, seeds, models) is in mlperf_llm.rounds.
 """
 
 from __future__ import annotations
@@ -38,35 +39,6 @@ class Target:
         if self.maximum is not None:
             text += f" and <= {self.maximum:.5f}".rstrip("0").rstrip(".")
         return text
-
-
-@dataclass(frozen=True)
-class RoundSpec:
-    version: str                 # "v5.1", as the checker's --version wants it
-    mlperf_conf_in_measurements: bool
-    calibration_doc_closed: bool          # the checker wants documentation/calibration.md (we always write it)
-    required_scenarios: tuple[str, ...]   # datacenter, closed division
-    qsl_rng_seed: int = 0                 # the round's seed, built into its LoadGen wheels
-    layout: str = "v4"                    # "v6": measurements and compliance files inside results/
-
-
-ROUNDS = {
-    "v4.1": RoundSpec("v4.1", True, False, ("Server", "Offline"), 3066443479025735752),
-    "v5.0": RoundSpec("v5.0", False, False, ("Server", "Offline"), 6023615788873153749),
-    "v5.1": RoundSpec("v5.1", False, True, ("Server", "Offline"), 1780908523862526354),
-    # v6.0's layout, as the v6.0.0pre checker reads it (its LoadGen seeds are still v5.1's there)
-    "v6.0": RoundSpec("v6.0", False, True, ("Offline",), 1780908523862526354, "v6"),
-}
-
-
-def get_round(name: str) -> RoundSpec:
-    key = "v" + str(name).strip().lstrip("vr")
-    if key.count(".") > 1:
-        key = ".".join(key.split(".")[:2])
-    if key not in ROUNDS:
-        raise SubmissionError(f"round {name!r}", "is not a round this tool builds",
-                              f"use one of {', '.join(ROUNDS)}")
-    return ROUNDS[key]
 
 
 def base_model(model: str) -> str:

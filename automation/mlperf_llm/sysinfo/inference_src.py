@@ -1,15 +1,18 @@
-"""The mlcommons/inference sources: a shallow clone at a round's tag, or a checkout the user gives."""
+"""The mlcommons/inference sources: a shallow clone at a round's tag or commit (mlperf_llm.rounds
+`src_ref`), or a checkout the user gives."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import uuid
 from dataclasses import dataclass
 
 DEFAULT_URL = "https://github.com/mlcommons/inference"
-CHECKER = os.path.join("tools", "submission", "submission_checker.py")
+CHECKER = os.path.join("tools", "submission", "submission_checker.py")              # up to v5.1
+CHECKER_PACKAGE = os.path.join("tools", "submission", "submission_checker", "main.py")  # v6.0 on (master)
 LLAMA2 = os.path.join("language", "llama2-70b")
 
 
@@ -25,7 +28,14 @@ class InferenceSource:
 
     @property
     def checker(self) -> str:
-        return os.path.join(self.path, CHECKER)
+        """The checker script (up to v5.1), else the package's main.py (v6.0 on)."""
+        script = os.path.join(self.path, CHECKER)
+        package = os.path.join(self.path, CHECKER_PACKAGE)
+        return script if os.path.isfile(script) or not os.path.isfile(package) else package
+
+    def at(self, ref: str) -> bool:
+        """HEAD is at `ref` (a tag, or a commit given in full or abbreviated)."""
+        return bool(ref) and (self.tag == ref or (bool(self.commit) and self.commit.startswith(ref)))
 
     @property
     def llama2_dir(self) -> str:
@@ -53,7 +63,9 @@ def describe(path: str) -> InferenceSource:
     path = os.path.abspath(path)
     if not os.path.isdir(path):
         raise InferenceSrcError(f"--src_path={path}: no such folder; give a checkout of mlcommons/inference")
-    missing = [p for p in ("loadgen", CHECKER) if not os.path.exists(os.path.join(path, p))]
+    missing = [p for p in ("loadgen",) if not os.path.exists(os.path.join(path, p))]
+    if not any(os.path.exists(os.path.join(path, p)) for p in (CHECKER, CHECKER_PACKAGE)):
+        missing.append(f"{CHECKER} (or {CHECKER_PACKAGE})")
     if missing:
         raise InferenceSrcError(f"--src_path={path} is not an mlcommons/inference checkout: "
                                 f"{', '.join(missing)} missing")
@@ -63,12 +75,28 @@ def describe(path: str) -> InferenceSource:
                            commit=commit.stdout.strip() if commit.returncode == 0 else "")
 
 
+def is_commit(ref: str) -> bool:
+    return bool(re.fullmatch(r"[0-9a-f]{7,40}", ref or ""))
+
+
+def _clone_commit(url: str, commit: str, tmp: str) -> subprocess.CompletedProcess:
+    """A shallow fetch of one commit (git clone --branch takes only tags and branches)."""
+    for args in (["init", "-q", tmp], ["-C", tmp, "fetch", "--depth", "1", url, commit],
+                 ["-C", tmp, "checkout", "-q", "FETCH_HEAD"]):
+        res = _git(args)
+        if res.returncode != 0:
+            return res
+    return res
+
+
 def clone_at_tag(url: str, tag: str, dest: str) -> InferenceSource:
-    """`git clone --depth 1 --branch TAG` into a temp folder beside dest, then rename it into place."""
+    """`git clone --depth 1 --branch TAG` (or a shallow fetch of a commit) into a temp folder beside
+    dest, then rename it into place."""
     if os.path.exists(dest):
         return describe(dest)
     tmp = f"{dest}.tmp-{uuid.uuid4().hex[:8]}"
-    res = _git(["clone", "--depth", "1", "--branch", tag, "--single-branch", url, tmp])
+    res = (_clone_commit(url, tag, tmp) if is_commit(tag) else
+           _git(["clone", "--depth", "1", "--branch", tag, "--single-branch", url, tmp]))
     if res.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         err = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"
@@ -114,7 +142,7 @@ def get_source(url: str, ref: str, dest: str, src_path: str = "",
 def _given_or_official(official_url: str, round_tag: str, dest: str, src_path: str) -> SourceChoice:
     if src_path:
         src = describe(src_path)
-        if src.tag != round_tag:
+        if not src.at(round_tag):
             return SourceChoice(src, (f"{src.path} is at {src.tag or src.commit[:12] or 'an unknown commit'}, "
                                       f"not {round_tag}",))
         return SourceChoice(src, ())

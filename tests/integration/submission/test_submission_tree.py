@@ -191,7 +191,7 @@ def test_closed_tree_without_server_is_built_with_a_warning(tmp_path):
     shutil.rmtree(res / "llama2-70b-99" / "Server")
     report = build_submission(BuildRequest(str(res), os.path.join(FIX, "system.json"), metadata("v5.0", "closed"),
                                            str(tmp_path / "out")))
-    assert "llama2-70b-99: closed division needs scenario(s) Server, not in the results" in report.warnings
+    assert "llama2-70b-99: closed division of v5.0 needs scenario(s) Server (Offline + Server), not in the results" in report.warnings
 
 
 def test_v60_layout_keeps_measurements_and_test06_inside_results(tmp_path):
@@ -199,9 +199,9 @@ def test_v60_layout_keeps_measurements_and_test06_inside_results(tmp_path):
                                            metadata("v6.0", "closed"), str(tmp_path / "out")))
     sub = report.submitter_dir
     top = sorted(os.listdir(sub))
-    assert top == ["code", "documentation", "results", "systems"]
+    assert top == ["documentation", "results", "src", "systems"]          # v6: src/, not code/
     scen = os.path.join(sub, "results", SYS, "llama2-70b-99", "Server")
-    assert sorted(os.listdir(scen)) == sorted(["README.md", "user.conf", f"{SYS}_reference_Server.json",
+    assert sorted(os.listdir(scen)) == sorted(["README.md", "user.conf", "measurements.json",
                                                "performance", "accuracy", "TEST06"])
     assert os.path.isfile(os.path.join(scen, "TEST06", "verify_accuracy.txt"))
     assert os.path.getsize(os.path.join(scen, "TEST06", "accuracy", "mlperf_log_accuracy.json")) > 10 * 1024

@@ -15,7 +15,8 @@ def test_defaults_and_mapping():
     assert r.api_servers == ("http://a:1", "http://b:2")
     assert (r.server_target_qps, r.num_workers, r.find_performance) == (2.5, 3, True)
     assert r.results_dir == "/w/mlperf_results"
-    assert (r.round, r.execution_mode, r.backend, r.model) == ("5.1", "test", "vllm", "llama2-70b-99")
+    assert (r.round, r.execution_mode, r.backend, r.model) == ("", "test", "vllm", "llama2-70b-99")
+    assert r.rnd.name == "6.0"          # no round given: the newest round that has llama2-70b-99
 
 
 def test_vllm_helper_names_are_fallbacks():

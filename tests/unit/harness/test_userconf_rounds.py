@@ -43,8 +43,8 @@ def test_find_performance_targets_round_down():
 def test_rounds_and_pins():
     assert get_round("v5.1.1").name == "5.1"
     assert get_round("5.0").qsl_rng_seed == 6023615788873153749
-    with pytest.raises(RoundError, match="4.1, 5.0, 5.1"):
-        get_round("6.0")
+    with pytest.raises(RoundError, match="_r5.1, _r6.0, _r6.1"):
+        get_round("7.0")
     assert loadgen_check(get_round("5.1"), "5.1.2") is None
     msg = loadgen_check(get_round("5.1"), "6.0.17")
     assert "6.0.17" in msg and "pip install mlcommons-loadgen==5.1.2" in msg
@@ -62,10 +62,14 @@ def test_interactive_layout_follows_the_round():
         loadgen_model_and_dirs("llama2-70b-99", "Interactive", get_round("4.1"))
     with pytest.raises(RoundError, match="model 'gpt-j'"):
         loadgen_model_and_dirs("gpt-j", "Offline", get_round("5.1"))
+    assert loadgen_model_and_dirs("llama2-70b-99.9", "Interactive", get_round("6.1")) == (
+        "llama2-70b-interactive", "Server", "llama2-70b-99.9", "Interactive")
+    with pytest.raises(RoundError, match="v6.1 has no llama2-70b-99 .*_r6.0"):
+        loadgen_model_and_dirs("llama2-70b-99", "Offline", get_round("6.1"))
 
 
 def test_pins_lie_in_the_measured_wheel_ranges():
-    from mlperf_llm.harness.rounds import ROUNDS
+    from mlperf_llm.rounds import ROUNDS
     for rnd in ROUNDS.values():
         assert loadgen_check(rnd, rnd.loadgen_pin) is None, rnd
     # 5.0.25 already carries 5.1's seeds: refused for 5.0 before any run

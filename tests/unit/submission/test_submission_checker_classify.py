@@ -109,5 +109,8 @@ def test_no_source_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.delenv("CM_MLPERF_INFERENCE_SOURCE", raising=False)
     with pytest.raises(SubmissionError, match="CM_MLPERF_INFERENCE_SOURCE"):
         find_checker(None)
-    with pytest.raises(SubmissionError, match="submission_checker.py"):
-        find_checker(str(tmp_path))
+    from mlperf_llm.rounds import get_round
+    with pytest.raises(SubmissionError, match="submission_checker.py .the checker of v5.1.*at v5.1"):
+        find_checker(str(tmp_path), get_round("5.1"))
+    with pytest.raises(SubmissionError, match="submission_checker/main.py .the checker of v6.1.*at b66003e"):
+        find_checker(str(tmp_path), get_round("6.1"))

@@ -1,0 +1,147 @@
+"""The table of rounds (mlperf_llm.rounds): the parser, the default round, and parity with each round's
+own checker and mlperf.conf (the offline copies in ../shared/mlcommons-inference/)."""
+import os
+import re
+import runpy
+import sys
+
+import pytest
+
+from mlperf_llm import rounds
+from mlperf_llm.rounds import ROUNDS, RoundError, check_model, default_round, get_round, round_for
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+SHARED = os.path.join(ROOT, "..", "shared", "mlcommons-inference")
+
+
+@pytest.mark.parametrize("text,name", [("r6.1", "6.1"), ("_r6.0", "6.0"), ("v6.1", "6.1"), ("6.1", "6.1"),
+                                       ("6.1.2", "6.1"), ("v5.1.1", "5.1"), ("R4.1", "4.1"), (" 5.0 ", "5.0")])
+def test_parser_accepts_every_spelling(text, name):
+    assert get_round(text) is ROUNDS[name]
+
+
+@pytest.mark.parametrize("text", ["7.0", "r6.2", "six", "6", "v", "5.1x"])
+def test_unknown_round_names_the_input_and_the_choices(text):
+    with pytest.raises(RoundError) as e:
+        get_round(text)
+    msg = str(e.value)
+    assert repr(text.strip()) in msg and "_r4.1, _r5.0, _r5.1, _r6.0, _r6.1" in msg and "fix" in msg
+
+
+def test_names_versions_and_tags():
+    assert [r.name for r in ROUNDS.values()] == ["4.1", "5.0", "5.1", "6.0", "6.1"]
+    r = ROUNDS["6.1"]
+    assert (r.version, r.tag) == ("v6.1", "_r6.1") and rounds.NEWEST is r
+
+
+def test_default_round_is_the_newest_having_the_model():
+    rnd, why = default_round("llama2-70b-99.9")
+    assert rnd.name == "6.1" and "newest round that has llama2-70b-99.9" in why
+    rnd, why = default_round("llama2-70b-99")
+    assert rnd.name == "6.0" and "v6.1 has only llama2-70b-99.9" in why
+    assert default_round("")[0] is rounds.NEWEST
+    with pytest.raises(RoundError, match="gpt-j"):
+        default_round("gpt-j")
+
+
+def test_a_model_the_round_lacks_names_the_alternatives():
+    with pytest.raises(RoundError) as e:
+        check_model(ROUNDS["6.1"], "llama2-70b-99")
+    msg = str(e.value)
+    assert "v6.1 has no llama2-70b-99" in msg and "--model=llama2-70b-99.9" in msg and "_r6.0" in msg
+    check_model(ROUNDS["6.1"], "llama2-70b-interactive-99.9")     # same benchmark, interactive folder
+    assert round_for("", "llama2-70b-99").name == "6.0" and round_for("5.1", "llama2-70b-99").name == "5.1"
+    with pytest.raises(RoundError, match="v6.1 has no llama2-70b-99"):
+        round_for("r6.1", "llama2-70b-99")
+
+
+def test_scenario_requirements():
+    assert ROUNDS["4.1"].missing_scenarios({"Offline"}) == ["Server"]
+    assert ROUNDS["4.1"].missing_scenarios({"Offline", "Interactive"}) == ["Server"]
+    assert ROUNDS["6.1"].missing_scenarios({"Offline"}) == ["Server or Interactive"]
+    assert ROUNDS["6.0"].missing_scenarios({"Offline", "Interactive"}) == []
+    assert ROUNDS["6.0"].missing_scenarios({"Server"}) == ["Offline"]
+    assert ROUNDS["6.1"].describe_scenarios() == "Offline + Server or Interactive"
+
+
+def test_loadgen_ranges_and_pins():
+    for r in ROUNDS.values():
+        assert r.loadgen_in_range(r.loadgen_pin), r
+    assert ROUNDS["6.0"].loadgen_in_range("6.0.5") and not ROUNDS["6.0"].loadgen_in_range("6.0.4")
+    assert not ROUNDS["6.0"].loadgen_in_range("6.0.16") and ROUNDS["6.1"].loadgen_in_range("6.0.16")
+    assert ROUNDS["5.1"].loadgen_in_range("5.1.2") and not ROUNDS["5.1"].loadgen_in_range("")
+    # no wheel belongs to two rounds
+    names = list(ROUNDS)
+    for a, b in zip(names, names[1:]):
+        assert not ROUNDS[b].loadgen_in_range(ROUNDS[a].loadgen_max), (a, b)
+
+
+def test_source_and_checker_of_each_round():
+    assert ROUNDS["5.1"].src_ref == "v5.1" and not ROUNDS["5.1"].src_is_commit
+    assert ROUNDS["6.0"].src_ref.startswith("b66003e") and ROUNDS["6.1"].src_is_commit
+    assert {r.checker for r in ROUNDS.values() if r.layout == "v6"} == {"package"}
+    assert {r.checker for r in ROUNDS.values() if r.layout == "v4"} == {"script"}
+    for r in ROUNDS.values():
+        assert os.path.isdir(os.path.join(SHARED, r.shared_copy)), r.shared_copy
+
+
+def _checker_constants(rnd):
+    """MODEL_CONFIG and LLM_LATENCY_LIMITS of the round's own checker (plain Python assignments)."""
+    folder = os.path.join(SHARED, rnd.shared_copy, "tools", "submission")
+    if rnd.checker == "package":
+        return runpy.run_path(os.path.join(folder, "submission_checker", "constants.py"), run_name="constants")
+    sys.path.insert(0, folder)           # the script imports its sibling log_parser
+    try:
+        sys.modules.pop("log_parser", None)
+        return runpy.run_path(os.path.join(folder, "submission_checker.py"), run_name="checker")
+    finally:
+        sys.path.remove(folder)
+        sys.modules.pop("log_parser", None)
+
+
+@pytest.mark.parametrize("name", list(ROUNDS))
+def test_table_matches_the_rounds_own_checker(name):
+    rnd = ROUNDS[name]
+    g = _checker_constants(rnd)
+    cfg = g["MODEL_CONFIG"][rnd.version]
+    assert tuple(m for m in cfg["models"] if re.fullmatch(r"llama2-70b-99(\.9)?", m)) == rnd.models
+    seeds = cfg["seeds"]
+    assert (seeds["qsl_rng_seed"], seeds["sample_index_rng_seed"], seeds["schedule_rng_seed"]) == (
+        rnd.seeds.qsl_rng_seed, rnd.seeds.sample_index_rng_seed, rnd.seeds.schedule_rng_seed)
+    for model in rnd.models:
+        required = cfg["required-scenarios-datacenter"][model]
+        optional = (cfg.get("optional-scenarios-datacenter") or {}).get(model, [])
+        ours = [set(alt) for alt in rnd.required_scenarios]
+        assert [{s} for s in sorted(required)] + ([set(optional)] if optional else []) == \
+            sorted([a for a in ours if len(a) == 1], key=min) + [a for a in ours if len(a) > 1], model
+    limits = g["LLM_LATENCY_LIMITS"][rnd.models[-1]]
+    if "Server" in limits:               # v5.1 on: per scenario, in ns
+        for scenario, (ttft, tpot) in rnd.latency_limits_ms.items():
+            assert (limits[scenario]["ttft"], limits[scenario]["tpot"]) == (ttft * 10**6, tpot * 10**6)
+    else:                                # v4.1, v5.0: one "conversational" bound, the Server one
+        assert (limits["conversational"]["ttft"], limits["conversational"]["tpot"]) == tuple(
+            x * 10**6 for x in rnd.latency_limits_ms["Server"])
+
+
+def _conf_seeds(path):
+    with open(path, encoding="utf-8") as f:
+        found = dict(re.findall(r"^\*\.\*\.(\w+_rng_seed)\s*=\s*(\d+)", f.read(), re.M))
+    return Seeds(*(int(found[k]) for k in ("qsl_rng_seed", "sample_index_rng_seed", "schedule_rng_seed")))
+
+
+Seeds = rounds.Seeds
+
+
+@pytest.mark.parametrize("name", ["4.1", "5.0", "5.1", "6.1"])
+def test_seeds_are_the_rounds_mlperf_conf(name):
+    """v6.0's seeds are only in the master checker (master's mlperf.conf already has v6.1's)."""
+    rnd = ROUNDS[name]
+    folder = os.path.join(SHARED, rnd.shared_copy)
+    conf = next(p for p in (os.path.join(folder, "loadgen", "mlperf.conf"), os.path.join(folder, "mlperf.conf"))
+                if os.path.isfile(p))
+    assert _conf_seeds(conf) == rnd.seeds
+
+
+def test_the_table_is_frozen():
+    with pytest.raises(Exception):
+        ROUNDS["6.1"].name = "6.2"
