@@ -291,6 +291,10 @@ def guarded(fn, *args) -> dict:
         return fn(*args)
     except EngineError as e:
         return {"return": e.exit_code, "error": str(e)}
-    except KeyboardInterrupt:
-        return {"return": 130, "error": "interrupted (Ctrl-C); nothing incomplete was published "
-                                        "to the cache"}
+    except KeyboardInterrupt as e:   # interrupt.Interrupted carries the signal (SIGTERM, SIGHUP, SIGINT)
+        name = getattr(e, "name", "SIGINT")
+        code = getattr(e, "exit_code", 130)
+        how = " (Ctrl-C)" if name == "SIGINT" else ""
+        return {"return": code, "error": f"interrupted by {name}{how}, exit code {code}: the steps' cleanups "
+                                         "ran (what they stopped is printed above) and nothing incomplete "
+                                         "was published to the cache"}

@@ -66,14 +66,22 @@ class Executor:
             print(msg, file=self.out, flush=True)
 
     def run(self) -> Outcome:
+        """Run the plan. SIGTERM, SIGHUP and SIGINT raise interrupt.Interrupted: the cleanups run (a
+        second signal waits for them), nothing incomplete is published, and the caller exits 128 + N."""
+        from . import interrupt   # the signal module: only a run pays for it
         if hooks_need_path():
             sys.path.insert(0, AUTOMATION_DIR)
-        try:
-            return self._exec(self.plan.root, dict(self.plan.base_env), {}, 0)
-        finally:
-            self._cleanup()
-            for folder in self.unkept_folders:
-                self.store.drop(folder)
+        with interrupt.raising():
+            try:
+                return self._exec(self.plan.root, dict(self.plan.base_env), {}, 0)
+            except interrupt.Interrupted as e:
+                self.say(f"! {e.name} received: stopping what this run started")
+                raise
+            finally:
+                with interrupt.deferred(self.say):
+                    self._cleanup()
+                    for folder in self.unkept_folders:
+                        self.store.drop(folder)
 
     def _cleanup(self) -> None:
         """`cleanup(i)` hooks of the steps that ran, newest first, whether the run failed or not
@@ -327,12 +335,17 @@ class Executor:
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL)
             assert proc.stdout is not None
-            for chunk in iter(proc.stdout.readline, b""):
-                log.write(chunk)
-                log.flush()
-                self.out.write(chunk.decode(errors="replace"))
-                self.out.flush()
-            rc = proc.wait()
+            try:
+                for chunk in iter(proc.stdout.readline, b""):
+                    log.write(chunk)
+                    log.flush()
+                    self.out.write(chunk.decode(errors="replace"))
+                    self.out.flush()
+                rc = proc.wait()
+            except BaseException:   # interrupted: the step's processes go too (SIGTERM, then SIGKILL)
+                from .interrupt import STOP_GRACE_S, stop_tree
+                stop_tree(proc, STOP_GRACE_S)
+                raise
         if rc != 0:
             raise ScriptFailed(node.alias, command, rc, log_path, _tail(log_path),
                                self._rerun(node))

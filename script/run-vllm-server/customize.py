@@ -22,7 +22,7 @@ def preprocess(i):
         if env.get('CM_VLLM_ACTION') == 'stop':
             if not env.get('CM_VLLM_SERVER_RECORD'):
                 return _fail('_stop needs --server_record=PATH (the vllm-server-PORT.json the start printed)')
-            print(server.stop(server.ServerRecord.load(env['CM_VLLM_SERVER_RECORD'])))
+            print(service.stop_record(server.ServerRecord.load(env['CM_VLLM_SERVER_RECORD']), env))
             env['CM_VLLM_START'] = env['CM_VLLM_INSTALL'] = 'no'
             return {'return': 0}
         if split_urls(env.get('CM_VLLM_API_SERVERS')):
