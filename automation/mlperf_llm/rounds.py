@@ -74,6 +74,11 @@ class Round:
     def src_is_commit(self) -> bool:
         return bool(re.fullmatch(r"[0-9a-f]{7,40}", self.src_ref))
 
+    @property
+    def scenarios(self) -> tuple[str, ...]:
+        """Every datacenter scenario of llama2-70b in the round (what `_all-scenarios` runs)."""
+        return ("Offline", "Server") + (("Interactive",) if self.interactive != "none" else ())
+
     def has_model(self, model: str) -> bool:
         return model.replace("-interactive", "") in self.models
 
@@ -177,6 +182,12 @@ def round_for(text: str, model: str = "") -> Round:
     if model:
         check_model(rnd, model)
     return rnd
+
+
+def expand_scenarios(text: str, rnd: Round) -> list[str]:
+    """"Offline,Server" -> its names; "all" -> every scenario of the round."""
+    names = [s.strip() for s in str(text or "").replace(";", ",").split(",") if s.strip()]
+    return list(rnd.scenarios) if [n.lower() for n in names] == ["all"] else names
 
 
 def settle(given: str, model: str = "") -> tuple[Round, str]:

@@ -3,6 +3,13 @@
 from dataclasses import asdict
 
 
+def validate(i):
+    """The round: refused when unknown or without the model; none given (top step): the newest round
+    that has the model, planned as if asked for (mlperf_llm.rounds)."""
+    from mlperf_llm.rounds import validate_hook_result
+    return validate_hook_result(i['env'])
+
+
 def preprocess(i):
     from mlperf_llm.harness.cmenv import env_from_outcomes, request_from_env
     from mlperf_llm.harness.driver import HarnessInputError, run_all

@@ -7,7 +7,8 @@ def validate(i):
     problems = runapp.check_inputs(i['env'])
     if problems:
         return {'return': 1, 'error': 'bad input:\n  - ' + '\n  - '.join(problems)}
-    return {'return': 0}
+    from mlperf_llm.rounds import validate_hook_result
+    return validate_hook_result(i['env'])     # the round: refused, settled (none given), or as given
 
 
 def postprocess(i):

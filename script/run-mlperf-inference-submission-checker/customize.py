@@ -4,6 +4,13 @@ import os
 import shlex
 
 
+def validate(i):
+    """The round: refused when unknown or without the model; none given (top step): the newest round
+    that has the model, planned as if asked for (mlperf_llm.rounds)."""
+    from mlperf_llm.rounds import validate_hook_result
+    return validate_hook_result(i['env'])
+
+
 def preprocess(i):
     from mlperf_llm.submission.checker import format_report, run_checker
     from mlperf_llm.submission.errors import SubmissionError

@@ -145,3 +145,39 @@ def test_seeds_are_the_rounds_mlperf_conf(name):
 def test_the_table_is_frozen():
     with pytest.raises(Exception):
         ROUNDS["6.1"].name = "6.2"
+
+
+ROUND_STEPS = ("run-mlperf-inference-app", "app-mlperf-inference", "get-mlperf-inference-loadgen",
+               "get-mlperf-inference-src", "generate-mlperf-inference-submission",
+               "run-mlperf-inference-submission-checker")
+
+
+@pytest.mark.parametrize("step", ROUND_STEPS)
+def test_every_round_step_has_a_variation_per_round_and_no_default(step):
+    """Adding a round: its entry in ROUNDS, then `r<name>` in these manifests (this test names them)."""
+    import yaml
+    with open(os.path.join(ROOT, "script", step, "_cm.yaml"), encoding="utf-8") as f:
+        m = yaml.safe_load(f)
+    variations = m["variations"]
+    for rnd in ROUNDS.values():
+        v = variations.get(rnd.tag[1:])
+        assert v and v["group"] == "round" and v["env"] == {"CM_MLPERF_INFERENCE_VERSION": rnd.name}, (step, rnd)
+        assert not v.get("default"), (step, rnd)       # no round given: validate settles it
+    rounds_there = {k for k, v in variations.items() if v.get("group") == "round" and not k.endswith(".#")}
+    assert rounds_there == {r.tag[1:] for r in ROUNDS.values()}, step
+    assert "CM_MLPERF_INFERENCE_VERSION" not in (m.get("default_env") or {}), step
+
+
+def test_all_scenarios_follow_the_round():
+    assert rounds.expand_scenarios("all", ROUNDS["4.1"]) == ["Offline", "Server"]
+    assert rounds.expand_scenarios("ALL", ROUNDS["6.1"]) == ["Offline", "Server", "Interactive"]
+    assert rounds.expand_scenarios("Offline, Server", ROUNDS["6.1"]) == ["Offline", "Server"]
+
+
+def test_validate_result_settles_refuses_or_keeps():
+    r = rounds.validate_hook_result({"CM_MLPERF_MODEL": "llama2-70b-99"})
+    assert r["variations"] == ["r6.0"] and "no round given" in r["note"] and "v6.1 has only" in r["note"]
+    r = rounds.validate_hook_result({"CM_MLPERF_MODEL": "llama2-70b-99", "CM_MLPERF_INFERENCE_VERSION": "6.1"})
+    assert r["return"] == 1 and "llama2-70b-99.9" in r["error"] and "_r6.0" in r["error"]
+    assert rounds.validate_hook_result({"CM_MLPERF_INFERENCE_VERSION": "5.1"}) == {"return": 0}
+    assert rounds.validate_hook_result({"CM_MLPERF_INFERENCE_VERSION": "9.9"})["return"] == 1
