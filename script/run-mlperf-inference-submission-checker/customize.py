@@ -35,9 +35,9 @@ def preprocess(i):
     env['CM_MLPERF_SUBMISSION_CHECKER_LOG'] = log
     env['CM_MLPERF_SUBMISSION_CHECKER_FULL_LENGTH_CHECKS'] = ','.join(report.full_length_checks)
     env['CM_MLPERF_SUBMISSION_CHECKER_VERDICT'] = (
-        'pass' if report.returncode == 0 else 'pass-test-mode' if report.passed else 'fail')
+        'fail' if not report.passed else 'pass' if report.returncode == 0 else 'pass-test-mode')
     if not report.passed:
-        return {'return': 1, 'error': 'run-mlperf-inference-submission-checker: the official checker found '
-                f'{len(report.errors)} error(s): ' + '; '.join(f.message for f in report.errors[:5]) +
-                f' (full output: {log})'}
+        problems = [f.message for f in report.errors] + [f'pre-check: {f.path}: {f.message}' for f in report.precheck]
+        return {'return': 1, 'error': 'run-mlperf-inference-submission-checker: the official checker and our '
+                f'pre-check found {len(problems)} error(s): ' + '; '.join(problems[:5]) + f' (full output: {log})'}
     return {'return': 0}

@@ -13,21 +13,20 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 CM = os.path.join(os.path.dirname(sys.executable), "cm")
-MAIN = ["run", "script", "--tags=run-mlperf,inference,_full,_embedded", "--model=llama2-70b-99",
+MODEL = "llama2-70b-99.9"        # the newest round's (v6.1 has only -99.9): the README's command
+MAIN = ["run", "script", "--tags=run-mlperf,inference,_full,_embedded", f"--model={MODEL}",
         "--division=open", "--device=cpu", "--execution_mode=test", "--quiet"]
 
 
-def inference_source_v51():
-    """A v5.1 mlcommons/inference checkout for the official checker (there is no network here to
-    clone one): $CM_MLPERF_INFERENCE_SOURCE (or its v5.1/), else /work/inference-src/v5.1."""
-    env = os.environ.get("CM_MLPERF_INFERENCE_SOURCE", "")
-    for c in ([os.path.join(env, "v5.1"), env] if env else []) + ["/work/inference-src/v5.1"]:
-        if os.path.isfile(os.path.join(c, "tools", "submission", "submission_checker.py")):
-            return c
-    return None
+def inference_source_newest():
+    """The newest round's mlcommons/inference source for the official checker (no network here to
+    clone one): master b66003e, from ../shared/mlcommons-inference."""
+    from inference_sources import inference_source
+    from mlperf_llm.rounds import NEWEST
+    return inference_source(NEWEST.name)
 
 
-SRC = inference_source_v51()
+SRC = inference_source_newest()
 
 
 def run_main(tmp_path, name):
@@ -53,7 +52,7 @@ def first(tmp_path_factory):
 def test_results_accuracy_and_compliance(first):
     out, results, _, seconds = first
     print(f"first run: {seconds:.0f} s")
-    base = results / "llama2-70b-99"
+    base = results / MODEL
     for scenario in ("Offline", "Server"):
         summary = (base / scenario / "performance" / "run_1" / "mlperf_log_summary.txt").read_text()
         assert "Result is : VALID" in summary or "Result is : INVALID" in summary
@@ -66,7 +65,7 @@ def test_results_accuracy_and_compliance(first):
 
 def test_submission_tree_and_pages(first):
     out, _, submission, _ = first
-    trees = list(submission.glob("open/*/results/*/llama2-70b-99/Offline/performance/run_1"))
+    trees = list(submission.glob(f"open/*/results/*/{MODEL}/Offline/performance/run_1"))
     assert trees, f"no open-division results in {submission}"
     assert list(submission.glob("open/*/systems/*.json"))
     pages = list(submission.rglob("summary.html"))

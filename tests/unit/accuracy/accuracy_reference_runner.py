@@ -44,11 +44,10 @@ def load(name, *args, **kwargs):
 
 
 def reference_script() -> Optional[Path]:
-    """From $CM_MLPERF_INFERENCE_SOURCE, else /work/inference-src/v5.1 (the developers' checkout)."""
-    for src in (os.environ.get("CM_MLPERF_INFERENCE_SOURCE", ""), "/work/inference-src/v5.1"):
-        if src and (Path(src) / SCRIPT).is_file():
-            return Path(src) / SCRIPT
-    return None
+    """v5.1.1's, from ../shared/mlcommons-inference (tests/inference_sources.py)."""
+    from inference_sources import inference_source
+    path = Path(inference_source("5.1")) / SCRIPT
+    return path if path.is_file() else None
 
 
 def write_punkt_tab(nltk_data: Path) -> None:
