@@ -8,6 +8,7 @@ Modules, one concern each:
   env          env/state merging, `+PATH` lists, `<<<VAR>>>`
   versions     version constraints
   fingerprint  content hashes of script folders (memoised)
+  importgraph  the local modules a step's code imports or runs (ast), for its key
   graph        the resolved graph, node keys, cycles, the printed plan
   cache        the atomic, locked store and its verdicts
   executor     hooks, run.sh, logs, tmp-run-env.out

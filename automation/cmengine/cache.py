@@ -1,4 +1,4 @@
-"""The cache store: entries keyed by the node key, never stale and never half-written.
+"""The cache store: entries keyed by the node key, never half-written, re-checked where a step said so.
 
 Layout under the cache root:
   store/<alias>-<key12>-<nonce>/   an entry's files; the step runs with this as its cwd and
@@ -60,7 +60,8 @@ class Verdict(NamedTuple):
     action: str      # "cached" | "run"
     reason: str
     entry: Optional[Entry] = None
-    forced: bool = False   # --new/--renew: rebuild even if an entry appears meanwhile
+    forced: bool = False   # rebuild even if an entry appears meanwhile (--new/--renew, an entry
+                           # whose found files changed or whose dependency is rebuilt)
 
     @property
     def cached(self) -> bool:
@@ -247,6 +248,49 @@ def diff_components(old: dict, new: dict, old_files: dict | None = None,
     return out or ["an internal detail of the key"]
 
 
+def found_files(env: dict, keys: list[str]) -> dict:
+    """What an entry relies on outside the cache: {path: [real path, size, mtime_ns]} of the
+    files named by the values of the env keys in `keys` (a step's `cache_recheck_env`: the
+    interpreter get-python3 found, the pickle given to the dataset step). Recorded when the entry
+    is published, re-checked on reuse."""
+    out = {}
+    for name, value in sorted(env.items()):
+        if envmod.matches(name, keys) and isinstance(value, str) and os.path.isabs(value):
+            state = _file_state(value)
+            if state is not None:
+                out[value] = state
+    return out
+
+
+def _file_state(path: str) -> Optional[list]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [os.path.realpath(path), st.st_size, st.st_mtime_ns]
+
+
+def recheck(entry: Entry) -> str:
+    """'' when every file the entry recorded (found_files) is as it was, else why not:
+    '/usr/bin/python3.11 changed since entry 0a1b2c3d4e5f was cached (size 6 MB -> ...)'."""
+    for path, was in sorted((entry.meta.get("recheck") or {}).items()):
+        now = _file_state(path)
+        if now == was:
+            continue
+        since = f"since entry {entry.key[:12]} was cached"
+        if now is None:
+            return f"{path} is gone {since}; the step looks again"
+        if now[0] != was[0]:
+            return f"{path} now resolves to {now[0]} (was {was[0]}) {since}"
+        def when(ns: int) -> str:
+            return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ns // 10**9)) + \
+                f".{ns // 10**6 % 1000:03d}"
+        if now[1] != was[1]:
+            return f"{path} changed {since} (size {was[1]} -> {now[1]} bytes, modified {when(now[2])})"
+        return f"{path} changed {since} (modified {when(now[2])}, was {when(was[2])})"
+    return ""
+
+
 def decide(plan, store: Store, renew_all: bool = False, new_root: bool = False) -> None:
     """Set node.verdict for every node of the plan, bottom-up."""
     done: set[str] = set()
@@ -270,11 +314,16 @@ def decide(plan, store: Store, renew_all: bool = False, new_root: bool = False) 
             node.verdict = Verdict("run", store.explain_miss(node.alias, node.components,
                                                              node.code_files))
             return
+        changed = recheck(entry)
+        if changed:     # something the entry found outside the cache is not what it was
+            node.verdict = Verdict("run", changed, forced=True)
+            return
         stale = [e.node for e in node.edges if e.node is not None and e.node.manifest.cache
                  and not e.node.verdict.cached and e.decided is not False]
         if stale:
+            # forced: the executor must not take this same entry for one "built meanwhile"
             node.verdict = Verdict("run", f"entry {node.key[:12]} exists but its dependency "
-                                   f"{stale[0].alias} will be rebuilt")
+                                   f"{stale[0].alias} will be rebuilt", forced=True)
             return
         node.verdict = Verdict("cached", f"entry {node.key[:12]} (same script, inputs and deps)",
                                entry)

@@ -13,7 +13,7 @@ import time
 from typing import Optional, TextIO
 
 from . import conditions, env as envmod
-from .cache import Store
+from .cache import Store, found_files
 from .errors import EngineError, HookError, InputError, ScriptFailed
 from .graph import Node, Plan
 
@@ -113,6 +113,8 @@ class Executor:
                             "tags": node.manifest.tags, "variations": node.selection.names,
                             "version": node.version, "components": node.components,
                             "code_files": node.code_files,
+                            "recheck": found_files(env, node.manifest.get("cache_recheck_env")
+                                                   or []),
                             "new_env": new_env, "new_state": new_state})
                     outcome = Outcome(envmod.select(new_env, ["*"]), new_state, False, folder)
         else:

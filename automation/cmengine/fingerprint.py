@@ -1,7 +1,8 @@
 """Content fingerprints of script folders, memoised on (size, mtime) so a cached run stays fast.
 
 The fingerprint covers every file of the folder (manifest, hooks, native scripts, templates),
-except byte-code and what a run leaves behind, plus files named by `cache_key_files`.
+except byte-code and what a run leaves behind, the local modules its code imports or runs (the
+`ast` import graph of `importgraph.py`), and the files named by `cache_key_files`.
 """
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import os
 import pickle
 import re
 from typing import Iterable
+
+from .importgraph import Graph, Record, read_records
 
 try:    # the built-in SHA-256 that hashlib wraps: importing hashlib loads OpenSSL (~5 ms per `cm run`)
     from _sha256 import sha256          # Python 3.11
@@ -23,86 +26,44 @@ _SKIP_SUFFIXES = (".pyc", ".pyo", ".swp", "~")
 _SKIP_PREFIXES = ("tmp-run", ".")
 
 
-# `mlperf_llm.a.b` anywhere (imports, `python -m mlperf_llm.a.b` in run.sh or in library code)
-_LIB_REF = re.compile(r"\bmlperf_llm((?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
-# `from X import names` with X absolute (mlperf_llm...) or relative (.x, ..x, .); names may be submodules
-_FROM_IMPORT = re.compile(r"^\s*from\s+(\.+[A-Za-z0-9_.]*|mlperf_llm[A-Za-z0-9_.]*)\s+import\s+"
-                          r"(\([^)]*\)|[^\n#]+)", re.M)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# the code whose output the memo keeps (file digests, import records): the memo is keyed on it
+_MEMO_CODE = (os.path.join(_HERE, "fingerprint.py"), os.path.join(_HERE, "importgraph.py"))
 
 
-def _module_paths(lib_root: str, parts: list[str]) -> list[str]:
-    """Files that run when `mlperf_llm.<parts>` is imported or run with -m: the package
-    `__init__.py` files on the way, then the module file (or the package's `__init__`/`__main__`).
-    A name that is not a module (`mlperf_llm.vllm.install.choose_package`) stands for the longest
-    prefix that is one."""
-    while parts and not (os.path.isfile(os.path.join(lib_root, *parts) + ".py")
-                         or os.path.isdir(os.path.join(lib_root, *parts))):
-        parts = parts[:-1]
-    out = [os.path.join(lib_root, "__init__.py")]
-    for i in range(1, len(parts)):
-        out.append(os.path.join(lib_root, *parts[:i], "__init__.py"))
-    base = os.path.join(lib_root, *parts)
-    if parts and os.path.isfile(base + ".py"):
-        return [q for q in out if os.path.isfile(q)] + [base + ".py"]
-    return [q for q in out + [os.path.join(base, "__init__.py"), os.path.join(base, "__main__.py")]
-            if os.path.isfile(q)]
-
-
-def _references(text: str, package: list[str]) -> list[list[str]]:
-    """Module names (relative to mlperf_llm) that a file's text refers to; `package` is the
-    file's own package inside the library (for relative imports), None outside it."""
-    refs = []
-    for m in _FROM_IMPORT.finditer(text):
-        source, names = m.group(1), m.group(2).strip("() \n")
-        if source.startswith("."):
-            if package is None:
-                continue
-            dots = len(source) - len(source.lstrip("."))
-            base = package[:len(package) - (dots - 1)] if dots - 1 <= len(package) else []
-            rest = [q for q in source.lstrip(".").split(".") if q]
-        else:
-            base, rest = [], [q for q in source.split(".")[1:] if q]
-        mod = base + rest
-        refs.append(mod)
-        for name in names.replace("\n", " ").split(","):
-            name = name.split(" as ")[0].strip()
-            if name.isidentifier():
-                refs.append(mod + [name])            # a submodule, if such a file exists
-    for m in _LIB_REF.finditer(text):
-        refs.append([q for q in m.group(1).split(".") if q])
-    return refs
-
-
-def library_files(folder: str, automation_dir: str) -> tuple[list[str], list[str]]:
-    """The project library code a step's hooks and native scripts use: the modules of
-    `automation/mlperf_llm` they import or run (`python -m`), and the modules those import in turn.
-    Returns (library files, every file read to find them). Editing one of those files renews the
-    step's entry; editing a module the step never reaches does not."""
-    lib_root = os.path.join(automation_dir, "mlperf_llm")
-    read = []
-    todo = []
-    for name in ("customize.py", "run.sh"):
-        path = os.path.join(folder, name)
+def code_key(paths: Iterable[str], *extra: str) -> str:
+    """A memo's key: the sha256 of the code that computes the memo's values (and of `extra`
+    facts, e.g. a parser library's version), so that editing that code empties the memo without
+    anyone remembering to bump a number. A file that cannot be read gives a key no memo has."""
+    import sys
+    h = sha256(f"{sys.version_info[:2]}\0{chr(0).join(extra)}\0".encode())
+    for path in paths:
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read()
+            with open(path, "rb") as f:
+                h.update(f.read())
         except OSError:
-            continue
-        read.append(path)
-        if "mlperf_llm" in text:
-            todo += _references(text, None)
-    found: set[str] = set()
-    while todo:
-        parts = todo.pop()
-        for path in _module_paths(lib_root, parts):
-            if path in found:
-                continue
-            found.add(path)
-            read.append(path)
-            package = os.path.relpath(path, lib_root).split(os.sep)[:-1]
-            with open(path, encoding="utf-8", errors="replace") as f:
-                todo += _references(f.read(), package)
-    return sorted(found), read
+            h.update(os.urandom(16))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def step_sources(folder: str) -> list[str]:
+    """The step's own code that runs: the Python files and shell scripts at the top of its folder
+    (customize.py, run.sh, ...), where the walk of its imports starts."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [os.path.join(folder, n) for n in names
+            if n.endswith((".py", ".sh")) and not n.startswith(_SKIP_PREFIXES)
+            and os.path.isfile(os.path.join(folder, n))]
+
+
+def library_files(folder: str, automation_dir: str, records=read_records) -> list[str]:
+    """The local modules (under `automation_dir`: mlperf_llm, cmengine) that a step's hooks and
+    native scripts import or run, transitively (importgraph's rule). Editing one of them renews
+    the step's entry; editing a module the step never reaches, or only names in text, does not."""
+    return Graph([automation_dir], records).closure(step_sources(folder))
 
 
 class Fingerprints:
@@ -110,12 +71,17 @@ class Fingerprints:
         self.memo_path = memo_path
         self._memo: dict = {}
         self._dirty = False
+        self._code = code_key(_MEMO_CODE) if memo_path else ""
         if memo_path:
             try:
                 with open(memo_path, "rb") as f:
-                    self._memo = pickle.load(f)
-            except Exception:
+                    memo = pickle.load(f)
+                code, memo = memo
+                if code == self._code:
+                    self._memo = memo
+            except Exception:   # a missing, unreadable or older memo is only a slower start
                 self._memo = {}
+        self._graphs: dict[str, Graph] = {}
 
     def file(self, path: str) -> str:
         st = os.stat(path)
@@ -132,8 +98,10 @@ class Fingerprints:
         self._dirty = True
         return digest
 
-    def folder(self, folder: str, extra_globs: Iterable[str] = ()) -> dict[str, str]:
-        """{relative path: sha256} of the folder's files and of extra glob matches."""
+    def folder(self, folder: str, extra_globs: Iterable[str] = (),
+               library: Iterable[str] = ()) -> dict[str, str]:
+        """{relative path: sha256} of the folder's files, of extra glob matches (relative to the
+        folder) and of `library` (absolute paths: the library modules the step reaches)."""
         out = {}
         for root, dirs, files in os.walk(folder):
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
@@ -148,20 +116,30 @@ class Fingerprints:
             for p in sorted(glob.glob(os.path.join(folder, pattern), recursive=True)):
                 if os.path.isfile(p) and "__pycache__" not in p:
                     out[os.path.relpath(p, folder)] = self.file(p)
+        for p in library:
+            out[os.path.relpath(p, folder)] = self.file(p)
         return out
 
-    def library_files(self, folder: str, automation_dir: str) -> list[str]:
-        """library_files(), memoised on the size and mtime of every file it read (cached runs plan
-        every step: nothing is re-read unless a hook or a library module it reached changed, or a
-        hook appeared)."""
-        key = ("library_files", folder, automation_dir)
+    def records(self, path: str) -> tuple[Record, ...]:
+        """importgraph's records of one file, memoised on its (size, mtime)."""
+        st = os.stat(path)
+        stamp = (st.st_size, st.st_mtime_ns)
+        key = ("imports", path)
         hit = self._memo.get(key)
-        if hit and hit[0] == _stamps(hit[0], folder):
-            return list(hit[1])
-        files, read = library_files(folder, automation_dir)
-        self._memo[key] = (_stamps([(p, 0, 0) for p in read], folder), tuple(files))
+        if hit and hit[0] == stamp:
+            return hit[1]
+        recs = read_records(path)
+        self._memo[key] = (stamp, recs)
         self._dirty = True
-        return files
+        return recs
+
+    def library_files(self, folder: str, automation_dir: str) -> list[str]:
+        """library_files() with each file's imports memoised on its (size, mtime): a cached run
+        stats the files a step reaches and parses none of them."""
+        graph = self._graphs.get(automation_dir)
+        if graph is None:
+            graph = self._graphs[automation_dir] = Graph([automation_dir], self.records)
+        return graph.closure(step_sources(folder))
 
     def digest(self, folder: str, extra_globs: Iterable[str] = ()) -> str:
         return files_digest(self.folder(folder, extra_globs))
@@ -173,7 +151,7 @@ class Fingerprints:
             os.makedirs(os.path.dirname(self.memo_path), exist_ok=True)
             tmp = f"{self.memo_path}.{os.getpid()}.tmp"
             with open(tmp, "wb") as f:
-                pickle.dump(self._memo, f, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((self._code, self._memo), f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.memo_path)
             self._dirty = False
         except OSError:
@@ -197,20 +175,3 @@ def changed_files(old: dict[str, str], new: dict[str, str]) -> list[str]:
     out += [f"new {show(p)}" for p in sorted(set(new) - set(old))]
     out += [f"removed {show(p)}" for p in sorted(set(old) - set(new))]
     return out
-
-
-def _stamps(previous, folder: str) -> tuple:
-    """(path, size, mtime) of the files read last time, plus the step's hooks (one may be new)."""
-    paths = [p for p, _, _ in previous]
-    for name in ("customize.py", "run.sh"):
-        hook = os.path.join(folder, name)
-        if hook not in paths:
-            paths.append(hook)
-    out = []
-    for path in paths:
-        try:
-            st = os.stat(path)
-            out.append((path, st.st_size, st.st_mtime_ns))
-        except OSError:
-            pass
-    return tuple(out)

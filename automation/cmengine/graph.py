@@ -181,6 +181,7 @@ class Planner:
         self._memo: dict[str, Node] = {}
         self.dep_names: set[str] = set()
         self.warnings: list[str] = []
+        self._code_memo: dict[tuple, tuple[dict, str]] = {}
 
     # -- entry point ----------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -330,6 +331,17 @@ class Planner:
         reason = "" if decided else "decided at run time: " + conditions.describe(dep.conditions)
         return Edge(phase, dep, child, decided, reason)
 
+    def _code(self, m: Manifest) -> tuple[dict, str]:
+        """The step's code files {path: sha256} and their digest, once per script and plan (a
+        step is keyed several times while its dependencies are resolved)."""
+        globs = list(m.get("cache_key_files") or [])
+        memo_key = (m.folder, tuple(globs))
+        hit = self._code_memo.get(memo_key)
+        if hit is None:
+            files = self.fp.folder(m.folder, globs, self.fp.library_files(m.folder, AUTOMATION_DIR))
+            hit = self._code_memo[memo_key] = (files, files_digest(files))
+        return hit
+
     def _key_of(self, node: Node, pending: list, edges: list[Edge]) -> str:
         m = node.manifest
         env_part = {}
@@ -358,12 +370,11 @@ class Planner:
             producers = [pk for pats, pk in pending if any(_overlap(k, p) for p in pats)]
             if producers:
                 from_deps[k] = producers[-1]
-        node.code_files = self.fp.folder(m.folder, list(m.get("cache_key_files") or [])
-                                         + self.fp.library_files(m.folder, AUTOMATION_DIR))
+        node.code_files, content = self._code(m)
         node.components = {
             "format": KEY_FORMAT,
             "script": f"{m.repo}:{m.alias}",
-            "content": files_digest(node.code_files),
+            "content": content,
             "variations": node.selection.names,
             "version": [node.version, node.constraint.version_min, node.constraint.version_max],
             "env": env_part,

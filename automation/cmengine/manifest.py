@@ -27,7 +27,7 @@ CONDITION_KEYS = ("enable_if_env", "skip_if_env", "enable_if_any_env", "skip_if_
 TOP_KEYS = {
     "alias", "uid", "automation_alias", "automation_uid", "tags", "cache", "category", "name",
     "default_env", "env", "input_mapping", "input_description", "new_env_keys", "new_state_keys",
-    "cache_key_env", "cache_key_files", "hook_env_keys", "default_version", "versions", "variations", "default_variations",
+    "cache_key_env", "cache_key_files", "cache_recheck_env", "hook_env_keys", "default_version", "versions", "variations", "default_variations",
     "add_deps_recursive", "adr", "add_deps", "script_name", "developers", "private",
     *DEP_LISTS,
 }
@@ -266,7 +266,7 @@ def _build(path: str, folder: str, data: dict) -> Manifest:
         raise _SchemaProblem(["input_mapping"], "must be a mapping of input_name: ENV_NAME")
     data["input_mapping"] = {str(k): str(v) for k, v in im.items()}
     for key in ("new_env_keys", "new_state_keys", "cache_key_env", "cache_key_files",
-                "hook_env_keys"):
+                "cache_recheck_env", "hook_env_keys"):
         data[key] = _as_list(data.get(key), [key], key)
     deps = parse_dep_lists(data, [])
     variations = {}

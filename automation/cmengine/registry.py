@@ -10,10 +10,24 @@ import os
 import pickle
 from typing import NamedTuple, Optional
 
+from . import manifest as _manifest
 from .errors import AmbiguousScript, ManifestError, ScriptNotFound, did_you_mean
+from .fingerprint import code_key
 from .manifest import SCRIPT_AUTOMATION_UID, Manifest, load_manifest
 
-_MEMO_VERSION = 4   # 4: Manifest and Dep are no longer dataclasses
+# The modules that turn a manifest into what the memo keeps (the import closure of
+# cmengine.manifest among local modules; tests/unit/engine/test_importgraph.py checks this list
+# against the ast import graph). The memo is keyed on their content and on PyYAML's version.
+PARSER_MODULES = ("__init__.py", "errors.py", "manifest.py")
+_memo_key_cache: list[str] = []
+
+
+def _memo_key() -> str:
+    if not _memo_key_cache:
+        here = os.path.dirname(os.path.abspath(__file__))
+        _memo_key_cache.append(code_key([os.path.join(here, m) for m in PARSER_MODULES],
+                                        _manifest.yaml.__version__, _manifest._Loader.__name__))
+    return _memo_key_cache[0]
 
 
 class Repo(NamedTuple):
@@ -112,7 +126,7 @@ class Registry:
         try:
             with open(self._memo_path, "rb") as f:
                 version, memo = pickle.load(f)
-            return memo if version == _MEMO_VERSION else {}
+            return memo if version == _memo_key() else {}
         except Exception:  # a missing or unreadable memo is only a slower start
             return {}
 
@@ -123,7 +137,7 @@ class Registry:
             os.makedirs(os.path.dirname(self._memo_path), exist_ok=True)
             tmp = f"{self._memo_path}.{os.getpid()}.tmp"
             with open(tmp, "wb") as f:
-                pickle.dump((_MEMO_VERSION, memo), f, protocol=pickle.HIGHEST_PROTOCOL)
+                pickle.dump((_memo_key(), memo), f, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self._memo_path)
         except OSError:
             pass

@@ -9,7 +9,7 @@ import os
 import re
 import sys
 
-from mlperf_llm.sysinfo.envmap import software_from_env, sut_inputs_from_env
+from mlperf_llm.sysinfo.sutenv import software_from_env, sut_inputs_from_env
 from mlperf_llm.sysinfo.probe import collect
 from mlperf_llm.files import write_json_atomic
 from mlperf_llm.sysinfo.sut import SutInputError, build_sut_description, load_user_json

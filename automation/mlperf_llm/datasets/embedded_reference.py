@@ -1,10 +1,10 @@
 """Regenerate the embedded data set's reference answers and numbers.
 
     # 1. greedy generation with the reference transformers backend (needs torch + transformers):
-    PYTHONPATH=automation /work/venvs/ml/bin/python -m mlperf_llm.datasets.embedded_reference \
-        generate --model /work/cache/smollm2-hf
+    PYTHONPATH=automation ML_VENV/bin/python -m mlperf_llm.datasets.embedded_reference \
+        generate --model SMOLLM2_HF_DIR
     # 2. ROUGE against the hand-written answers with the accuracy step's scorer (dev venv):
-    PYTHONPATH=automation /work/venvs/dev/bin/python -m mlperf_llm.datasets.embedded_reference score
+    PYTHONPATH=automation DEV_VENV/bin/python -m mlperf_llm.datasets.embedded_reference score
 
 `generate` feeds each sample's tok_input ids (as the benchmark's SUT does), decodes greedily with
 min_new_tokens=1 and max_new_tokens=MAX_NEW_TOKENS in length-sorted left-padded batches, and writes embedded/reference_answers.jsonl and
@@ -91,7 +91,7 @@ def generate(model_dir, max_new_tokens=MAX_NEW_TOKENS, limit=None, out=REFERENCE
     _write_jsonl(out, answers)
     weights = sorted(model_dir.glob("*.safetensors"))
     provenance = {
-        "model_dir": str(model_dir),
+        "model_dir": model_dir.name,             # the folder's name: no path of one machine
         "model_sha256": {p.name: sha256_file(str(p)) for p in weights},
         "tokenizer_sha256": tok.fingerprint(),
         "prompt_format": "chat_template (SmolLM2's own; no system message when system_prompt is empty, "

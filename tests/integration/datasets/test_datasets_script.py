@@ -80,3 +80,20 @@ def test_calibration_through_r2_loopback(runner, server, tmp_path):
     fresh = Runner(runner.repos, str(tmp_path / "cache2"), include_project=True)
     r = fresh.run(TAGS + ",_calibration", uri=f"{server.url}/metadata/orca.uri")
     assert r["return"] != 0 and "md5" in r["error"]
+
+
+def test_a_user_file_replaced_since_is_read_again(runner, tmp_path):
+    p = tmp_path / "mine.pkl"
+    frame(40).to_pickle(p)
+    assert runner.run(TAGS + ",_size.8", dataset_path=str(p))["return"] == 0
+    replaced = frame(20)
+    replaced["question"] = "another question"
+    replaced.to_pickle(p)                            # replaced by another data set
+    step = [s for s in runner.plan(TAGS + ",_size.8", dataset_path=str(p))["plan"]
+            if s["script"] == "get-preprocessed-dataset-openorca"][0]
+    assert step["verdict"] == "run" and step["reason"].startswith(f"{p} changed since entry ")
+    again = runner.run(TAGS + ",_size.8", dataset_path=str(p))
+    assert again["return"] == 0 and again["cached"] is False, again.get("error")
+    df = load_processed(again["new_env"]["CM_DATASET_PREPROCESSED_PATH"], expect_rows=8)
+    assert set(df.question) == {"another question"}
+    assert runner.run(TAGS + ",_size.8", dataset_path=str(p))["cached"] is True

@@ -21,6 +21,7 @@ KEPT_OUT = {
     "difflib": "only a 'did you mean' message needs it",
     "signal": "only describing a failed step's exit needs it",
     "glob": "only cache_key_files needs it",
+    "ast": "only reading the imports of a file changed since the fingerprint memo needs it",
 }
 
 

@@ -1,7 +1,7 @@
-"""Which library modules a step's key covers: those its hooks reach by import or `python -m`."""
+"""The fingerprint memo: file digests and import records, memoised per file, keyed on its own code."""
 import os
 
-from cmengine.fingerprint import Fingerprints, library_files
+from cmengine.fingerprint import Fingerprints
 
 
 def write(path, text):
@@ -27,45 +27,52 @@ def rel(lib, files):
     return sorted(os.path.relpath(f, lib) for f in files)
 
 
-def test_closure_follows_absolute_relative_and_multiline_imports(tmp_path):
-    lib = make_library(tmp_path / "automation")
-    step = tmp_path / "step"
-    write(step / "customize.py", "from mlperf_llm.area.entry import main\n")
-    files, read = library_files(str(step), str(tmp_path / "automation"))
-    assert rel(lib, files) == ["__init__.py", "area/__init__.py", "area/entry.py", "area/helper.py",
-                               "area/other.py", "files.py"]
-    assert str(step / "customize.py") in read
-
-
-def test_run_sh_python_dash_m_and_attribute_references_count(tmp_path):
-    lib = make_library(tmp_path / "automation")
-    step = tmp_path / "step"
-    write(step / "run.sh", '"$PY" -m mlperf_llm.tool "$@"\necho mlperf_llm.area.other.thing\n')
-    files, _ = library_files(str(step), str(tmp_path / "automation"))
-    assert rel(lib, files) == ["__init__.py", "area/__init__.py", "area/other.py", "tool/__init__.py",
-                               "tool/__main__.py"]
-
-
-def test_step_without_library_use_has_no_library_files(tmp_path):
-    make_library(tmp_path / "automation")
-    step = tmp_path / "step"
-    write(step / "customize.py", "import os\n")
-    assert library_files(str(step), str(tmp_path / "automation"))[0] == []
-
-
-def test_memo_notices_a_new_import_in_a_reached_module_and_a_new_hook(tmp_path):
+def test_memo_parses_each_file_once_and_notices_edits_and_a_new_hook(tmp_path, monkeypatch):
+    from cmengine import fingerprint
+    parsed = []
+    real = fingerprint.read_records
+    monkeypatch.setattr(fingerprint, "read_records", lambda p: parsed.append(p) or real(p))
     auto = tmp_path / "automation"
     lib = make_library(auto)
     step = tmp_path / "step"
     write(step / "customize.py", "from mlperf_llm.area import other\n")
     fp = Fingerprints(str(tmp_path / "memo.pickle"))
     assert "area/unused.py" not in rel(lib, fp.library_files(str(step), str(auto)))
-    write(lib / "area" / "other.py", "from . import unused\nthing = more = 1\n")
-    assert "area/unused.py" in rel(lib, fp.library_files(str(step), str(auto)))
-    write(step / "run.sh", "python -m mlperf_llm.tool\n")
     fp.save()
-    again = Fingerprints(str(tmp_path / "memo.pickle"))      # memo from disk, run.sh is new
+    again = Fingerprints(str(tmp_path / "memo.pickle"))       # a later command: memo from disk
+    parsed.clear()
+    again.library_files(str(step), str(auto))
+    assert parsed == []                                        # nothing changed, nothing parsed
+    write(lib / "area" / "other.py", "from . import unused\nthing = more = 1\n")
+    assert "area/unused.py" in rel(lib, again.library_files(str(step), str(auto)))
+    assert [os.path.basename(p) for p in parsed] == ["other.py", "unused.py"]
+    write(step / "run.sh", "python -m mlperf_llm.tool\n")
     assert "tool/__main__.py" in rel(lib, again.library_files(str(step), str(auto)))
+
+
+def test_memo_is_keyed_on_the_code_that_fills_it(tmp_path, monkeypatch):
+    from cmengine import fingerprint
+    memo = str(tmp_path / "memo.pickle")
+    fp = Fingerprints(memo)
+    (tmp_path / "f").write_text("x")
+    fp.file(str(tmp_path / "f"))
+    fp.save()
+    assert str(tmp_path / "f") in Fingerprints(memo)._memo
+    other = tmp_path / "importgraph.py"                        # as if importgraph.py were edited
+    other.write_text("# another version\n")
+    monkeypatch.setattr(fingerprint, "_MEMO_CODE", (fingerprint._MEMO_CODE[0], str(other)))
+    assert str(tmp_path / "f") not in Fingerprints(memo)._memo
+
+
+def test_code_key_changes_with_the_code_and_the_extra_facts(tmp_path):
+    from cmengine.fingerprint import code_key
+    a = tmp_path / "a.py"
+    a.write_text("A = 1\n")
+    k = code_key([str(a)], "yaml 6.0")
+    assert k == code_key([str(a)], "yaml 6.0")
+    assert k != code_key([str(a)], "yaml 6.0.1")
+    a.write_text("A = 2\n")
+    assert k != code_key([str(a)], "yaml 6.0")
 
 
 def test_changed_files_names_what_differs_from_the_repository():

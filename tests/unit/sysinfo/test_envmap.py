@@ -1,5 +1,6 @@
 from mlperf_llm.sysinfo.cpu import parse_lscpu
-from mlperf_llm.sysinfo.envmap import gpu_env, host_env, software_from_env, sut_inputs_from_env
+from mlperf_llm.sysinfo.envmap import gpu_env, host_env
+from mlperf_llm.sysinfo.sutenv import software_from_env, sut_inputs_from_env
 from mlperf_llm.sysinfo.gpu import AcceleratorInfo, nvidia_info
 from mlperf_llm.sysinfo.memory import MemoryInfo
 from mlperf_llm.sysinfo.probe import SystemFacts
