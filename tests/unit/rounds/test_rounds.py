@@ -181,3 +181,18 @@ def test_validate_result_settles_refuses_or_keeps():
     assert r["return"] == 1 and "llama2-70b-99.9" in r["error"] and "_r6.0" in r["error"]
     assert rounds.validate_hook_result({"CM_MLPERF_INFERENCE_VERSION": "5.1"}) == {"return": 0}
     assert rounds.validate_hook_result({"CM_MLPERF_INFERENCE_VERSION": "9.9"})["return"] == 1
+
+
+def test_docs_table_says_what_the_table_says():
+    with open(os.path.join(ROOT, "docs", "rounds.md"), encoding="utf-8") as f:
+        rows = {line.split("|")[1].strip().split()[0]: line for line in f if line.startswith("| v")}
+    assert list(rows) == [r.version for r in ROUNDS.values()]
+    for r in ROUNDS.values():
+        row = rows[r.version]
+        if r.loadgen_max.endswith(".999"):
+            assert f"{r.loadgen_min} .. {r.loadgen_max.rsplit('.', 1)[0]}.x ({r.loadgen_pin})" in row, row
+        else:
+            assert f"{r.loadgen_min} .. {r.loadgen_max} ({r.loadgen_pin})" in row, row
+        assert ("only" in row) == (len(r.models) == 1), row
+        assert r.describe_scenarios() in row, row
+        assert (r.src_ref[:7] if r.src_is_commit else f"tag {r.src_ref}") in row, row
