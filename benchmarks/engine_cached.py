@@ -20,6 +20,11 @@ of --runs after --warmup runs):
 then edits run.sh of the script in the middle of the chain and runs the chain once more, to see
 which scripts each engine runs again (a correct cache re-runs the edited one and those above it).
 
+For ours it also times cached `detect,os` in a second CM home where the cm4mlops repository is
+registered too (~300 manifests, ~95 of which our engine cannot use yet), alternating run by run
+with the home without it, and prints the ratio (target: within 1.5x) and how many warning lines
+the first and the later runs print.
+
 The fixture's run.sh files append to marker files outside the caches, so the benchmark also
 checks that no script ran during the timed "cached" runs. The machine may be shared: the load
 average is printed before and after, and the CPU time of the timed commands beside their wall time.
@@ -47,6 +52,7 @@ from typing import Optional
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT_AUTOMATION_UID = "5b4e0237da074764"
 TARGETS = {"detect": 0.10, "chain": 0.15}
+BESIDE_TARGET = 1.5   # cached detect,os with cm4mlops registered, relative to without
 DETECT_ARGS = ["run", "script", "--tags=detect,os", "--quiet"]
 CHAIN_ARGS = ["run", "script", "--tags=bench-chain,s01", "--quiet"]
 ISOLATED_PREFIXES = ("CM_", "MLC_", "CM4MLPERF_")
@@ -303,6 +309,33 @@ def measure(engine: Engine, args: list[str], runs: int, warmup: int, budget: flo
     return t
 
 
+def measure_beside(engine: Engine, cm4mlops: Path, runs: int, warmup: int) -> dict:
+    """Cached detect,os of ours with the cm4mlops repository registered beside the fixture, run
+    alternately with the home without it (a shared machine's load hits both alike)."""
+    from dataclasses import replace
+    home = engine.home.parent / "home-beside-cm4mlops"
+    home.mkdir(parents=True, exist_ok=True)
+    beside = replace(engine, home=home, notes=[])
+    write_repos_json(beside, [engine.fixture, cm4mlops])
+    out = {"alone": Timing(), "beside": Timing(), "first_warnings": 0, "later_warnings": 0}
+    try:
+        for k in range(max(2, warmup)):   # the first run fills the per-script memo
+            p = subprocess.run(beside.command(*DETECT_ARGS), env=beside.env(), cwd=beside.cwd,
+                               capture_output=True, text=True, timeout=600)
+            if p.returncode:
+                raise RuntimeError(f"exited {p.returncode}: {p.stderr.strip()[-400:]}")
+            n = sum(1 for ln in p.stderr.splitlines() if ln.startswith("warning"))
+            out["first_warnings" if k == 0 else "later_warnings"] += n
+        for _ in range(runs):
+            for t, e in ((out["alone"], engine), (out["beside"], beside)):
+                wall, cpu = run_once(e, DETECT_ARGS)
+                t.wall.append(wall)
+                t.cpu.append(cpu)
+    except (RuntimeError, subprocess.TimeoutExpired) as err:
+        out["beside"].error = str(err)
+    return out
+
+
 def stale_check(engine: Engine, chain_args: list[str], length: int) -> str:
     """Edit run.sh of the middle script, run the chain once, say which scripts ran again."""
     middle = script_name((length + 1) // 2)
@@ -437,6 +470,24 @@ def bench_engine(e: Engine, r: dict, a, work: Path) -> None:
     if not r["chain"].error:
         r["stale"] = stale_check(e, CHAIN_ARGS, a.chain)
         print(f"  edit in the middle of the chain: {r['stale']}", flush=True)
+    if e.name == "ours" and a.beside:
+        cm4mlops = Path(a.cm4mlops_repo)
+        if not (cm4mlops / "cmr.yaml").exists():
+            r["beside"] = f"not measured: no cm4mlops repository at {cm4mlops} (--cm4mlops-repo)"
+        else:
+            b = measure_beside(e, cm4mlops, a.runs, a.warmup)
+            alone, beside = b["alone"], b["beside"]
+            if beside.error or alone.median is None:
+                r["beside"] = f"FAILED: {beside.error or alone.error}"
+            else:
+                x = beside.median / alone.median
+                r["beside"] = (
+                    f"cached detect,os with cm4mlops ({cm4mlops}) registered: {beside.short()} s "
+                    f"vs {alone.short()} s without, {x:.2f}x (target <= {BESIDE_TARGET}x: "
+                    f"{'met' if x <= BESIDE_TARGET else 'MISSED'}); warning lines: "
+                    f"{b['first_warnings']} on the first run, {b['later_warnings']} on the "
+                    f"{max(2, a.warmup) - 1} later warm-up run(s)")
+        print(f"  {r['beside']}", flush=True)
     if a.profile and e.name == "ours":
         for args in (DETECT_ARGS, CHAIN_ARGS):
             print(f"\n### Where ours spends a cached `cm {' '.join(args)}`", flush=True)
@@ -453,8 +504,12 @@ def main(argv=None) -> int:
     ap.add_argument("--venvs", default="/tmp/cm4mlperf-bench-venvs", help="venvs made/reused here")
     ap.add_argument("--repo", default=str(ROOT), help="our repository (pip installed)")
     ap.add_argument("--engines", default="ours,cm4mlops,mlcflow")
-    ap.add_argument("--cm4mlops-repo", default="/tmp/cm4mlops",
-                    help="work tree of mlcommons/cm4mlops (PyPI's cm4mlops ships none)")
+    shared = ROOT.parent / "shared" / "cm4mlops"
+    ap.add_argument("--cm4mlops-repo", default=str(shared if shared.exists() else "/tmp/cm4mlops"),
+                    help="work tree of mlcommons/cm4mlops (PyPI's cm4mlops ships none); only "
+                         "read (default: ../shared/cm4mlops next to this checkout)")
+    ap.add_argument("--no-beside", dest="beside", action="store_false",
+                    help="skip timing ours with cm4mlops registered beside it")
     ap.add_argument("--mlperf-automations", default="/tmp/mlperf-automations",
                     help="work tree of mlcommons/mlperf-automations, for mlcflow")
     ap.add_argument("--profile", action="store_true",
@@ -491,7 +546,7 @@ def main(argv=None) -> int:
         e.cwd.mkdir(parents=True)
         write_chain(e.fixture, e.flavor, a.chain, e.markers)
         r = results[name] = {"version": Timing(), "detect": Timing(), "chain": Timing(),
-                             "stale": "", "error": ""}
+                             "stale": "", "error": "", "beside": ""}
         bench_engine(e, r, a, work)
 
     ours = results.get("ours", {}).get("detect", Timing()), results.get("ours", {}).get(
@@ -512,6 +567,8 @@ def main(argv=None) -> int:
             f"{case} <= {limit:.2f} s: {'n/a' if t.median is None else 'met' if t.median <= limit else 'MISSED'}"
             f" ({'n/a' if t.median is None else f'{t.median:.3f}'} s)"
             for (case, limit), t in zip(TARGETS.items(), ours)))
+    if results.get("ours", {}).get("beside"):
+        print(f"\nOurs beside cm4mlops: {results['ours']['beside']}")
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -88,6 +88,10 @@ class Session:
         self.fp = Fingerprints(os.path.join(memo, "fingerprints.pickle"))
         self.out = out or sys.stdout
         self.store.warn = lambda msg: print(msg, file=sys.stderr)
+        # another CM engine's cache (foreign_cache.py): the repositories that may hold its
+        # entries and the ones whose `cache` automation made them; set by the cache adapter
+        self.foreign_repos: list[str] = []
+        self.foreign_engines: list[str] = []
 
     def warn_broken(self) -> None:
         for w in self.registry.warnings():
@@ -145,11 +149,21 @@ class Session:
         from .registry import Query
         q = Query.parse(_tags(i), i.get("artifact", "") or "")
         found = self.registry.find(q) if (q.tags or q.alias) else self.registry.scripts
-        for m in found:
+        for m in found if i.get("out") == "con" else ():   # the CLI lists; the API returns
             print(f"{m.alias:45s} {m.repo:16s} {','.join(m.tags)}", file=self.out)
         self.warn_broken()
         return {"return": 0, "list": [{"alias": m.alias, "repo": m.repo, "tags": m.tags,
-                                       "path": m.folder} for m in found]}
+                                       "path": m.folder, "meta": _public_meta(m)} for m in found]}
+
+    def check(self, i: dict) -> dict:
+        """cm check script: every manifest this engine cannot use, with the reason."""
+        problems = self.registry.check()
+        for line in problems:
+            print(line, file=self.out)
+        print(f"{len(self.registry.scripts)} scripts usable, {len(problems)} manifest"
+              f"{'' if len(problems) == 1 else 's'} skipped, in {len(self.registry.repos)} "
+              "repositories", file=self.out)
+        return {"return": 0, "usable": len(self.registry.scripts), "skipped": problems}
 
     # -- cache actions ------------------------------------------------------------------------
     def cache_matches(self, i: dict) -> list[cachemod.Entry]:
@@ -166,7 +180,16 @@ class Session:
                 out.append(e)
         return out
 
+    def foreign_matches(self, i: dict) -> list:
+        from . import foreign_cache
+        tags = _tags(i)
+        return foreign_cache.matching(foreign_cache.scan(self.foreign_repos),
+                                      [t for t in tags if not t.startswith("-")],
+                                      [t[1:] for t in tags if t.startswith("-")],
+                                      i.get("artifact", "") or "")
+
     def show_cache(self, i: dict) -> dict:
+        from . import foreign_cache
         entries = self.cache_matches(i)
         for e in entries:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.meta.get("created", 0)))
@@ -177,8 +200,14 @@ class Session:
                     print(f"    {k}={val}", file=self.out)
         print(f"{len(entries)} cache entr{'y' if len(entries) == 1 else 'ies'} in "
               f"{self.store.root}", file=self.out)
+        foreign = self.foreign_matches(i)
+        for line in foreign_cache.render(foreign, self.foreign_engines,
+                                         bool(i.get("v") or i.get("verbose"))):
+            print(line, file=self.out)
         return {"return": 0, "list": [{"key": e.key, "alias": e.alias, "path": e.path,
-                                       "tags": e.tags} for e in entries]}
+                                       "tags": e.tags} for e in entries]
+                + [{"key": f.uid, "alias": f.script, "path": f.path, "tags": f.tags,
+                    "other_engine": True} for f in foreign]}
 
     def rm_cache(self, i: dict) -> dict:
         if i.get("orphans"):
@@ -204,7 +233,21 @@ class Session:
             self.store.remove(e)
         print(f"removed {len(entries)} cache entr{'y' if len(entries) == 1 else 'ies'}",
               file=self.out)
+        from . import foreign_cache
+        note = foreign_cache.removal_note(self.foreign_matches(i), self.foreign_engines,
+                                          ",".join(_tags(i)))
+        if note:
+            print(note, file=self.out)
         return {"return": 0, "removed": [e.key for e in entries]}
+
+
+def _public_meta(m) -> dict:
+    """The manifest as a CM user's code reads it (`artifact.meta`), without our own markers."""
+    meta = {k: v for k, v in m.data.items() if not k.startswith("_")}
+    meta.setdefault("alias", m.alias)
+    meta.setdefault("uid", m.uid)
+    meta.setdefault("tags", list(m.tags))
+    return meta
 
 
 def _plan_json(plan) -> list[dict]:

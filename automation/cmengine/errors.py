@@ -31,8 +31,13 @@ class ManifestError(EngineError):
         self.path = path
         self.line = line
         self.key = key
+        self.reason = message
         where = f"{path}:{line}" if line else path
         super().__init__(f"{where}: {message}", hint)
+
+    def __reduce__(self):
+        # the registry's memo pickles these; Exception's default rebuilds from str(self) alone
+        return (type(self), (self.path, self.reason, self.line, self.key, self.hint))
 
 
 class InputError(EngineError):

@@ -71,11 +71,15 @@ class Query:
         return " and ".join(parts) or "no tags"
 
 
+LISTED_BROKEN = 5   # newly broken manifests named one by one; more are summed up in one line
+
+
 class Registry:
     def __init__(self, repos: list[Repo], memo_path: Optional[str] = None):
         self.repos = repos
         self.scripts: list[Manifest] = []
-        self.broken: list[ManifestError] = []
+        self.broken: list[ManifestError] = []       # every manifest this engine cannot use
+        self.new_broken: list[ManifestError] = []   # those not seen broken by an earlier run
         self._memo_path = memo_path
         self._load()
 
@@ -105,8 +109,10 @@ class Registry:
                         result = load_manifest(folder)
                     except ManifestError as e:
                         result = e
+                        self.new_broken.append(e)
                 new_memo[folder] = (stamp, result)
                 if isinstance(result, ManifestError):
+                    result.repo = repo.alias
                     self.broken.append(result)
                     continue
                 if str(result.get("automation_uid", SCRIPT_AUTOMATION_UID)) != SCRIPT_AUTOMATION_UID \
@@ -117,6 +123,10 @@ class Registry:
                 result.data["_shadowed"] = result.alias in seen_alias
                 seen_alias.add(result.alias)
                 self.scripts.append(result)
+        # keep what other sessions memoised for repositories not scanned here (`cm show cache`
+        # scans only this project): else each would forget the other's and warn again
+        scanned = tuple(os.path.join(r.path, "script") + os.sep for r in self.repos)
+        new_memo.update((k, v) for k, v in memo.items() if not k.startswith(scanned))
         if new_memo != memo:
             self._write_memo(new_memo)
 
@@ -144,8 +154,21 @@ class Registry:
 
     # -- search -------------------------------------------------------------------------------
     def warnings(self) -> list[str]:
-        return [f"warning: ignoring a broken script manifest (other scripts are unaffected): {e}"
-                for e in self.broken]
+        """What to say about manifests this engine cannot use: each one newly broken (new or
+        changed since the memo saw it) by name, or one line for many (a large foreign
+        repository registered); nothing again on later runs (`cm check script` lists them)."""
+        new = self.new_broken
+        if len(new) <= LISTED_BROKEN:
+            return [f"warning: ignoring a broken script manifest (other scripts are unaffected): "
+                    f"{e}" for e in new]
+        repos = ", ".join(sorted({getattr(e, "repo", "") for e in new} - {""}))
+        return [f"warning: {len(new)} script manifests in {repos or 'the registered repositories'}"
+                " cannot be used by this engine and are skipped (other scripts are unaffected; "
+                "this is said once). List them with the reason: cm check script"]
+
+    def check(self) -> list[str]:
+        """One line per manifest this engine cannot use, with its reason (cm check script)."""
+        return [f"{getattr(e, 'repo', '')}: {str(e).splitlines()[0]}" for e in self.broken]
 
     def all_tags(self) -> set[str]:
         return {t for m in self.scripts for t in m.tags}
@@ -196,8 +219,11 @@ class Registry:
             partial = [m.alias for m in self.scripts if set(q.tags) & set(m.tags)]
             if partial:
                 hints.append("Scripts with some of these tags: " + ", ".join(sorted(partial)[:8]))
-        for e in self.broken:
+        for e in self.broken[:LISTED_BROKEN]:
             hints.append(f"Note: a broken manifest was skipped: {e.path}")
+        if len(self.broken) > LISTED_BROKEN:
+            hints.append(f"Note: {len(self.broken)} manifests this engine cannot use were skipped; "
+                         "list them with: cm check script")
         return "\n".join(hints) + f"\n({len(self.scripts)} scripts in {len(self.repos)} repositories; " \
             "list them with: cm find script)"
 

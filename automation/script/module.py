@@ -34,7 +34,25 @@ class CAutomation(Automation):
         return cli.guarded(lambda: self._session(i).run(dict(i, dry_run=True)))
 
     def search(self, i):
-        """List scripts: cm find script [--tags=...]"""
-        return cli.guarded(lambda: self._session(i).find(i))
+        """List scripts: cm find script [--tags=...]. The list holds cmind Artifact objects
+        (`.path`, `.meta`, `.repo_path`, `.repo_meta`), as CM code that calls find expects."""
+        r = cli.guarded(lambda: self._session(i).find(i))
+        if r.get("return") == 0:   # "scripts": the same as plain data, for --out=json
+            r["scripts"] = [{k: v for k, v in x.items() if k != "meta"} for x in r["list"]]
+            r["list"] = [self._artifact(x) for x in r["list"]]
+        return r
 
     find = search
+
+    def check(self, i):
+        """List the manifests this engine cannot use, with the reason: cm check script"""
+        return cli.guarded(lambda: self._session(i).check(i))
+
+    def _artifact(self, found: dict):
+        from cmind.artifact import Artifact
+        a = Artifact(self.cmind, found["path"])
+        a.original_meta = a.meta = found["meta"]
+        for r in getattr(self.cmind.repos, "lst", []):
+            if os.path.dirname(os.path.dirname(found["path"])) in (r.path, r.path_with_prefix):
+                a.repo_path, a.repo_meta = r.path_with_prefix, r.meta
+        return a

@@ -54,8 +54,8 @@ def test_user_repo_scripts_and_broken_manifest(cm_env, tmp_path):
                                                          "new_env_keys": ["CM_HELLO"]},
                                                         {"run.sh": "echo CM_HELLO=hi > tmp-run-env.out\n"})},
                      alias="user-scripts")
-    # cmind itself opens the alphabetically first manifest of each folder to identify
-    # automations (docs/engine.md, "cmind and broken manifests"); any other is ours to isolate
+    # a broken manifest sorting last here; one sorting first (which cmind itself opens to learn
+    # the folder's automation) is tested in tests/integration/engine/test_cmind_coexistence.py
     bad = os.path.join(repo.path, "script", "zz-broken")
     os.makedirs(bad)
     with open(os.path.join(bad, "_cm.yaml"), "w") as f:
