@@ -170,6 +170,7 @@ def test_every_round_step_has_a_variation_per_round_and_no_default(step):
 
 def test_all_scenarios_follow_the_round():
     assert rounds.expand_scenarios("all", ROUNDS["4.1"]) == ["Offline", "Server"]
+    assert rounds.expand_scenarios("all", ROUNDS["5.1"]) == ["Offline", "Server"]     # as before v6
     assert rounds.expand_scenarios("ALL", ROUNDS["6.1"]) == ["Offline", "Server", "Interactive"]
     assert rounds.expand_scenarios("Offline, Server", ROUNDS["6.1"]) == ["Offline", "Server"]
 
