@@ -26,6 +26,10 @@ CONTROL_KEYS = {
     "dry_run", "plan", "j", "json", "env", "adr", "add_deps_recursive", "version", "version_min",
     "version_max", "debug", "help", "h", "save_to_json", "f", "force", "orphans", "unparsed_cmd",
     "common", "ignore_inheritance", "repos", "cache_dir", "explain",
+    # CM's daily flags (docs/cm4mlops.md): fake_run/prepare, print_env, print_deps, silent,
+    # extra_cache_tags; skip_remembered_selections is accepted (no selection is remembered here)
+    "fake_run", "prepare", "print_env", "print_deps", "extra_cache_tags",
+    "skip_remembered_selections", "control", "time", "help_script",
 }
 
 
@@ -71,7 +75,10 @@ def request_from(i: dict) -> Request:
     if not tags and not artifact:
         raise InputError("no script named: give --tags=... or a script alias",
                          "Example: cm run script --tags=detect,os")
+    ect = i.get("extra_cache_tags") or ""
+    ect = ect if isinstance(ect, list) else str(ect).split(",")
     return Request(tags=tags, alias=artifact, inputs=inputs, env=env, adr=adr,
+                   extra_cache_tags=[str(t).strip() for t in ect if str(t).strip()],
                    version=Constraint(str(i.get("version", "") or ""),
                                       str(i.get("version_min", "") or ""),
                                       str(i.get("version_max", "") or "")),
@@ -116,7 +123,15 @@ class Session:
 
     def run(self, i: dict) -> dict:
         from .executor import Executor
-        as_json = bool(i.get("j") or i.get("json"))
+        if i.get("help") or i.get("h"):
+            from .helptext import script_help
+            print(script_help(self.registry, request_from(i)), file=self.out)
+            return {"return": 0, "skip_delayed_help": True}
+        # -j: we print the JSON; --out=json and cmx (-j in its control): cmind prints it
+        control = i.get("control") if isinstance(i.get("control"), dict) else {}
+        cmind_prints = str(i.get("out", "")) == "json" or bool(control.get("j")
+                                                               or control.get("json"))
+        as_json = bool(i.get("j") or i.get("json")) or cmind_prints
         out = sys.stderr if as_json else self.out
         self.warn_broken()
         t0 = time.time()
@@ -128,19 +143,30 @@ class Session:
             print(text, file=out)
             result = {"return": 0, "plan": _plan_json(plan), "key": plan.root.key}
         else:
-            ex = Executor(plan, self.store, out=out, inputs=plan.request.inputs)
+            ex = Executor(plan, self.store, out=out, inputs=plan.request.inputs,
+                          fake_run=bool(i.get("fake_run") or i.get("prepare")),
+                          print_env=bool(i.get("print_env")),
+                          silent=bool(i.get("s") or i.get("silent")),
+                          verbose=bool(i.get("v") or i.get("verbose")))
             if as_json:   # what hooks print must not corrupt the JSON on stdout
                 import contextlib
                 with contextlib.redirect_stdout(sys.stderr):
                     outcome = ex.run()
             else:
                 outcome = ex.run()
-            print(f"done: {plan.root.name} in {time.time() - t0:.2f} s"
-                  + (" (cached)" if outcome.cached else ""), file=out)
-            result = {"return": 0, "new_env": outcome.env, "new_state": outcome.state,
+            if not ex.silent:
+                print(f"done: {plan.root.name} in {time.time() - t0:.2f} s"
+                      + (" (cached)" if outcome.cached else ""), file=out)
+            new_state = outcome.state
+            if i.get("print_deps"):
+                cmds = [e.node.rerun_command({}) for e in plan.root.edges if e.node is not None]
+                print("Direct dependencies of " + plan.root.name + ":\n" +
+                      "\n".join("  " + c for c in cmds), file=out)
+                new_state = dict(new_state, print_deps=cmds)
+            result = {"return": 0, "new_env": outcome.env, "new_state": new_state,
                       "env": outcome.env, "cached": outcome.cached, "key": plan.root.key,
                       "work_dir": outcome.work_dir, "steps": ex.log}
-        if as_json:
+        if as_json and not cmind_prints:
             json.dump(result, sys.stdout, indent=2, sort_keys=True, default=str)
             print()
         return result

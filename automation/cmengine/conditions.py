@@ -13,18 +13,18 @@ FALSY = {"no", "off", "false", "0", ""}
 
 
 def _matches(actual: Optional[str], allowed: tuple[str, ...]) -> bool:
+    """CM's rule: an expected yes/on/true/1 matches any set value that is not false-like (a
+    path in CM_C_COMPILER_BIN is 'on'); an expected no/off/false/0/'' matches a false-like or
+    missing value; anything else is compared as text, case aside."""
+    want = {str(v).strip().lower() for v in allowed}
     if actual is None:
-        return False
-    a = str(actual).strip()
-    for v in allowed:
-        v = str(v).strip()
-        if v.lower() in TRUTHY and a.lower() in TRUTHY:
-            return True
-        if v.lower() in FALSY and v != "" and a.lower() in FALSY:
-            return True
-        if v == a:
-            return True
-    return False
+        return bool(want & FALSY)
+    a = str(actual).strip().lower()
+    if want & TRUTHY:
+        return a not in FALSY
+    if want & (FALSY - {""}):
+        return a in FALSY
+    return a in want
 
 
 def evaluate(conditions: tuple, env: dict, is_pending: Callable[[str], bool] = lambda k: False

@@ -69,8 +69,17 @@ def substitute_all(env: dict) -> None:
 
 
 def select(env: dict, patterns: Iterable[str]) -> dict:
+    """The keys of env that new_env_keys-like patterns name: names, `*`/`?` wildcards, and
+    `<<<VAR>>>` (the key named by VAR's value, as in CM)."""
     patterns = list(patterns)
-    return {k: v for k, v in env.items() if matches(k, patterns)}
+    out = {k: v for k, v in env.items() if matches(k, patterns)}
+    for p in patterns:
+        if "<<<" in p:
+            for ref in _REF.findall(p):
+                name = env.get(ref)
+                if isinstance(name, str) and name in env:
+                    out[name] = env[name]
+    return out
 
 
 def for_process(env: dict, base: dict | None = None) -> dict[str, str]:

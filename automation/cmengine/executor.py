@@ -17,6 +17,13 @@ from .cache import Store, found_files
 from .errors import EngineError, HookError, InputError, ScriptFailed
 from .graph import Node, Plan
 
+
+def select_state(state: dict, patterns: list) -> dict:
+    if not patterns or not state:
+        return {}
+    from .cmapi import select_state as select
+    return select(state, patterns)
+
 AUTOMATION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -35,8 +42,13 @@ class Executor:
     """Walks a plan from its root: each node once, cached nodes replayed from their entries."""
 
     def __init__(self, plan: Plan, store: Store, out: Optional[TextIO] = None,
-                 inputs: Optional[dict] = None):
+                 inputs: Optional[dict] = None, fake_run: bool = False, print_env: bool = False,
+                 silent: bool = False, verbose: bool = False):
         self.plan = plan
+        self.fake_run = fake_run      # --fake_run: the top step's hooks and run.sh do not run
+        self.print_env = print_env    # --print_env: the env before each native script
+        self.silent = silent          # -s: no progress lines (scripts' own output stays)
+        self.verbose = verbose        # --v: the env each step passes on
         self.store = store
         self.out = out if out is not None else sys.stdout
         self.inputs = inputs if inputs is not None else {}
@@ -46,9 +58,11 @@ class Executor:
         self.cleanups: list = []                 # (node, hooks, env, state, folder) with cleanup()
         self.not_kept: dict[str, str] = {}       # node key -> why its hook asked not to cache it
         self.unkept_folders: list[str] = []      # their build folders, removed when the run ends
+        self.added_tags: dict[str, list[str]] = {}   # node key -> add_extra_cache_tags of hooks
 
     def say(self, msg: str) -> None:
-        print(msg, file=self.out, flush=True)
+        if not self.silent:
+            print(msg, file=self.out, flush=True)
 
     def run(self) -> Outcome:
         if hooks_need_path():
@@ -76,6 +90,9 @@ class Executor:
             return self.results[node.key]
         pad = "  " * depth
         v = node.verdict
+        fake = self.fake_run and node is self.plan.root
+        if fake:
+            return self._fake(node, inbound, state, depth)
         if v is not None and v.cached:
             meta = v.entry.meta
             self.say(f"{pad}= {node.name}: cached ({v.entry.path})")
@@ -103,14 +120,17 @@ class Executor:
                         self.say(f"{pad}! {node.name}: failed; its files are kept in {kept}")
                         raise
                     new_env = envmod.select(env, node.new_env_keys)
-                    new_state = {k: st[k] for k in node.new_state_keys if k in st}
+                    new_state = select_state(st, node.new_state_keys)
                     if node.key in self.not_kept:   # a fallback: used by this run, retried by the next
                         self.say(f"{pad}  {node.name}: not kept in the cache ({self.not_kept[node.key]})")
                         self.unkept_folders.append(folder)
                     else:
                         self.store.publish(node.key, folder, {
                             "alias": node.alias, "repo": node.manifest.repo,
-                            "tags": node.manifest.tags, "variations": node.selection.names,
+                            "tags": node.manifest.tags + [
+                                t for t in node.extra_tags(env) + self.added_tags.get(node.key, [])
+                                if t not in node.manifest.tags],
+                            "variations": node.selection.names,
                             "version": node.version, "components": node.components,
                             "code_files": node.code_files,
                             "recheck": found_files(env, node.manifest.get("cache_recheck_env")
@@ -122,12 +142,39 @@ class Executor:
             os.makedirs(folder, exist_ok=True)
             env, st = self._steps(node, inbound, state, folder, depth)
             outcome = Outcome(envmod.select(env, node.new_env_keys),
-                              {k: st[k] for k in node.new_state_keys if k in st}, False, folder)
+                              select_state(st, node.new_state_keys), False, folder)
+        if self.verbose:
+            for k, val in sorted(envmod.redacted(outcome.env).items()):
+                self.say(f"{pad}  {k}={val}")
         outcome.seconds = time.time() - t0
         self.results[node.key] = outcome
         self.log.append({"script": node.alias, "key": node.key, "cached": outcome.cached,
                          "path": outcome.work_dir, "seconds": round(outcome.seconds, 3)})
         return outcome
+
+    def _fake(self, node: Node, inbound: dict, state: dict, depth: int) -> Outcome:
+        """--fake_run (CM's meaning): the top step's deps and prehook_deps run; its preprocess,
+        run.sh, posthook_deps, postprocess and post_deps do not, and nothing is cached."""
+        self.say(f"{'  ' * depth}> {node.name}  (fake run: its hooks and native script are not run)")
+        folder = os.path.join(self._run_dir(), f"{node.alias}-{node.key[:8]}")
+        os.makedirs(folder, exist_ok=True)
+        env = node.build_env(inbound, self.plan.request.env)
+        env["CM_TMP_FAKE_RUN"] = "yes"
+        st = dict(state)
+        self._deps(node, "deps", env, st, depth)
+        self._deps(node, "prehook_deps", env, st, depth)
+        if self.print_env:
+            self._show_env(node, env)
+        outcome = Outcome(envmod.select(env, node.new_env_keys),
+                          select_state(st, node.new_state_keys), False, folder)
+        self.results[node.key] = outcome
+        self.log.append({"script": node.alias, "key": node.key, "cached": False, "path": folder,
+                         "fake_run": True})
+        return outcome
+
+    def _show_env(self, node: Node, env: dict) -> None:
+        print(f"env of {node.name}:\n" + json.dumps(envmod.redacted(env), indent=2, sort_keys=True,
+                                                     default=str), file=self.out, flush=True)
 
     def _rerun(self, node: Node) -> str:
         return node.rerun_command(self.inputs if node is self.plan.root else {})
@@ -141,6 +188,9 @@ class Executor:
                depth: int) -> tuple[dict, dict]:
         env = node.build_env(inbound, self.plan.request.env)
         state = {k: v for k, v in parent_state.items()}
+        if node.static_state:
+            from .graph import _merged_state
+            state = _merged_state(state, node.static_state)
         self._deps(node, "deps", env, state, depth)
         hooks = _load_hooks(node)
         cwd = os.getcwd()
@@ -166,6 +216,12 @@ class Executor:
     def _deps(self, node: Node, phase: str, env: dict, state: dict, depth: int) -> None:
         for edge in node.deps(phase):
             if edge.node is None:
+                if edge.decided is None and conditions.evaluate(edge.dep.conditions, env):
+                    raise EngineError(f"{node.alias}: dependency {','.join(edge.dep.tags)} "
+                                      f"was {edge.reason}")
+                continue
+            if edge.dep.skip_if_fake_run and self.fake_run:
+                self.say(f"{'  ' * (depth + 1)}- {edge.node.name}: skipped (skip_if_fake_run)")
                 continue
             if edge.decided is None:
                 if not conditions.evaluate(edge.dep.conditions, env):
@@ -195,7 +251,12 @@ class Executor:
              "script_path": node.manifest.folder, "work_dir": folder,
              "run_script_input": {"path": node.manifest.folder},
              "variation_tags": node.selection.names, "version": node.version,
-             "steps": list(self.log), "plan_key": self.plan.root.key, "automation": None}
+             "steps": list(self.log), "plan_key": self.plan.root.key}
+        from . import cmapi
+        facade = cmapi.Facade(node.manifest.folder, node.manifest.data,
+                              lambda script, e, s: self._native(node, e, s, folder, script),
+                              os.path.join(AUTOMATION_DIR, "script"))
+        i = cmapi.hook_input(i, facade, module, node.manifest.tags)
         path = os.path.join(node.manifest.folder, "customize.py")
         try:
             r = getattr(module, fn)(i)
@@ -215,15 +276,24 @@ class Executor:
         if r.get("return", 0) > 0:
             raise HookError(f"{node.alias}: {r.get('error', 'failed without a message')}",
                             f"(reported by {fn}() in {path})")
+        if r.get("add_extra_cache_tags"):   # CM: tags for this step's cache entry
+            self.added_tags.setdefault(node.key, []).extend(
+                str(t) for t in r["add_extra_cache_tags"] if t)
         if r.get("cache") is False:     # {'return': 0, 'cache': False, 'reason': ...}
             self.not_kept[node.key] = r.get("reason") or f"{fn}() of {node.alias} said so"
         return r
 
-    def _native(self, node: Node, env: dict, state: dict, folder: str) -> None:
-        name = node.manifest.get("script_name") or "run"
-        script = os.path.join(node.manifest.folder, name + ".sh")
+    def _native(self, node: Node, env: dict, state: dict, folder: str,
+                script: str = "") -> None:
+        if not script:
+            from .cmapi import script_file
+            name = node.manifest.get("script_name") or "run"
+            script = os.path.join(node.manifest.folder,
+                                  script_file(env, node.manifest.folder, name))
         if not os.path.isfile(script):
             return
+        if self.print_env:
+            self._show_env(node, env)
         env_out = os.path.join(folder, "tmp-run-env.out")
         state_out = os.path.join(folder, "tmp-run-state.json")
         for p in (env_out, state_out):
@@ -232,6 +302,7 @@ class Executor:
         penv = envmod.for_process(env)
         penv["CM_TMP_CURRENT_SCRIPT_PATH"] = node.manifest.folder
         penv["CM_TMP_CURRENT_PATH"] = folder
+        penv["CM_TMP_CURRENT_SCRIPT_WORK_PATH"] = folder
         penv["PYTHONPATH"] = os.pathsep.join(
             [AUTOMATION_DIR] + ([penv["PYTHONPATH"]] if penv.get("PYTHONPATH") else []))
         import subprocess

@@ -24,7 +24,8 @@ from .versions import Constraint, choose
 KEY_FORMAT = 1
 AUTOMATION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_DEPTH = 64
-_DROP_INHERITED = ("CM_VERSION", "CM_VERSION_MIN", "CM_VERSION_MAX", "CM_TMP_")
+# keys local to one step (as CM's local_env_keys): never inherited by its dependencies
+_DROP_INHERITED = ("CM_VERSION", "CM_VERSION_MIN", "CM_VERSION_MAX", "CM_TMP_", "CM_EXTRA_CACHE_TAGS")
 
 
 class Request:
@@ -33,7 +34,7 @@ class Request:
     def __init__(self, tags: Optional[list[str]] = None, alias: str = "",
                  inputs: Optional[dict[str, Any]] = None, env: Optional[dict[str, Any]] = None,
                  adr: Optional[dict[str, dict]] = None, version: Constraint = Constraint(),
-                 quiet: bool = True):
+                 quiet: bool = True, extra_cache_tags: Optional[list[str]] = None):
         self.tags = tags if tags is not None else []
         self.alias = alias
         self.inputs = inputs if inputs is not None else {}
@@ -41,6 +42,7 @@ class Request:
         self.adr = adr if adr is not None else {}
         self.version = version
         self.quiet = quiet
+        self.extra_cache_tags = extra_cache_tags if extra_cache_tags is not None else []
 
 
 class Edge(NamedTuple):
@@ -75,6 +77,20 @@ class Node:
         self.code_files: dict = {}          # {path: sha256} behind components["content"]
         self.key = ""
         self.verdict: Any = None            # cache.Verdict, set by the cache planner
+        self.extra_cache_tags: list[str] = []   # --extra_cache_tags, a dependency's extra_cache_tags
+        self.static_state: dict = {}        # the manifest's and its variations' `state` (CM)
+
+    def extra_tags(self, env: dict) -> list[str]:
+        """Tags for this step's cache entry besides the script's (CM's extra cache tags): they
+        make the entry findable with `cm show cache --tags=...`; they are not part of its key."""
+        tags = list(self.extra_cache_tags)
+        tags += [t for t in str(env.get("CM_EXTRA_CACHE_TAGS", "")).split(",") if t.strip()]
+        if str(env.get("CM_NAME", "")).strip():
+            tags.append("name-" + str(env["CM_NAME"]).strip().lower())
+        for item in self.manifest.get("extra_cache_tags_from_env") or []:
+            value = str(env.get(item.get("env", ""), "")).strip()
+            tags += ["deps-" + item.get("prefix", "") + t for t in value.split(",") if t]
+        return [str(envmod.substitute(t.strip(), env)) for t in dict.fromkeys(tags)]
 
     @property
     def alias(self) -> str:
@@ -181,15 +197,26 @@ class Planner:
         self._memo: dict[str, Node] = {}
         self.dep_names: set[str] = set()
         self.warnings: list[str] = []
+        self.root_inputs: set[str] = set()   # the inputs the top script takes itself
+        self.dep_inputs: dict[str, list[str]] = {}   # input -> the dependencies it went to
         self._code_memo: dict[tuple, tuple[dict, str]] = {}
 
     # -- entry point ----------------------------------------------------------------------------
     def plan(self) -> Plan:
         q = Query.parse(self.req.tags, self.req.alias)
         m = self.registry.select(q, quiet=self.req.quiet)
+        if self.registry.note:
+            self.warnings.append("note: " + m.alias + " is " + self.registry.note)
         base = {"CM_RUN_CWD": os.getcwd()}   # where cm was started: default output folders
         root = self._resolve(m, q, self.req.version, base, [], dict(self.req.adr), [], [])
+        root.extra_cache_tags += [t for t in self.req.extra_cache_tags
+                                  if t not in root.extra_cache_tags]
         self._check_inputs()
+        for name, scripts in sorted(self.dep_inputs.items()):
+            self.warnings.append(f"note: --{name} is not an input of '{root.alias}'; it was passed "
+                                 f"to the dependenc{'y' if len(scripts) == 1 else 'ies'} that take"
+                                 f"{'s' if len(scripts) == 1 else ''} it: "
+                                 + ", ".join(sorted(set(scripts))))
         for name in sorted(set(self.req.adr) - self.dep_names):
             self.warnings.append(f"note: --adr.{name} matched no dependency of this run and has no "
                                  "effect." + did_you_mean(name, self.dep_names))
@@ -202,16 +229,17 @@ class Planner:
             k = unknown[0]
             raise InputError(
                 f"unknown input --{k}: script '{self.req.alias or ','.join(self.req.tags)}' does "
-                "not take it." + did_you_mean(k, self.known_inputs),
+                "not take it, nor does any of its dependencies." + did_you_mean(k, self.known_inputs),
                 "Inputs it takes: " + (", ".join("--" + i for i in sorted(
                     self.known_inputs)) or "none") + ". Set any env value with --env.NAME=VALUE.")
 
     # -- one node -------------------------------------------------------------------------------
     def _resolve(self, m: Manifest, q: Query, constraint: Constraint, inbound: dict,
-                 dep_env_keys: list[str], adr: dict, pending: list, stack: list) -> Node:
+                 dep_env_keys: list[str], adr: dict, pending: list, stack: list,
+                 dep_inputs: tuple = ()) -> Node:
         sel = select(m, q.variations, q.exclude_variations)
         ident = (m.repo, m.alias, tuple(sel.names))
-        memo_key = _canon([ident, constraint, inbound, dep_env_keys, adr, pending])
+        memo_key = _canon([ident, constraint, inbound, dep_env_keys, adr, pending, dep_inputs])
         if memo_key in self._memo:
             return self._memo[memo_key]
         chain = [s[1] for s in stack] + [m.alias]
@@ -226,10 +254,28 @@ class Planner:
         mapped = {}
         if not stack:   # inputs are the top script's (as in CM); its env carries them down
             self.known_inputs.update(im)
+            self.root_inputs = set(im)
             for name, value in self.req.inputs.items():
                 if name in im:
                     mapped[im[name]] = _input_value(value)
                     self.used_inputs.add(name)
+            if self.req.extra_cache_tags:   # CM: --extra_cache_tags is the top step's local env
+                mapped.setdefault("CM_EXTRA_CACHE_TAGS", ",".join(self.req.extra_cache_tags))
+        else:           # an input the top script does not take goes to the deps that take it
+            self.known_inputs.update(im)
+            for name, value in self.req.inputs.items():
+                if name in im and name not in self.root_inputs:
+                    mapped[im[name]] = _input_value(value)
+                    self.used_inputs.add(name)
+                    self.dep_inputs.setdefault(name, []).append(m.alias)
+        for name, value in dep_inputs:   # a dependency entry's other keys are inputs (as in CM)
+            if name not in im:
+                raise InputError(
+                    f"{' -> '.join(s[1] for s in stack)}: its dependency entry for '{m.alias}' has "
+                    f"the key '{name}', which is neither a dependency key nor an input of "
+                    f"'{m.alias}'." + did_you_mean(name, im),
+                    f"Inputs '{m.alias}' takes: " + (", ".join(sorted(im)) or "none"))
+            mapped[im[name]] = _input_value(value)
         layers.append(("merge", mapped))
         declared = set(m.get("cache_key_env") or []) | set(mapped) | set(im.values())
         declared |= set(m.get("default_env") or {}) | set(m.get("env") or {}) | set(dep_env_keys)
@@ -237,9 +283,14 @@ class Planner:
         new_state_keys = list(m.get("new_state_keys") or [])
         dep_lists = {p: list(m.deps[p]) for p in DEP_LISTS}
         child_adr = _merge_adr(m.get("add_deps_recursive") or m.get("adr") or {}, adr)
+        static_state = _merged_state({}, m.get("state"))
         for v in sel.applied:
             layers.append(("defaults", v.get("default_env") or {}))
             layers.append(("merge", v.get("env") or {}))
+            # CM's `const` (env no later layer of this step may change) and `state`
+            layers.append(("merge", _const(v.get("const"))))
+            declared |= set(_const(v.get("const")))
+            static_state = _merged_state(static_state, v.get("state"))
             declared |= set(v.get("env") or {}) | set(v.get("default_env") or {})
             declared |= set(v.get("cache_key_env") or [])
             new_env_keys += list(v.get("new_env_keys") or [])
@@ -255,6 +306,8 @@ class Planner:
             declared |= set(versions[version]["env"])
             for p in DEP_LISTS:
                 dep_lists[p] += versions[version]["_deps"][p]
+        layers.append(("merge", _const(m.get("const"))))
+        declared |= set(_const(m.get("const")))
         vconstraint = Constraint(version or constraint.version, constraint.version_min,
                                  constraint.version_max)
         layers.append(("merge", vconstraint.env()))
@@ -263,6 +316,7 @@ class Planner:
         node = Node(manifest=m, selection=sel, constraint=vconstraint, version=version,
                     layers=layers, env={}, new_env_keys=new_env_keys,
                     new_state_keys=new_state_keys, declared=sorted(declared), chain=chain)
+        node.static_state = static_state
         node.env = node.build_env(inbound, self.req.env)
         # the node's own outputs coming back to it (from an earlier run of the same step) are
         # not inputs: only other producers count, for its key and for its deps' conditions
@@ -315,6 +369,7 @@ class Planner:
                 f"Set {', '.join(envmod.references(unresolved))} with an input, --env or default_env.")
         q = Query.parse(tags)
         m = self.registry.select(q, quiet=self.req.quiet, asked_by=" -> ".join(parent.chain))
+        chosen_because = self.registry.note
         if dep.inherit_variation_tags:
             skip = set(dep.skip_inherit_variation_groups)
             for name in parent.selection.names:
@@ -326,9 +381,24 @@ class Planner:
         inbound = dict(penv)
         dep_env = {k: envmod.substitute(v, penv) for k, v in dep.env}
         envmod.merge(inbound, dep_env)
-        child = self._resolve(m, q, Constraint(dep.version, dep.version_min, dep.version_max),
-                              inbound, list(dep_env), adr, pending, stack)
+        if dep.adr:
+            adr = _merge_adr(dict(dep.adr), adr)
+        try:
+            child = self._resolve(m, q, Constraint(dep.version, dep.version_min, dep.version_max),
+                                  inbound, list(dep_env), adr, pending, stack, dep.inputs)
+        except CycleError as e:
+            if decided is not None:
+                raise
+            # CM resolves while running, so a guarded cycle (detect-os -> get-sys-utils-min ->
+            # detect-os on Windows only) is legal there: it runs only if its condition holds
+            return Edge(phase, dep, None, None, "not planned: it would close the cycle "
+                        + " -> ".join(e.chain) + "; a run where "
+                        + conditions.describe(dep.conditions) + " holds stops here")
+        child.extra_cache_tags += [t for t in dep.extra_cache_tags
+                                   if t not in child.extra_cache_tags]
         reason = "" if decided else "decided at run time: " + conditions.describe(dep.conditions)
+        if chosen_because:
+            reason = "; ".join(x for x in (reason, "taken: " + chosen_because) if x)
         return Edge(phase, dep, child, decided, reason)
 
     def _code(self, m: Manifest) -> tuple[dict, str]:
@@ -403,6 +473,26 @@ def env_setters(folder: str) -> set[str]:
         pass
     if os.path.isfile(os.path.join(folder, "run.sh")):
         out.add("run")
+    return out
+
+
+def _const(value: Any) -> dict:
+    """CM's `const`: env values, applied after the step's env and variations."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): ("yes" if v is True else "no" if v is False else str(v))
+            for k, v in value.items()}
+
+
+def _merged_state(base: dict, more: Any) -> dict:
+    if not isinstance(more, dict) or not more:
+        return base
+    out = copy.deepcopy(base)
+    for k, v in more.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merged_state(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
     return out
 
 

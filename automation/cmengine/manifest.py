@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, NamedTuple, Optional
 
 import yaml
@@ -40,12 +41,18 @@ TOLERATED_TOP_KEYS = {
     "valid_variation_combinations", "invalid_variation_combinations", "state", "const", "const_state",
     "default_state", "ad", "versions_help", "docker_input_mapping", "input_description_ex",
     "hide_from_help", "update_meta_if_env", "use_any_action", "min_cm_version", "min_mlc_version",
+    # cm4mlops: presentation only (its GUI and docs generator), no effect on a run
+    "category_sort", "gui", "variation_groups_order", "print_env_at_the_end_disabled",
+    "docker_off",
 }
+# cm4mlops keys that this engine implements beyond the ones above (docs/cm4mlops.md)
+UPSTREAM_TOP_KEYS = {"extra_cache_tags_from_env"}
 DEP_KEYS = {
     "tags", "names", "version", "version_min", "version_max", "version_max_usable", "env",
     "update_tags_from_env_with_prefix", "update_tags_from_env", "inherit_variation_tags",
     "skip_inherit_variation_groups", "force_env_keys", "tags_help", "continue_on_error",
-    "force_cache", "dynamic", "reuse_version", *CONDITION_KEYS,
+    "force_cache", "dynamic", "reuse_version", "extra_cache_tags", "skip_if_fake_run", "adr",
+    "add_deps_recursive", *CONDITION_KEYS,
 }
 VARIATION_KEYS = {
     "group", "default", "base", "env", "default_env", "default_variations", "add_deps_recursive",
@@ -53,6 +60,8 @@ VARIATION_KEYS = {
     "alias", "cache_key_env", "input_mapping", "docker", "state", "const", "warnings",
     "script_name", "env_key_mappings", "tags", "private", "is_run_var", *DEP_LISTS,
 }
+# variation keys of cm4mlops manifests with no effect on what a script computes
+TOLERATED_VARIATION_KEYS = {"required_disk_space", "docker_off"}
 
 
 class Dep(NamedTuple):
@@ -70,6 +79,10 @@ class Dep(NamedTuple):
     inherit_variation_tags: bool = False
     skip_inherit_variation_groups: tuple[str, ...] = ()
     continue_on_error: bool = False
+    extra_cache_tags: tuple[str, ...] = ()     # tags added to its cache entry (not to its key)
+    skip_if_fake_run: bool = False
+    inputs: tuple[tuple[str, Any], ...] = ()   # other keys: inputs of the script it names (CM)
+    adr: tuple[tuple[str, Any], ...] = ()      # add_deps_recursive for that script's own deps
 
     @property
     def env_dict(self) -> dict[str, Any]:
@@ -146,6 +159,9 @@ def load_manifest(folder: str) -> Manifest:
                             hint=p.hint) from None
 
 
+_INPUT_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
 class _SchemaProblem(Exception):
     def __init__(self, key_path: list, message: str, hint: str = ""):
         self.key_path, self.message, self.hint = key_path, message, hint
@@ -215,7 +231,16 @@ def _conditions(entry: dict, where: list) -> tuple:
 def parse_dep(entry: Any, where: list) -> Dep:
     if not isinstance(entry, dict):
         raise _SchemaProblem(where, "a dependency must be a mapping with at least 'tags'")
-    _check_keys(entry, DEP_KEYS, set(), where, "dependency")
+    inputs = []
+    for key, value in entry.items():   # as in CM, other scalar keys are inputs of that script
+        if key in DEP_KEYS:
+            continue
+        if not isinstance(value, (str, int, float, bool)) or not _INPUT_NAME.match(str(key)):
+            _check_keys({key: value}, DEP_KEYS, set(), where, "dependency")
+        inputs.append((str(key), value))
+    adr = entry.get("adr") or entry.get("add_deps_recursive") or {}
+    if not isinstance(adr, dict):
+        raise _SchemaProblem(where + ["adr"], "must be a mapping of dependency name: {tags: ...}")
     tags = _as_list(entry.get("tags"), where + ["tags"], "tags")
     if not tags:
         raise _SchemaProblem(where, "a dependency needs 'tags'")
@@ -238,6 +263,11 @@ def parse_dep(entry: Any, where: list) -> Dep:
         skip_inherit_variation_groups=tuple(_as_list(entry.get("skip_inherit_variation_groups"),
                                                      where, "groups")),
         continue_on_error=bool(entry.get("continue_on_error", False)),
+        extra_cache_tags=tuple(_as_list(entry.get("extra_cache_tags"), where + ["extra_cache_tags"],
+                                        "extra_cache_tags")),
+        skip_if_fake_run=bool(entry.get("skip_if_fake_run", False)),
+        inputs=tuple(sorted(inputs)),
+        adr=tuple(sorted((str(k), v) for k, v in adr.items())),
     )
 
 
@@ -252,7 +282,11 @@ def parse_dep_lists(mapping: dict, where: list) -> dict[str, list[Dep]]:
 
 
 def _build(path: str, folder: str, data: dict) -> Manifest:
-    _check_keys(data, TOP_KEYS, TOLERATED_TOP_KEYS, [], "manifest")
+    _check_keys(data, TOP_KEYS | UPSTREAM_TOP_KEYS, TOLERATED_TOP_KEYS, [], "manifest")
+    ectf = data.get("extra_cache_tags_from_env") or []
+    if not isinstance(ectf, list) or not all(isinstance(x, dict) for x in ectf):
+        raise _SchemaProblem(["extra_cache_tags_from_env"],
+                             "must be a list of {env_keys: [...], prefix: ...}")
     alias = str(data.get("alias") or os.path.basename(folder))
     tags = _as_list(data.get("tags"), ["tags"], "tags")
     for t in tags:
@@ -278,7 +312,7 @@ def _build(path: str, folder: str, data: dict) -> Manifest:
         where = ["variations", name]
         if not isinstance(vdata, dict):
             raise _SchemaProblem(where, "a variation must be a mapping (or empty)")
-        _check_keys(vdata, VARIATION_KEYS, set(), where, "variation")
+        _check_keys(vdata, VARIATION_KEYS, TOLERATED_VARIATION_KEYS, where, "variation")
         vdata = dict(vdata)
         for key in ("env", "default_env"):
             vdata[key] = _as_env(vdata.get(key), where + [key])
@@ -288,8 +322,9 @@ def _build(path: str, folder: str, data: dict) -> Manifest:
                                           default=bool(vdata.get("default", False)), base=base,
                                           data=vdata)
     for name, v in variations.items():
+        v.base[:] = [b[1:] if b.startswith("_") else b for b in v.base]   # cm4mlops writes _x too
         for b in v.base:
-            if b not in variations:
+            if b not in variations and f"{b.partition('.')[0]}.#" not in variations:
                 raise _SchemaProblem(["variations", name, "base"],
                                      f"base variation '{b}' is not defined."
                                      + did_you_mean(b, variations))

@@ -81,6 +81,7 @@ class Registry:
         self.broken: list[ManifestError] = []       # every manifest this engine cannot use
         self.new_broken: list[ManifestError] = []   # those not seen broken by an earlier run
         self._memo_path = memo_path
+        self.note = ""   # why the last find/select took the script it took, when not obvious
         self._load()
 
     # -- loading ------------------------------------------------------------------------------
@@ -174,6 +175,7 @@ class Registry:
         return {t for m in self.scripts for t in m.tags}
 
     def find(self, q: Query) -> list[Manifest]:
+        self.note = ""
         if q.alias:
             found = [m for m in self.scripts if q.alias in (m.alias, m.uid)
                      and (not q.repo or q.repo == m.repo)]
@@ -183,16 +185,44 @@ class Registry:
         need, avoid = set(q.tags), set(q.exclude_tags)
         found = [m for m in self.scripts if not m.data.get("_shadowed")
                  and need <= set(m.tags) and not (avoid & set(m.tags))]
+        if q.variations and need:
+            found = [self._with_variations(m, q) for m in found]
         if len(found) > 1 and q.variations:
             with_vars = [m for m in found if all(_has_variation(m, v) for v in q.variations)]
             if with_vars:
                 found = with_vars
         return found
 
+    def _with_variations(self, m: Manifest, q: Query) -> Manifest:
+        """A script that another repository's script of the same name shadows, asked for with
+        variations only the shadowed one has (cm4mlops' get-generic-python-lib _pandas when ours
+        comes first): the shadowed one answers, and says why."""
+        if all(_has_variation(m, v) for v in q.variations):
+            return m
+        for other in self.scripts:
+            if other.alias == m.alias and other is not m and set(q.tags) <= set(other.tags) \
+                    and not (set(q.exclude_tags) & set(other.tags)) \
+                    and all(_has_variation(other, v) for v in q.variations):
+                missing = [v for v in q.variations if not _has_variation(m, v)]
+                self.note = (
+                    f"{other.repo}:{other.alias}, since {m.repo}:{m.alias} has no variation "
+                    + ", ".join("_" + v for v in missing))
+                return other
+        return m
+
     def select(self, q: Query, quiet: bool = True, asked_by: str = "") -> Manifest:
         found = self.find(q)
         if len(found) == 1:
             return found[0]
+        if len(found) > 1 and all("sort" in m.data for m in found):
+            # cm4mlops orders such alternatives (get,compiler: get-llvm 100, get-gcc 500, get-cl
+            # 1000) and takes the first in --quiet mode; so do we, and the plan says so
+            ranked = sorted(found, key=lambda m: (_sort_key(m), m.folder))
+            self.note = (f"{ranked[0].repo}:{ranked[0].alias}, the first by `sort` of "
+                         + ", ".join(f"{m.alias} ({m.data['sort']})" for m in ranked)
+                         + " (as cm4mlops' --quiet does); to choose another, add a tag only it "
+                         "has, e.g. with --adr.NAME.tags=...")
+            return ranked[0]
         who = f" (needed by {asked_by})" if asked_by else ""
         if not found:
             raise ScriptNotFound(f"no script matches {q.describe()}{who}.", self._hint(q))
@@ -226,6 +256,13 @@ class Registry:
                          "list them with: cm check script")
         return "\n".join(hints) + f"\n({len(self.scripts)} scripts in {len(self.repos)} repositories; " \
             "list them with: cm find script)"
+
+
+def _sort_key(m: Manifest) -> float:
+    try:
+        return float(m.data.get("sort", 0))
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _has_variation(m: Manifest, v: str) -> bool:
