@@ -121,6 +121,11 @@ def reference_scores(targets, predictions, workers: int):
     return [row for part in parts for row in part]
 
 
+def crashed(side: str, e: Exception) -> int:
+    print(f"accuracy_rouge: FAILED, no result: {side} crashed: {type(e).__name__}: {e}", file=sys.stderr)
+    return 1
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--samples", type=int, default=24576)
@@ -147,12 +152,18 @@ def main(argv=None) -> int:
           f"(~{words * 1.3:.0f} Llama tokens); sentence split ({splitter.name}) {t_split:.1f} s, untimed below")
 
     t0, c0 = time.perf_counter(), cpu_seconds()
-    ours = score_pairs(targets, predictions, workers=args.workers)
+    try:
+        ours = score_pairs(targets, predictions, workers=args.workers)
+    except Exception as e:
+        return crashed("ours (mlperf_llm.accuracy.scoring)", e)
     t_ours, c_ours = time.perf_counter() - t0, cpu_seconds() - c0
     print(f"ours      ({args.workers} processes): {t_ours:8.2f} s wall, {c_ours:8.2f} s CPU", flush=True)
     n_ref = min(args.reference_samples or args.samples, args.samples)
     t0, c0 = time.perf_counter(), cpu_seconds()
-    ref = reference_scores(targets[:n_ref], predictions[:n_ref], args.reference_workers)
+    try:
+        ref = reference_scores(targets[:n_ref], predictions[:n_ref], args.reference_workers)
+    except Exception as e:
+        return crashed("the reference (rouge_score.RougeScorer)", e)
     t_ref, c_ref = time.perf_counter() - t0, cpu_seconds() - c0
     print(f"reference ({args.reference_workers} process{'es' if args.reference_workers > 1 else ''}): "
           f"{t_ref:8.2f} s wall, {c_ref:8.2f} s CPU for {n_ref} pairs")

@@ -186,7 +186,7 @@ def _strip(env: dict, roots) -> dict:
             if "MHZ" not in k and "BOGOMIPS" not in k}
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", action="store_true", help="also run the offline sample under both engines")
     args = ap.parse_args()
@@ -237,9 +237,15 @@ def main() -> None:
                 print(f"- `{name}`: {verdict}")
             same = sum(1 for _, v in results if v == "same")
             print(f"\n{same} of {len(results)} offline scripts give the same env and state")
+            for side, prefix in (("ours", "ours fails"), ("upstream's engine", "upstream's engine fails")):
+                if results and all(v.startswith(prefix) for _, v in results):   # a whole side crashed
+                    print(f"cm4mlops_coverage: FAILED, no comparison: {side} failed on every offline script "
+                          f"(first: {results[0][1]})", file=sys.stderr)
+                    return 1
+        return 0
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

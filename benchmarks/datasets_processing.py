@@ -39,6 +39,14 @@ def synthetic(rows: int, seed: int = 7) -> pd.DataFrame:
                           "response": text(rnd.randint(1, 150))} for i in range(rows)])
 
 
+def crashed(side: str, r: subprocess.CompletedProcess) -> int:
+    """Say which side crashed and why; no timing or ratio is printed for a run that did not finish."""
+    tail = "\n  ".join((r.stderr or r.stdout or "(no output)").strip().splitlines()[-15:])
+    print(f"datasets_processing: FAILED, no result: {side} crashed (exit code {r.returncode}):\n  {tail}",
+          file=sys.stderr)
+    return 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=20000)
@@ -61,13 +69,14 @@ def main() -> int:
                            capture_output=True, text=True)
         t_ref = time.perf_counter() - t0
         if r.returncode:
-            print(r.stderr[-2000:])
-            return 1
+            return crashed("the reference processorca.py", r)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "mlperf_llm.datasets.openorca", *args,
-                        f"--export_dir={tmp / 'ours'}"], check=True, capture_output=True,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT / "automation")))
+        r = subprocess.run([sys.executable, "-m", "mlperf_llm.datasets.openorca", *args,
+                            f"--export_dir={tmp / 'ours'}"], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=str(ROOT / "automation")))
         t_ours = time.perf_counter() - t0
+        if r.returncode:
+            return crashed("ours (mlperf_llm.datasets.openorca)", r)
         equal = True
         for name in ("full", f"sampled_{a.samples}", "calibration_100"):
             x = pd.read_pickle(tmp / "ref" / f"open_orca_gpt4_tokenized_llama.{name}.pkl")

@@ -571,6 +571,11 @@ def main(argv=None) -> int:
         print(f"\nOurs beside cm4mlops: {results['ours']['beside']}")
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
+    failed = [f"{engines[n].label}: {results[n]['error'] or ', '.join(c for c in ('version', 'detect', 'chain') if results[n][c].error)}"
+              for n in names if results[n]["error"] or any(results[n][c].error for c in ("version", "detect", "chain"))]
+    if failed:   # a side that crashed or could not be set up has no number: the run is not a result
+        print("\nengine_cached: FAILED, incomplete: " + "; ".join(failed), file=sys.stderr)
+        return 1
     return 0
 
 

@@ -172,16 +172,37 @@ def trial(impl: str, url: str, qps: float, duration_s: float, dataset: str, out:
             "cpu_ms_per_query": 1000 * cpu / max(1, round((s.samples_per_second or 0) * duration_s))}
 
 
+class TrialCrashed(RuntimeError):
+    """A trial's process died or printed no result: the benchmark has no number for that side."""
+
+
+def _reason(text: str) -> str:
+    """The last lines of a crashed trial's output (the exception, as Python prints it)."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return "\n    ".join(lines[-4:]) if lines else "(no output)"
+
+
 def run_trial(impl, url, qps, duration_s, dataset) -> dict:
+    timeout = duration_s * 10 + 60
     with tempfile.TemporaryDirectory(prefix="hbench-") as out:
-        p = subprocess.run([sys.executable, __file__, "--trial", impl, "--url", url, "--qps", str(qps),
-                            "--duration", str(duration_s), "--dataset", dataset, "--out", out],
-                           capture_output=True, text=True, timeout=duration_s * 10 + 60)
+        try:
+            p = subprocess.run([sys.executable, __file__, "--trial", impl, "--url", url, "--qps", str(qps),
+                                "--duration", str(duration_s), "--dataset", dataset, "--out", out],
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TrialCrashed(f"the {impl} trial at {qps:g} QPS did not finish in {timeout:g} s") from None
         lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
         if p.returncode != 0 or not lines:
-            return {"impl": impl, "target": qps, "completed_qps": 0.0, "scheduled_qps": qps, "ttft_p99_ms": 1e9,
-                    "error": (p.stderr or p.stdout)[-300:]}
+            raise TrialCrashed(f"the {impl} trial at {qps:g} QPS crashed (exit code {p.returncode}):\n    "
+                               + _reason(p.stderr or p.stdout))
         return json.loads(lines[-1])
+
+
+def missing_modules() -> list[str]:
+    """What a trial or the bare load generators import that this interpreter lacks, with the fix."""
+    import importlib.util
+    needs = {"mlperf_loadgen": "mlcommons-loadgen", "requests": "requests", "aiohttp": "aiohttp"}
+    return [f"{mod} (pip install {pkg})" for mod, pkg in needs.items() if importlib.util.find_spec(mod) is None]
 
 
 def passes(r: dict) -> bool:
@@ -286,6 +307,20 @@ def main() -> int:
     if a.trial:
         print(json.dumps(trial(a.trial, a.url, a.qps, a.duration, a.dataset, a.out)))
         return 0
+    missing = missing_modules()
+    if missing:
+        print(f"harness_overhead: cannot measure: {sys.executable} lacks {', '.join(missing)}; every "
+              "LoadGen trial of both sides would crash. Run it with a python that has them, e.g. after "
+              "pip install '.[test]' (it brings mlcommons-loadgen)", file=sys.stderr)
+        return 2
+    try:
+        return measure(a)
+    except TrialCrashed as e:
+        print(f"\nharness_overhead: FAILED, no result: {e}", file=sys.stderr)
+        return 1
+
+
+def measure(a) -> int:
     dur = 2.0 if a.quick else a.duration
     with tempfile.TemporaryDirectory(prefix="hbench-") as tmp:
         dataset = write_dataset(os.path.join(tmp, "ds.pkl"), 256)
@@ -295,7 +330,9 @@ def main() -> int:
             print(f"stand-in {sp.url}: zero latency, {OUTPUT_TOKENS} streamed tokens per query; {os.cpu_count()} cores")
             c0 = _proc_cpu_s(sp.proc.pid)
             ceiling, n_bare = _run_fast(bare_ceiling(sp.url, prompts, seconds=dur + 1))
-            standin_ms = 1000 * (_proc_cpu_s(sp.proc.pid) - c0) / max(1, n_bare)
+            if not n_bare:
+                raise TrialCrashed(f"the bare load generator completed no request against the stand-in at {sp.url}")
+            standin_ms = 1000 * (_proc_cpu_s(sp.proc.pid) - c0) / n_bare
             print(f"stand-in ceiling (bare aiohttp closed loop, 64 in flight): {ceiling:,.0f} req/s; "
                   f"stand-in CPU {standin_ms:.3f} ms per request", flush=True)
             steps = 2 if a.quick else 3
@@ -318,8 +355,10 @@ def main() -> int:
     at100 = {k: {"ttft_p99_ms": med[k]} for k in ("ours", "reference")}
     add = {k: v["ttft_p99_ms"] - bare_p99 for k, v in at100.items()}
     print(f"\nresults (side by side; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
-    print(f"  max sustained Server QPS  ours {ours:8.0f}   reference {ref:8.0f}   ratio {ours / max(ref, 1e-9):5.2f}x "
-          f"(target >= 3x)")
+    ratio_text = (f"ratio {ours / ref:5.2f}x" if ours and ref else
+                  "no ratio: " + " and ".join(f"{k} sustained none of the rates tried (lowest 100 QPS)"
+                                              for k, v in (("ours", ours), ("reference", ref)) if not v))
+    print(f"  max sustained Server QPS  ours {ours:8.0f}   reference {ref:8.0f}   {ratio_text} (target >= 3x)")
     print(f"  share of stand-in ceiling ours {ours / ceiling:8.0%}   reference {ref / ceiling:8.0%}   "
           f"(ceiling {ceiling:,.0f} req/s; target >= 80%)")
     print(f"  p99 TTFT at 100 QPS       ours {at100['ours']['ttft_p99_ms']:8.3f}   reference "

@@ -114,7 +114,16 @@ def timed(fn, runs: int):
     return statistics.median(times), out
 
 
-def main() -> None:
+def _crashed(side: str, e: Exception) -> int:
+    detail = getattr(e, "stderr", None)
+    detail = detail.decode(errors="replace") if isinstance(detail, bytes) else (detail or "")
+    tail = "\n  ".join(detail.strip().splitlines()[-10:])
+    print(f"sysinfo_detect: FAILED, no result: the {side} side crashed: {type(e).__name__}: {e}"
+          + (f"\n  {tail}" if tail else ""), file=sys.stderr)
+    return 1
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reference-git", required=True, help="git dir of mlcommons/cm4mlops")
     ap.add_argument("--runs", type=int, default=5)
@@ -123,11 +132,17 @@ def main() -> None:
         ref_root, work = os.path.join(tmp, "ref"), os.path.join(tmp, "work")
         os.makedirs(ref_root)
         os.makedirs(work)
-        extract(args.reference_git, ref_root)
-        ref_default = json.load(open(os.path.join(ref_root, FOLDERS[1], "hardware", "default.json")))
-        with contextlib.redirect_stdout(io.StringIO()):          # its "Generating SUT description ..." lines
-            t_ref, ref = timed(lambda: reference_once(ref_root, work), args.runs)
-        t_ours, ours = timed(ours_once, args.runs)
+        try:
+            extract(args.reference_git, ref_root)
+            ref_default = json.load(open(os.path.join(ref_root, FOLDERS[1], "hardware", "default.json")))
+            with contextlib.redirect_stdout(io.StringIO()):          # its "Generating SUT description ..." lines
+                t_ref, ref = timed(lambda: reference_once(ref_root, work), args.runs)
+        except Exception as e:
+            return _crashed("cm4mlops", e)
+        try:
+            t_ours, ours = timed(ours_once, args.runs)
+        except Exception as e:
+            return _crashed("ours", e)
     print(f"median of {args.runs} runs: cm4mlops {t_ref * 1000:.1f} ms, ours {t_ours * 1000:.1f} ms, "
           f"ratio ours/cm4mlops {t_ours / t_ref:.2f}")
     print(f"\n{'field':36} {'cm4mlops':42} ours")
@@ -145,6 +160,8 @@ def main() -> None:
     print(f"cm4mlops: {counts['ref_default']} fields equal its fixed default.json value (right or not), "
           f"nothing marked for review. ours: {counts['ours_undefined']} 'undefined', every default and "
           f"gap listed for review. identical values: {counts['same']}")
+    return 0
+
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -106,11 +106,19 @@ def main(argv=None):
     prompts = make_prompts(AutoTokenizer.from_pretrained(a.model), a.requests)
     print(f'workload: {a.requests} requests x {a.tokens} tokens, prompts {min(map(len, prompts))}-'
           f'{max(map(len, prompts))} tokens; load average before: {os.getloadavg()[0]:.1f}', flush=True)
-    rows = [('vllm tuned', *served(a.model, prompts, a.tokens, True, a.port, a.repeats))]
+    sides = [('vllm tuned', lambda: served(a.model, prompts, a.tokens, True, a.port, a.repeats))]
     if a.defaults:
-        rows.append(('vllm defaults', *served(a.model, prompts, a.tokens, False, a.port, a.repeats)))
-    rows.append((f'transformers generate bf16 batch {a.requests} {a.threads} threads',
-                 *reference(a.model, prompts, a.tokens, a.threads, a.ref_repeats)))
+        sides.append(('vllm defaults', lambda: served(a.model, prompts, a.tokens, False, a.port, a.repeats)))
+    sides.append((f'transformers generate bf16 batch {a.requests} {a.threads} threads',
+                  lambda: reference(a.model, prompts, a.tokens, a.threads, a.ref_repeats)))
+    rows = []
+    for name, measure in sides:
+        try:
+            rows.append((name, *measure()))
+        except Exception as e:      # a side that crashed: say which and why, print no ratio
+            print(f'vllm_throughput: FAILED, no result: the side {name!r} crashed: {type(e).__name__}: {e}',
+                  file=sys.stderr)
+            return 1
     ref, ref_cpu = rows[-1][1], rows[-1][2]
     print(f'\n{"side":50s} {"tokens/s":>9s} {"ratio":>6s}  {"tok/CPU-s":>9s} {"ratio":>6s}  runs (tokens/s)')
     for name, best, per_cpu, runs in rows:
@@ -118,7 +126,8 @@ def main(argv=None):
     print('tok/CPU-s: tokens per CPU-second of the serving processes (vLLM: its process group, not the client), '
           'less sensitive to other jobs than wall time')
     print(f'load average after: {os.getloadavg()[0]:.1f} (other jobs on the machine skew both sides)')
+    return 0
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

@@ -148,6 +148,8 @@ class Session:
                           print_env=bool(i.get("print_env")),
                           silent=bool(i.get("s") or i.get("silent")),
                           verbose=bool(i.get("v") or i.get("verbose")))
+            # a hook may run another chain in this session (same repositories, cache, output)
+            ex.run_script = lambda sub: guarded(self.run, {**sub, "action": "run", "j": False})
             if as_json:   # what hooks print must not corrupt the JSON on stdout
                 import contextlib
                 with contextlib.redirect_stdout(sys.stderr):
@@ -289,6 +291,10 @@ def guarded(fn, *args) -> dict:
         return fn(*args)
     except EngineError as e:
         return {"return": e.exit_code, "error": str(e)}
-    except KeyboardInterrupt:
-        return {"return": 130, "error": "interrupted (Ctrl-C); nothing incomplete was published "
-                                        "to the cache"}
+    except KeyboardInterrupt as e:   # interrupt.Interrupted carries the signal (SIGTERM, SIGHUP, SIGINT)
+        name = getattr(e, "name", "SIGINT")
+        code = getattr(e, "exit_code", 130)
+        how = " (Ctrl-C)" if name == "SIGINT" else ""
+        return {"return": code, "error": f"interrupted by {name}{how}, exit code {code}: the steps' cleanups "
+                                         "ran (what they stopped is printed above) and nothing incomplete "
+                                         "was published to the cache"}

@@ -58,6 +58,7 @@ class Executor:
         self.cleanups: list = []                 # (node, hooks, env, state, folder) with cleanup()
         self.not_kept: dict[str, str] = {}       # node key -> why its hook asked not to cache it
         self.unkept_folders: list[str] = []      # their build folders, removed when the run ends
+        self.run_script = None                   # set by cli.Session: a hook's sub-run (cmind input dict)
         self.added_tags: dict[str, list[str]] = {}   # node key -> add_extra_cache_tags of hooks
 
     def say(self, msg: str) -> None:
@@ -65,14 +66,22 @@ class Executor:
             print(msg, file=self.out, flush=True)
 
     def run(self) -> Outcome:
+        """Run the plan. SIGTERM, SIGHUP and SIGINT raise interrupt.Interrupted: the cleanups run (a
+        second signal waits for them), nothing incomplete is published, and the caller exits 128 + N."""
+        from . import interrupt   # the signal module: only a run pays for it
         if hooks_need_path():
             sys.path.insert(0, AUTOMATION_DIR)
-        try:
-            return self._exec(self.plan.root, dict(self.plan.base_env), {}, 0)
-        finally:
-            self._cleanup()
-            for folder in self.unkept_folders:
-                self.store.drop(folder)
+        with interrupt.raising():
+            try:
+                return self._exec(self.plan.root, dict(self.plan.base_env), {}, 0)
+            except interrupt.Interrupted as e:
+                self.say(f"! {e.name} received: stopping what this run started")
+                raise
+            finally:
+                with interrupt.deferred(self.say):
+                    self._cleanup()
+                    for folder in self.unkept_folders:
+                        self.store.drop(folder)
 
     def _cleanup(self) -> None:
         """`cleanup(i)` hooks of the steps that ran, newest first, whether the run failed or not
@@ -99,8 +108,7 @@ class Executor:
             outcome = Outcome(dict(meta.get("new_env", {})), dict(meta.get("new_state", {})),
                               True, v.entry.path)
             self.results[node.key] = outcome
-            self.log.append({"script": node.alias, "key": node.key, "cached": True,
-                             "path": v.entry.path})
+            self.log.append(_step_record(node, True, v.entry.path))
             return outcome
         t0 = time.time()
         self.say(f"{pad}> {node.name}" + (f"  ({v.reason})" if v and node.manifest.cache else ""))
@@ -120,7 +128,7 @@ class Executor:
                         self.say(f"{pad}! {node.name}: failed; its files are kept in {kept}")
                         raise
                     new_env = envmod.select(env, node.new_env_keys)
-                    new_state = select_state(st, node.new_state_keys)
+                    new_state = _published_state(node, st)
                     if node.key in self.not_kept:   # a fallback: used by this run, retried by the next
                         self.say(f"{pad}  {node.name}: not kept in the cache ({self.not_kept[node.key]})")
                         self.unkept_folders.append(folder)
@@ -141,15 +149,14 @@ class Executor:
             folder = os.path.join(self._run_dir(), f"{node.alias}-{node.key[:8]}")
             os.makedirs(folder, exist_ok=True)
             env, st = self._steps(node, inbound, state, folder, depth)
-            outcome = Outcome(envmod.select(env, node.new_env_keys),
-                              select_state(st, node.new_state_keys), False, folder)
+            outcome = Outcome(envmod.select(env, node.new_env_keys), _published_state(node, st), False, folder)
         if self.verbose:
             for k, val in sorted(envmod.redacted(outcome.env).items()):
                 self.say(f"{pad}  {k}={val}")
         outcome.seconds = time.time() - t0
         self.results[node.key] = outcome
-        self.log.append({"script": node.alias, "key": node.key, "cached": outcome.cached,
-                         "path": outcome.work_dir, "seconds": round(outcome.seconds, 3)})
+        self.log.append(dict(_step_record(node, outcome.cached, outcome.work_dir),
+                             seconds=round(outcome.seconds, 3)))
         return outcome
 
     def _fake(self, node: Node, inbound: dict, state: dict, depth: int) -> Outcome:
@@ -191,26 +198,38 @@ class Executor:
         if node.static_state:
             from .graph import _merged_state
             state = _merged_state(state, node.static_state)
-        self._deps(node, "deps", env, state, depth)
-        hooks = _load_hooks(node)
-        cwd = os.getcwd()
-        os.chdir(folder)
         try:
-            skip_run = False
-            if hooks and hasattr(hooks, "preprocess"):
-                r = self._hook(node, hooks, "preprocess", env, state, folder)
-                skip_run = bool(r.get("skip"))
-            self._deps(node, "prehook_deps", env, state, depth)
-            if not skip_run:
-                self._native(node, env, state, folder)
-            self._deps(node, "posthook_deps", env, state, depth)
-            if hooks and hasattr(hooks, "postprocess"):
-                self._hook(node, hooks, "postprocess", env, state, folder)
-        finally:
-            if hooks and hasattr(hooks, "cleanup"):
-                self.cleanups.append((node, hooks, env, state, folder))
-            os.chdir(cwd)
-        self._deps(node, "post_deps", env, state, depth)
+            self._deps(node, "deps", env, state, depth)
+            hooks = _load_hooks(node)
+            cwd = os.getcwd()
+            os.chdir(folder)
+            try:
+                skip_run = False
+                if hooks and hasattr(hooks, "preprocess"):
+                    r = self._hook(node, hooks, "preprocess", env, state, folder)
+                    skip_run = bool(r.get("skip"))
+                self._deps(node, "prehook_deps", env, state, depth)
+                if not skip_run:
+                    self._native(node, env, state, folder)
+                self._deps(node, "posthook_deps", env, state, depth)
+                if hooks and hasattr(hooks, "postprocess"):
+                    self._hook(node, hooks, "postprocess", env, state, folder)
+            finally:
+                if hooks and hasattr(hooks, "cleanup"):
+                    self.cleanups.append((node, hooks, env, state, folder))
+                os.chdir(cwd)
+            self._deps(node, "post_deps", env, state, depth)
+        except EngineError as e:
+            # what the step put in its new_state_keys before it failed (a checker's FAIL verdict):
+            # a caller that goes on without it (continue_on_error) still gets it, as in CM,
+            # where state is one dict. Never cached: a failed step publishes no entry.
+            published = e.__dict__.setdefault("published_state", {})
+            if node.key not in published:
+                try:
+                    published[node.key] = _published_state(node, state)
+                except EngineError:
+                    published[node.key] = {}
+            raise
         return env, state
 
     def _deps(self, node: Node, phase: str, env: dict, state: dict, depth: int) -> None:
@@ -237,6 +256,7 @@ class Executor:
                     reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                     self.say(f"{'  ' * (depth + 1)}! {edge.node.name} failed: {reason}\n"
                              f"{'  ' * (depth + 1)}  continuing without it (continue_on_error)")
+                    state.update(getattr(e, "published_state", {}).get(edge.node.key, {}))
                     continue
                 raise
             if edge.node.key in self.not_kept and node.key not in self.not_kept:
@@ -251,7 +271,8 @@ class Executor:
              "script_path": node.manifest.folder, "work_dir": folder,
              "run_script_input": {"path": node.manifest.folder},
              "variation_tags": node.selection.names, "version": node.version,
-             "steps": list(self.log), "plan_key": self.plan.root.key}
+             "steps": list(self.log), "plan_key": self.plan.root.key,
+             "request": _request_record(self.plan.request), "run_script": self.run_script}
         from . import cmapi
         facade = cmapi.Facade(node.manifest.folder, node.manifest.data,
                               lambda script, e, s: self._native(node, e, s, folder, script),
@@ -314,12 +335,17 @@ class Executor:
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL)
             assert proc.stdout is not None
-            for chunk in iter(proc.stdout.readline, b""):
-                log.write(chunk)
-                log.flush()
-                self.out.write(chunk.decode(errors="replace"))
-                self.out.flush()
-            rc = proc.wait()
+            try:
+                for chunk in iter(proc.stdout.readline, b""):
+                    log.write(chunk)
+                    log.flush()
+                    self.out.write(chunk.decode(errors="replace"))
+                    self.out.flush()
+                rc = proc.wait()
+            except BaseException:   # interrupted: the step's processes go too (SIGTERM, then SIGKILL)
+                from .interrupt import STOP_GRACE_S, stop_tree
+                stop_tree(proc, STOP_GRACE_S)
+                raise
         if rc != 0:
             raise ScriptFailed(node.alias, command, rc, log_path, _tail(log_path),
                                self._rerun(node))
@@ -333,6 +359,39 @@ class Executor:
         if os.path.isfile(state_out):
             with open(state_out, encoding="utf-8") as f:
                 state.update(json.load(f))
+
+
+def _published_state(node: Node, state: dict) -> dict:
+    """The node's new_state_keys (select_state: names, wildcards, <<<VAR>>>), as plain JSON: a step
+    hands its callers the same values whether it ran now or is replayed from its cache entry
+    (where state is stored as JSON)."""
+    out = {}
+    for k, v in select_state(state, node.new_state_keys).items():
+        try:
+            out[k] = json.loads(json.dumps(v))
+        except (TypeError, ValueError) as e:
+            raise HookError(f"{node.alias}: state[{k!r}] cannot be handed on ({e}): state must be "
+                            "plain JSON (dicts, lists, strings, numbers, booleans, null)",
+                            "Convert it in the step's hooks (a record's to_json(), a path as a string).")
+    return out
+
+
+def _step_record(node: Node, cached: bool, path: str) -> dict:
+    """What `steps` tells a hook about a finished step: enough to record how a result was made
+    (the env is the part of its key that came from env; secrets appear only as hashes)."""
+    return {"script": node.alias, "key": node.key, "cached": cached, "kept": bool(node.manifest.cache),
+            "path": path,
+            "variations": list(node.selection.names), "version": node.version,
+            "env": dict(node.components.get("env", {}))}
+
+
+def _request_record(req) -> dict:
+    """The run's request as the user gave it (tags, inputs, --env.*, --adr.*), for hooks (which
+    see secrets in env anyway; whoever writes it down must leave them out)."""
+    return {"tags": list(req.tags), "alias": req.alias, "inputs": dict(req.inputs),
+            "env": dict(req.env),
+            "adr": json.loads(json.dumps(req.adr, default=str)),
+            "version": list(req.version)}
 
 
 def validate(plan: Plan) -> list[str]:

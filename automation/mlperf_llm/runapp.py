@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 
+from . import outcomes
+
 MODELS = ("llama2-70b-99", "llama2-70b-99.9")
 SCENARIOS = ("Offline", "Server", "Interactive")
 CHOICES = {
@@ -29,8 +31,28 @@ def _closest(value: str, choices) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+def submitter_notice(env: dict) -> str:
+    """A line for the start of a run whose submission will carry the placeholder submitter ('' otherwise)."""
+    from .submission.errors import SubmissionError
+    from .submission.inputs import placeholder_note, resolve_submitter
+    if env.get("CM_MLPERF_GENERATE_SUBMISSION") != "yes" or env.get("CM_MLPERF_SUBMITTER"):
+        return ""
+    try:
+        name = resolve_submitter("", env.get("CM_MLPERF_SUBMISSION_DIVISION", ""), env.get("CM_MLPERF_EXECUTION_MODE", ""))
+    except SubmissionError:
+        return ""
+    return "note: " + placeholder_note(name)
+
+
+def allowed_devices() -> tuple:
+    return CHOICES["CM_MLPERF_DEVICE"][1]
+
+
 def check_inputs(env: dict) -> list[str]:
     """Every problem with the run's inputs, each naming the input, the reason and the fix."""
+    from .submission.errors import SubmissionError
+    from .submission.inputs import resolve_submitter
+    from .vllm.install import DEVICES as VLLM_BUILDS
     problems = []
     for key, (flag, allowed) in CHOICES.items():
         value = env.get(key, "")
@@ -58,32 +80,166 @@ def check_inputs(env: dict) -> list[str]:
         problems.append("--division=closed cannot be used with _embedded: the embedded model is "
                         "SmolLM2-135M, not Llama-2-70B, so the run is an open-division run; "
                         "use --division=open")
+    device = env.get("CM_MLPERF_DEVICE", "")
+    if (env.get("CM_MLPERF_BACKEND") == "vllm" and device in allowed_devices() and device not in VLLM_BUILDS
+            and not env.get("CM_VLLM_PYTHON") and not env.get("CM_MLPERF_API_SERVER")):
+        problems.append(f"--device={device}: PyPI has no vLLM build for it (only {', '.join(VLLM_BUILDS)}), "
+                        "so this run cannot install one; build vLLM for it and pass --env.CM_VLLM_PYTHON=PATH "
+                        "(its python), or --api_server=URL of a vLLM server that runs")
+    if env.get("CM_MLPERF_GENERATE_SUBMISSION") == "yes":
+        try:
+            resolve_submitter(env.get("CM_MLPERF_SUBMITTER", ""), env.get("CM_MLPERF_SUBMISSION_DIVISION", ""),
+                              env.get("CM_MLPERF_EXECUTION_MODE", ""))
+        except SubmissionError as e:
+            problems.append(str(e))
     results, submission = env.get("CM_MLPERF_RESULTS_DIR"), env.get("CM_MLPERF_SUBMISSION_DIR")
     if results and submission and results.rstrip("/") == submission.rstrip("/"):
         problems.append("--results_dir and --submission_dir must be different folders")
     return problems
 
 
+_METRIC_NAMES = {"ROUGE1": "ROUGE-1", "ROUGE2": "ROUGE-2", "ROUGEL": "ROUGE-L", "TOKENS_PER_SAMPLE": "tokens/sample"}
+RULE = "=" * 72
+
+
+def _g(x, digits: int = 4) -> str:
+    if x is None:
+        return "?"
+    return f"{x:,.0f}" if abs(x) >= 10 ** digits else f"{x:.{digits}g}"
+
+
+def _records(state: dict, key: str):
+    """(records, problem): a malformed value is reported on the screen, never a traceback."""
+    try:
+        return outcomes.from_state(state, key), ""
+    except outcomes.OutcomeError as e:
+        return ([] if key in (outcomes.HARNESS, outcomes.ACCURACY, outcomes.TEST06) else None), str(e)
+
+
+def _test_lines(t: outcomes.TestOutcome) -> list[str]:
+    shown = "completed" if t.mode == "accuracy" and t.verdict == "VALID" else t.verdict   # LoadGen rates no accuracy run
+    head = f"  {t.scenario:<11} {t.mode:<11} {shown:<7}"
+    facts = []
+    if t.metric is not None:
+        facts.append(f"{_g(t.metric)} {t.unit}")
+    if t.target_qps is not None and t.mode == "performance":
+        facts.append(f"target {_g(t.target_qps)} QPS" + (f" ({t.target_source})" if t.target_source else ""))
+    lines = [(head + "  " + ", ".join(facts)).rstrip()]
+    latency = []
+    for what, value, limit in (("TTFT", t.ttft_p99_ms, t.ttft_limit_ms), ("TPOT", t.tpot_p99_ms, t.tpot_limit_ms)):
+        if value is not None and limit is not None:
+            latency.append(f"p99 {what} {_g(value)} ms (bound {_g(limit)} ms)")
+    if latency and t.mode == "performance":
+        lines.append("      " + ", ".join(latency))
+    if t.verdict != "VALID":
+        why = "; ".join(t.reasons) or "the logs give no reason"
+        lines.append(f"      {t.verdict}: {why}")
+        lines.append(f"      logs: {t.directory}")
+    return lines
+
+
+def _metric_text(m: outcomes.MetricCheck) -> str:
+    name = _METRIC_NAMES.get(m.metric, m.metric)
+    if m.maximum is not None:
+        return f"{name} {_g(m.value)} {'in' if m.passed else 'not in'} [{_g(m.minimum)}, {_g(m.maximum)}]"
+    return f"{name} {_g(m.value)} {'>=' if m.passed else '<'} {_g(m.minimum)}"
+
+
+def _accuracy_lines(verdicts: list) -> list[str]:
+    lines = []
+    for v in verdicts:
+        own = v.targets[0] if v.targets else None
+        if own is None:
+            lines.append(f"  {v.scenario:<11} no targets to judge by ({v.directory})")
+            continue
+        lines.append(f"  {v.scenario:<11} {'PASS' if own.passed else 'FAIL'} against {own.model}'s targets "
+                     f"({own.label}), {v.samples} samples")
+        lines.append("      " + ", ".join(_metric_text(m) for m in own.metrics))
+        for other in v.targets[1:]:
+            failed = [_metric_text(m) for m in other.metrics if not m.passed]
+            lines.append(f"      against {other.model}'s targets: {'PASS' if other.passed else 'FAIL'}"
+                         + (f" ({', '.join(failed)})" if failed else ""))
+    return lines
+
+
+def _test06_lines(verdicts: list) -> list[str]:
+    lines = []
+    for v in verdicts:
+        if v.status == "NOT VERIFIED":
+            lines.append(f"  {v.scenario:<11} NOT VERIFIED: {v.reason}")
+            continue
+        checks = [("first token", v.first_token), ("EOS", v.eos), ("sample length", v.sample_length)]
+        done = ", ".join(f"{name} {'ok' if ok else 'FAILED'}" for name, ok in checks if ok is not None)
+        skipped = [name for name, ok in checks if ok is None]
+        lines.append(f"  {v.scenario:<11} {v.status} ({done}" + (f"; {', '.join(skipped)} not checked for {v.scenario}"
+                                                               if skipped else "") + f"; {v.samples} samples)")
+        lines += [f"      {p}" for p in v.problems]
+    return lines
+
+
+def _checker_lines(c) -> list[str]:
+    head = f"Submission checker (official, {c.round})"
+    if c.verdict == "NOT RUN":
+        return [f"{head}: NOT RUN: {c.reason}"]
+    if c.verdict == "PASS":
+        lines = [f"{head}: PASS"]
+    elif c.verdict == "PASS-TEST-MODE":
+        lines = [f"{head}: PASS except the checks only a full-length run can pass ({c.mode} mode): "
+                 + ", ".join(c.full_length_checks)]
+    else:
+        lines = [f"{head}: FAIL, {c.error_count} error(s)"]
+        lines += [f"  - {e}" for e in c.first_errors]
+        if c.error_count > len(c.first_errors):
+            lines.append(f"  ... and {c.error_count - len(c.first_errors)} more")
+    if c.log:
+        lines.append(f"  full output: {c.log}")
+    return lines
+
+
 def summary(env: dict, state: dict) -> str:
-    """The closing lines: what ran, where the results, the submission and the pages are."""
-    lines = ["", "=" * 72, f"MLPerf Inference v{env.get('CM_MLPERF_INFERENCE_VERSION', '?')} "
-             f"{env.get('CM_MLPERF_MODEL', '')} ({env.get('CM_MLPERF_SUBMISSION_DIVISION', '')}, "
-             f"{env.get('CM_MLPERF_EXECUTION_MODE', '')} run)"]
+    """The closing screen, from the typed results the steps left in `state` (mlperf_llm.outcomes):
+    each test's verdict and why when it is not VALID, ROUGE and tokens per sample against the
+    targets, TEST06, the checker's verdict, and where the results and the submission are."""
+    division, mode = env.get("CM_MLPERF_SUBMISSION_DIVISION", ""), env.get("CM_MLPERF_EXECUTION_MODE", "")
+    lines = ["", RULE, f"MLPerf Inference v{env.get('CM_MLPERF_INFERENCE_VERSION', '?')} "
+             f"{env.get('CM_MLPERF_MODEL', '')} ({division} division, {mode} run)"]
     if env.get("CM_MLPERF_EMBEDDED") == "yes":
         lines.append("weights: the embedded SmolLM2-135M-Instruct standing in for Llama-2-70B "
                      "(open division)")
-    for o in state.get("mlperf_harness") or []:
-        if isinstance(o, dict):
-            lines.append(f"  {o.get('scenario', '')} {o.get('mode', '')}: {o.get('verdict', '')} "
-                         f"{o.get('metric', '')} ({o.get('directory', '')})".rstrip())
-    for key, label in (("CM_MLPERF_ACCURACY_SUMMARY", "accuracy"),
-                       ("CM_MLPERF_TEST06_SUMMARY", "TEST06"),
-                       ("CM_MLPERF_SUBMISSION_DIR", "submission"),
-                       ("CM_MLPERF_SUBMISSION_TARBALL", "tarball"),
-                       ("CM_MLPERF_SUBMISSION_SUMMARY_HTML", "summary page"),
-                       ("CM_MLPERF_SUBMISSION_CHECKER_SUMMARY", "checker")):
-        if env.get(key):
-            lines.append(f"  {label}: {env[key]}")
-    lines.append(f"  results: {env.get('CM_MLPERF_RESULTS_DIR', '')}")
-    lines.append("=" * 72)
+
+    tests, problem = _records(state, outcomes.HARNESS)
+    lines += ["", "LoadGen tests:"] + [x for t in tests for x in _test_lines(t)]
+    if problem or not tests:
+        lines.append(f"  no test results ({problem or 'the benchmark step reported none'})")
+
+    for key, flag, title, render, step in (
+            (outcomes.ACCURACY, "CM_MLPERF_RUN_ACCURACY", "Accuracy (ROUGE, tokens per sample):",
+             _accuracy_lines, "process-mlperf-accuracy"),
+            (outcomes.TEST06, "CM_MLPERF_RUN_COMPLIANCE", "TEST06 (compliance):", _test06_lines,
+             "run-mlperf-compliance-test06")):
+        found, problem = _records(state, key)
+        if found or problem or env.get(flag) == "yes":
+            lines += ["", title] + render(found)
+            if problem or not found:
+                lines.append(f"  no verdict ({problem or step + ' reported none'})")
+
+    submission, problem = _records(state, outcomes.SUBMISSION)
+    checker, checker_problem = _records(state, outcomes.CHECKER)
+    wanted = env.get("CM_MLPERF_GENERATE_SUBMISSION") == "yes"
+    if checker is not None:
+        lines += [""] + _checker_lines(checker)
+    elif wanted or checker_problem:
+        lines += ["", "Submission checker: no verdict (" + (checker_problem or "the step failed before it "
+                  "ran the checker; its error is printed above") + ")"]
+    if submission is not None:
+        lines += ["", f"Submission: {submission.directory} (submitter {submission.submitter}, "
+                  f"round {submission.round})"]
+        if submission.tarball:
+            lines.append(f"  tarball: {submission.tarball} (sha1 {submission.tarball_sha1})")
+        lines.append(f"  summary page: {submission.summary_html}")
+        lines += [f"  warning: {w}" for w in submission.warnings]
+    elif wanted or problem:
+        lines += ["", "Submission: no record (" + (problem or "generate-mlperf-inference-submission left none "
+                  "in state") + ")"]
+    lines += ["", f"Results: {env.get('CM_MLPERF_RESULTS_DIR', '')}", RULE]
     return "\n".join(lines)

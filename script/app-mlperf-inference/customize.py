@@ -1,7 +1,5 @@
 """app-mlperf-inference: run the llama2-70b LoadGen tests (see docs/harness.md)."""
 
-from dataclasses import asdict
-
 
 def validate(i):
     """The round: refused when unknown or without the model; none given (top step): the newest round
@@ -11,7 +9,8 @@ def validate(i):
 
 
 def preprocess(i):
-    from mlperf_llm.harness.cmenv import env_from_outcomes, request_from_env
+    from mlperf_llm import outcomes as records
+    from mlperf_llm.harness.cmenv import env_from_outcomes, request_from_env, outcome_records
     from mlperf_llm.harness.driver import HarnessInputError, run_all
     from mlperf_llm.harness.qsl import DatasetError
     from mlperf_llm.harness.rounds import RoundError
@@ -24,7 +23,7 @@ def preprocess(i):
     except (HarnessInputError, DatasetError, RoundError, UserConfError) as e:
         return {'return': 1, 'error': str(e)}
     env.update(env_from_outcomes(req, outcomes))
-    state['mlperf_harness'] = [asdict(o) for o in outcomes]
+    state[records.HARNESS] = records.to_state(outcome_records(req, outcomes))
     print('\nMLPerf llama2-70b tests:')
     for o in outcomes:
         print('  ' + o.line())

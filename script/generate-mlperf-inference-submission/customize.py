@@ -3,7 +3,8 @@ import os
 
 
 def preprocess(i):
-    from mlperf_llm.submission.cmenv import metadata_from_env, sut_desc_path
+    from mlperf_llm import outcomes as records
+    from mlperf_llm.submission.cmenv import metadata_from_env, submission_outcome, sut_desc_path
     from mlperf_llm.submission.errors import SubmissionError
     from mlperf_llm.submission.tarball import pack
     from mlperf_llm.submission.tree import BuildRequest, build_submission
@@ -41,7 +42,5 @@ def preprocess(i):
         print(f'tarball: {tarball.path} (sha1 {tarball.sha1})')
         env['CM_MLPERF_SUBMISSION_TARBALL'] = tarball.path
         env['CM_MLPERF_SUBMISSION_TARBALL_SHA1'] = tarball.sha1
-    state['mlperf_submission'] = {'dir': report.submission_dir, 'warnings': report.warnings,
-                                  'results': [{'model': r.model, 'scenario': r.scenario, 'value': r.value,
-                                               'unit': r.unit, 'valid': r.valid} for r in report.results]}
+    state[records.SUBMISSION] = records.to_state(submission_outcome(report, meta, tarball))
     return {'return': 0}

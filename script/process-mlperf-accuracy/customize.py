@@ -5,7 +5,9 @@ import os
 def preprocess(i):
     from mlperf_llm.accuracy.evaluate import EvaluationError
     from mlperf_llm.accuracy.log import AccuracyLogError
-    from mlperf_llm.accuracy.process import AccuracyRequest, accuracy_dirs, describe, process_accuracy
+    from mlperf_llm import outcomes as records
+    from mlperf_llm.accuracy.process import (AccuracyRequest, accuracy_dirs, accuracy_verdict, describe,
+                                             process_accuracy)
     from mlperf_llm.accuracy.splitter import SplitterError
     from mlperf_llm.accuracy.targets import TargetError
 
@@ -41,7 +43,5 @@ def preprocess(i):
         print('\n'.join(describe(o)))
     env['CM_MLPERF_ACCURACY_PASSED'] = 'yes' if all(o.passed for o in outcomes) else 'no'
     env['CM_MLPERF_ACCURACY_FILES'] = ','.join(os.path.join(o.directory, 'accuracy.json') for o in outcomes)
-    state['mlperf_accuracy'] = {o.directory: {'result': o.result.reference_dict(), 'passed': o.passed,
-                                              'readme_lines': o.verdicts[0].lines(markdown=True)}
-                                for o in outcomes}
+    state[records.ACCURACY] = records.to_state([accuracy_verdict(o) for o in outcomes])
     return {'return': 0}

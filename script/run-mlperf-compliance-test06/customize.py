@@ -20,8 +20,9 @@ def preprocess(i):
 
 
 def postprocess(i):
+    from mlperf_llm import outcomes as records
     from mlperf_llm.accuracy.log import AccuracyLogError
-    from mlperf_llm.accuracy.process import Test06Request, verify_test06
+    from mlperf_llm.accuracy.process import Test06Request, test06_verdict, verify_test06
 
     env, state = i['env'], i['state']
     results = env.get('CM_MLPERF_RESULTS_DIR', '')
@@ -58,7 +59,8 @@ def postprocess(i):
                   'applies them (docs/submission.md, "What was found on the way")')
         print(reason)
         env['CM_MLPERF_TEST06_PASSED'] = 'not-verified'
-        state['mlperf_test06'] = {'not_verified': reason}
+        state[records.TEST06] = records.to_state([records.Test06Verdict(sc, 'NOT VERIFIED', reason=reason)
+                                                   for sc in req.scenarios])
         return {'return': 0}
     except ValueError as e:
         return {'return': 1, 'error': str(e)}
@@ -68,6 +70,5 @@ def postprocess(i):
             print('  ' + problem)
     env['CM_MLPERF_TEST06_PASSED'] = 'yes' if all(o.result.passed for o in outcomes) else 'no'
     env['CM_MLPERF_TEST06_DIRS'] = ','.join(o.test_dir for o in outcomes)
-    state['mlperf_test06'] = {o.scenario: {'passed': o.result.passed, 'lines': o.lines, 'dir': o.test_dir}
-                              for o in outcomes}
+    state[records.TEST06] = records.to_state([test06_verdict(o) for o in outcomes])
     return {'return': 0}

@@ -1,5 +1,8 @@
 """run-mlperf-inference-app: the one command. Checks the inputs before anything runs, and prints
 the summary at the end; every step is a dependency of its own (see _cm.yaml)."""
+import os
+import sys
+
 from mlperf_llm import runapp
 
 
@@ -8,7 +11,23 @@ def validate(i):
     if problems:
         return {'return': 1, 'error': 'bad input:\n  - ' + '\n  - '.join(problems)}
     from mlperf_llm.rounds import validate_hook_result
-    return validate_hook_result(i['env'])     # the round: refused, settled (none given), or as given
+    result = validate_hook_result(i['env'])   # the round: refused, settled (none given), or as given
+    notice = runapp.submitter_notice(i['env'])
+    if notice and not result.get('variations'):   # once: a settled round plans the run again
+        print(notice, file=sys.stderr)           # on stderr: a plan or -j JSON on stdout stays as it is
+    return result
+
+
+def preprocess(i):
+    """After the benchmark steps, before the submission: write how this run was made
+    (results_dir/cm4mlperf-record.json; the submission step copies it into every measurement folder)."""
+    from mlperf_llm.reproduce import capture, record
+    env = i['env']
+    results = env.get('CM_MLPERF_RESULTS_DIR', '')
+    if results and os.path.isdir(results):
+        path = record.write(capture.this_run(i), os.path.join(results, record.RESULTS_RECORD))
+        print(f'reproduction record: {path}')
+    return {'return': 0}
 
 
 def postprocess(i):

@@ -12,26 +12,35 @@ def validate(i):
 
 
 def preprocess(i):
-    from mlperf_llm.submission.checker import format_report, run_checker
+    from mlperf_llm import outcomes as records
+    from mlperf_llm.submission.checker import checker_verdict, format_report, run_checker
     from mlperf_llm.submission.errors import SubmissionError
 
-    env = i['env']
+    env, state = i['env'], i['state']
     tree = env.get('CM_MLPERF_SUBMISSION_DIR', '')
     if not tree:
         return {'return': 1, 'error': 'run-mlperf-inference-submission-checker: no tree given: pass '
                 '--submission_dir=DIR (what generate-mlperf-inference-submission wrote)'}
     mode = env.get('CM_MLPERF_EXECUTION_MODE') or None
+    from mlperf_llm.rounds import RoundError, round_for
     try:
-        report = run_checker(tree, env['CM_MLPERF_INFERENCE_VERSION'], env.get('CM_MLPERF_SUBMITTER') or None,
+        version = round_for(env.get('CM_MLPERF_INFERENCE_VERSION', '')).version     # none given: the newest
+    except RoundError as e:
+        return {'return': 1, 'error': f'run-mlperf-inference-submission-checker: {e}'}
+    try:
+        report = run_checker(tree, version, env.get('CM_MLPERF_SUBMITTER') or None,
                              env.get('CM_MLPERF_INFERENCE_SOURCE') or None, workdir=os.getcwd(), mode=mode,
                              extra_args=tuple(shlex.split(env.get('CM_MLPERF_SUBMISSION_CHECKER_EXTRA_ARGS', ''))))
     except SubmissionError as e:
+        state[records.CHECKER] = records.to_state(records.CheckerVerdict(
+            version, 'NOT RUN', reason=str(e)))
         return {'return': 1, 'error': f'run-mlperf-inference-submission-checker: {e}'}
     log = os.path.join(os.getcwd(), 'submission_checker.log')
     with open(log, 'w', encoding='utf-8') as f:
         f.write(report.output)
     print(format_report(report))
     print(f'full checker output: {log}')
+    state[records.CHECKER] = records.to_state(checker_verdict(report, log))
     env['CM_MLPERF_SUBMISSION_CHECKER_LOG'] = log
     env['CM_MLPERF_SUBMISSION_CHECKER_FULL_LENGTH_CHECKS'] = ','.join(report.full_length_checks)
     env['CM_MLPERF_SUBMISSION_CHECKER_VERDICT'] = (

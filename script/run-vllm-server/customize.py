@@ -7,7 +7,7 @@ from mlperf_llm.sysinfo.pyenv import PyEnvError
 from mlperf_llm.vllm import server, service
 from mlperf_llm.vllm.command import ServeConfigError
 from mlperf_llm.vllm.inputs import split_urls
-from mlperf_llm.vllm.install import check_import
+from mlperf_llm.vllm.install import check_device, check_import
 
 
 def _fail(e):
@@ -22,7 +22,7 @@ def preprocess(i):
         if env.get('CM_VLLM_ACTION') == 'stop':
             if not env.get('CM_VLLM_SERVER_RECORD'):
                 return _fail('_stop needs --server_record=PATH (the vllm-server-PORT.json the start printed)')
-            print(server.stop(server.ServerRecord.load(env['CM_VLLM_SERVER_RECORD'])))
+            print(service.stop_record(server.ServerRecord.load(env['CM_VLLM_SERVER_RECORD']), env))
             env['CM_VLLM_START'] = env['CM_VLLM_INSTALL'] = 'no'
             return {'return': 0}
         if split_urls(env.get('CM_VLLM_API_SERVERS')):
@@ -35,6 +35,8 @@ def preprocess(i):
         if env.get('CM_VLLM_PYTHON'):                # --vllm_python: use that vLLM, install nothing
             env['CM_VLLM_VERSION'] = check_import(env['CM_VLLM_PYTHON'])
             env['CM_VLLM_INSTALL'] = 'no'
+        else:                                        # --device names a build this machine can run
+            check_device(env.get('CM_VLLM_DEVICE', ''), env.get('CM_GPU_COUNT'))
     except (ServeConfigError, server.ServerError, PyEnvError) as e:
         return _fail(e)
     return {'return': 0}

@@ -14,8 +14,16 @@ pytestmark = pytest.mark.e2e
 
 CM = os.path.join(os.path.dirname(sys.executable), "cm")
 MODEL = "llama2-70b-99.9"        # the newest round's (v6.1 has only -99.9): the README's command
+ROUND = "6.1"                    # what the run takes for it: the newest round that has MODEL
 MAIN = ["run", "script", "--tags=run-mlperf,inference,_full,_embedded", f"--model={MODEL}",
         "--division=open", "--device=cpu", "--execution_mode=test", "--quiet"]
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# the checks of the official checker no test-mode run can pass (checker.FULL_LENGTH_CHECKS and
+# LoadGen's INVALID): 32 queries, no minimum duration, 211 samples, equal issue off
+TEST_MODE_CHECKS = {"min_duration", "min_query_count", "offline_samples_per_query", "performance_sample_count",
+                    "accuracy_covers_dataset", "early_stopping", "equal_issue", "result_valid"}
 
 
 def inference_source_newest():
@@ -55,7 +63,10 @@ def test_results_accuracy_and_compliance(first):
     base = results / MODEL
     for scenario in ("Offline", "Server"):
         summary = (base / scenario / "performance" / "run_1" / "mlperf_log_summary.txt").read_text()
-        assert "Result is : VALID" in summary or "Result is : INVALID" in summary
+        if scenario == "Offline":    # test mode: no minimum duration, 32 samples issued as asked
+            assert "Result is : VALID" in summary, summary[:800]
+        else:   # 32 queries never satisfy Server's early stopping (~459 needed), on any host
+            assert "Result is : INVALID" in summary and "Early stopping satisfied: NO" in summary, summary[:800]
         acc = base / scenario / "accuracy"
         assert (acc / "mlperf_log_accuracy.json").is_file()
         assert re.search(r"'rouge1':\s*[\d.]+", (acc / "accuracy.txt").read_text())
@@ -70,18 +81,73 @@ def test_submission_tree_and_pages(first):
     assert list(submission.glob("open/*/systems/*.json"))
     pages = list(submission.rglob("summary.html"))
     assert pages and "<table" in pages[0].read_text()
-    if SRC:      # the official checker ran on the tree
-        assert "Official submission checker:" in out
-        assert "Verdict: PASS except the full-length checks above (test mode)" in out, out[-4000:]
-    else:        # it could not run: the run says why and how to give it a checkout
-        assert "--inference_src=DIR" in out
+    # no --submitter: the tree carries the placeholder, and says so where a reader looks
+    assert [p.name for p in (submission / "open").iterdir()] == ["SUBMITTER-NOT-GIVEN"]
+    assert 'id="placeholder"' in pages[0].read_text()
+    assert "SUBMITTER-NOT-GIVEN is a placeholder" in (submission / "README.md").read_text()
+    assert list(submission.parent.glob("mlperf_submission_SUBMITTER-NOT-GIVEN.tar.gz"))
+    # the official checker ran on the tree (from SRC, or a checkout the run cloned), its verdict is
+    # printed and its whole output kept; the only errors are checks no test-mode run can pass
+    assert "Official submission checker:" in out, "the checker did not run (no inference source: set " \
+        "CM_MLPERF_INFERENCE_SOURCE or keep ../shared beside the clone)\n" + out[-4000:]
+    report = out[out.index("Official submission checker:"):]
+    assert "Verdict: PASS except the full-length checks above (test mode)" in report, report[-4000:]
+    block = report[report.index("Checks only a full-length run can pass"):report.index("Verdict:")]
+    assert "\nErrors:" not in block, block
+    checks = set(re.findall(r"^  - (\w+): passes when the run", block, re.M))
+    assert "min_duration" in checks and checks <= TEST_MODE_CHECKS, checks
+    log = re.search(r"full checker output: (\S+)", report).group(1)
+    assert "SUMMARY" in open(log).read()
+
+
+CONDITIONS = {"latency bounds not met": "Performance constraints satisfied", "min duration not met": "Min duration satisfied",
+              "min queries not met": "Min queries satisfied", "early stopping not met": "Early stopping satisfied"}
+
+
+def closing_screen(out: str) -> str:
+    start = out.rindex(f"\nMLPerf Inference v{ROUND} {MODEL} (open division, test run)")
+    return out[start:out.index("=" * 72, start)]
+
+
+def test_the_last_screen_shows_every_verdict_and_why(first):
+    """The closing summary (built from the steps' typed results): each test's verdict and, when
+    INVALID, LoadGen's reason, which its own summary confirms; ROUGE and tokens per sample against
+    the targets; TEST06; the checker's verdict; paths that exist."""
+    out, results, submission, _ = first
+    screen = closing_screen(out)
+    tests = re.findall(r"^  (Offline|Server) +performance (VALID|INVALID)\b.*\n(?:      p99.*\n)?(?:      INVALID: (.*))?",
+                       screen, re.M)
+    assert sorted(t[0] for t in tests) == ["Offline", "Server"], screen
+    for scenario, verdict, why in tests:
+        summary = (results / MODEL / scenario / "performance" / "run_1" / "mlperf_log_summary.txt").read_text()
+        assert f"Result is : {verdict}" in summary
+        if verdict == "INVALID":
+            named = [c for c in CONDITIONS if why.startswith(c) or f"; {c}" in why]
+            assert named, f"{scenario}: no reason on the screen: {why!r}"
+            for c in named:
+                assert re.search(rf"{CONDITIONS[c]}\s*:\s*NO", summary), (c, summary)
+    for scenario in ("Offline", "Server"):
+        assert re.search(rf"^  {scenario} +PASS against {re.escape(MODEL)}'s targets \(Required accuracy \(embedded reference "
+                         r"answers of the same 32 samples x0\.999?\)\), 32 samples\n      ROUGE-1 [\d.]+ >= [\d.]+, "
+                         r"ROUGE-2 [\d.]+ >= [\d.]+, ROUGE-L [\d.]+ >= [\d.]+, tokens/sample [\d.]+ in \[", screen, re.M)
+    assert re.search(r"^  Offline +PASS \(EOS ok, sample length ok; first token not checked for Offline", screen, re.M)
+    assert re.search(r"^  Server +PASS \(first token ok, EOS ok, sample length ok", screen, re.M)
+    if SRC:
+        assert f"Submission checker (official, v{ROUND}): PASS except the checks only a full-length run can pass" in screen
+        assert os.path.isfile(re.search(r"full output: (\S+)", screen).group(1))
+    else:        # its inference source step failed (the reason is printed above), or it says why it did not run
+        assert ("Submission checker: no verdict (the step failed before it ran the checker" in screen
+                or f"Submission checker (official, v{ROUND}): NOT RUN: " in screen), screen
+    assert re.search(rf"^Submission: {re.escape(str(submission))} \(submitter .+, round v?{re.escape(ROUND)}\)$", screen, re.M), screen
+    for label in ("tarball", "summary page"):
+        assert os.path.isfile(re.search(rf"^  {label}: (\S+)", screen, re.M).group(1)), label
 
 
 def test_test_mode_accuracy_covers_test_query_count_samples_judged_on_the_same(first):
     out, results, _, _ = first
     assert "Offline accuracy: the first 32 of 211 samples" in out
     assert "Server accuracy: the first 32 of 211 samples" in out
-    assert out.count("llama2-70b-99: PASS") >= 2
+    assert out.count(f"{MODEL}: PASS") >= 2
     assert "Required accuracy (embedded reference answers of the same 32 samples x0.99)" in out
 
 

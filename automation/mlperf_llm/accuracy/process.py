@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from ..outcomes import AccuracyVerdict, MetricCheck, TargetCheck, Test06Verdict
 from .evaluate import AccuracyResult, EvaluationError, evaluate, load_tokenizer
 from .report import write_accuracy_txt, write_result_json
 from .splitter import get_splitter
@@ -129,6 +130,19 @@ def _embedded_subset(req: AccuracyRequest, log: str, splitter):
     return len(idx), metrics
 
 
+def accuracy_verdict(outcome: AccuracyOutcome) -> AccuracyVerdict:
+    """The typed verdict for `state` (mlperf_llm.outcomes): the numbers, each target set's checks."""
+    r = outcome.result
+    return AccuracyVerdict(
+        scenario=os.path.basename(os.path.dirname(os.path.normpath(outcome.directory))),
+        directory=outcome.directory, samples=r.gen_num, rouge1=r.rouge1, rouge2=r.rouge2,
+        rougeL=r.rougeL, tokens_per_sample=r.tokens_per_sample,
+        targets=tuple(TargetCheck(v.model, v.label, v.passed,
+                                  tuple(MetricCheck(m.metric, m.value, m.minimum, m.maximum, m.passed)
+                                        for m in v.metrics))
+                      for v in outcome.verdicts))
+
+
 def describe(outcome: AccuracyOutcome) -> List[str]:
     r = outcome.result
     lines = [f"{outcome.directory}:", f"  sentence splitter: {r.sentence_splitter}",
@@ -168,3 +182,11 @@ def verify_test06(req: Test06Request) -> List[Test06Outcome]:
         test_dir = write_verification(result, log, base)
         outcomes.append(Test06Outcome(scenario, test_dir, result, result.text().splitlines()))
     return outcomes
+
+
+def test06_verdict(outcome: Test06Outcome) -> Test06Verdict:
+    """The typed verdict for `state` (mlperf_llm.outcomes)."""
+    r = outcome.result
+    return Test06Verdict(scenario=outcome.scenario, status="PASS" if r.passed else "FAIL",
+                         directory=outcome.test_dir, first_token=r.first_token, eos=r.eos,
+                         sample_length=r.sample_length, samples=r.samples, problems=tuple(r.problems[:5]))

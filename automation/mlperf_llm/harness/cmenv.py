@@ -6,6 +6,7 @@ import json
 import os
 import sys
 
+from ..outcomes import TestOutcome
 from .driver import HarnessInputError, HarnessRequest, RunOutcome
 
 SCENARIO_NAMES = {"offline": "Offline", "server": "Server", "interactive": "Interactive"}
@@ -121,3 +122,44 @@ def derived_targets_env(results_dir: str) -> dict[str, str]:
     return {f"CM_MLPERF_LOADGEN_{scenario.upper()}_TARGET_QPS": f"{t['target_qps']:g}"
             for scenario, t in used.items()
             if t.get("target_qps") is not None and t.get("source") not in ("given", None)}
+
+
+def _targets_used(results_dir: str) -> dict:
+    try:
+        with open(os.path.join(results_dir, "targets.json"), encoding="utf-8") as f:
+            used = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return used if isinstance(used, dict) else {}
+
+
+def _ms(ns) -> float | None:
+    return None if ns is None else float(ns) / 1e6
+
+
+def outcome_records(req: HarnessRequest, outcomes: list[RunOutcome]) -> list[TestOutcome]:
+    """The typed result of each test, for `state` (mlperf_llm.outcomes): LoadGen's verdict and
+    the conditions it failed, the reported metric, p99 latencies against their bounds, the target
+    and where it came from (targets.json)."""
+    used = _targets_used(req.results_dir)
+    out = []
+    for o in outcomes:
+        s = o.summary
+        reasons = [r for r in o.reasons if not r.startswith("LoadGen result is ")] or list(o.reasons)
+        perf = o.mode != "accuracy"
+        source = (used.get(o.scenario) or {}).get("source", "") if perf else ""
+        flag = f"--{o.scenario.lower()}_target_qps"
+        out.append(TestOutcome(
+            model=req.model, scenario=o.scenario, mode=o.mode, verdict=o.verdict, directory=o.directory,
+            reasons=tuple(reasons),
+            metric=s.get("tokens_per_second") if o.mode == "performance" else None,
+            unit="tokens/s" if o.mode == "performance" and s.get("tokens_per_second") is not None else "",
+            samples_per_second=s.get("samples_per_second") if perf else None,
+            queries=s.get("queries"),
+            ttft_p99_ms=_ms(s.get("ttft_p99_ns")) if perf else None,
+            tpot_p99_ms=_ms(s.get("tpot_p99_ns")) if perf else None,
+            ttft_limit_ms=_ms(s.get("ttft_limit_ns")) if perf else None,
+            tpot_limit_ms=_ms(s.get("tpot_limit_ns")) if perf else None,
+            target_qps=s.get("target_qps") if perf else None,
+            target_source=f"given as {flag}" if source == "given" else source))
+    return out

@@ -136,7 +136,7 @@ class RunOutcome:
         perf = ""
         if self.mode == "performance" and s.get("tokens_per_second") is not None:
             perf = f" {s.get('samples_per_second')} samples/s, {s.get('tokens_per_second')} tokens/s"
-        why = f" ({'; '.join(self.reasons[:2])})" if self.reasons else ""
+        why = f" ({'; '.join(self.reasons[:4])})" if self.reasons else ""
         return f"{self.scenario:<11} {self.mode:<11} {self.verdict:<7}{perf}{why}\n    {self.directory}"
 
 

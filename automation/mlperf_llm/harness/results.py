@@ -61,6 +61,12 @@ class Summary:
     qsl_rng_seed: int | None = None
     latency_met: bool | None = None     # "Performance constraints satisfied" (Server/Interactive)
     errors: list[str] = field(default_factory=list)
+    # from mlperf_log_detail.txt: why LoadGen said INVALID, and what it judged by
+    invalid_reasons: list[str] = field(default_factory=list)
+    queries: int | None = None          # result_query_count
+    target_qps: float | None = None     # effective_target_qps
+    ttft_limit_ns: float | None = None  # requested_server_ttft_latency (Server, Interactive)
+    tpot_limit_ns: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -108,13 +114,125 @@ def detail_errors(text: str) -> list[str]:
     return out
 
 
+def detail_values(text: str) -> dict:
+    """key -> value of the `:::MLLOG` lines of mlperf_log_detail.txt (the last value of a key wins)."""
+    values = {}
+    for line in text.splitlines():
+        if not line.startswith(":::MLLOG"):
+            continue
+        try:
+            rec = json.loads(line[len(":::MLLOG"):])
+        except ValueError:
+            continue
+        values[rec.get("key")] = rec.get("value")
+    return values
+
+
+_EARLY_STOP = re.compile(r"Processed (\d+) queries\.\s*\*\s*Would need to run at least (\d+) more queries")
+
+
+def _num(values: dict, key: str) -> float | None:
+    try:
+        return float(values[key])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.0f} ms" if ns >= 1e7 else f"{ns / 1e6:.3g} ms"
+
+
+def invalid_reasons(values: dict) -> list[str]:
+    """Why LoadGen said INVALID, one line per unmet condition with the numbers it judged by, from
+    the detail log's values (LoadGen's results.cc: result_*_met, early_stopping_*)."""
+    out = []
+    if values.get("result_perf_constraints_met") is False:
+        parts = []
+        for what, key, bound in (("TTFT", "result_first_token_99.00_percentile_latency_ns", "requested_server_ttft_latency"),
+                                 ("TPOT", "result_time_per_output_token_99.00_percentile_ns", "requested_server_tpot_latency")):
+            v, b = _num(values, key), _num(values, bound)
+            if v is not None and b is not None:
+                parts.append(f"p99 {what} {_ms(v)} {'>' if v > b else '<='} {_ms(b)}")
+        out.append("latency bounds not met" + (f": {', '.join(parts)}" if parts else ""))
+    if values.get("result_min_duration_met") is False:
+        offline = values.get("effective_scenario") == "Offline"
+        lasted = _num(values, "result_max_latency_ns" if offline else "generated_query_duration")
+        need = _num(values, "effective_min_duration_ms")
+        what = "the test lasted" if offline else "its queries were scheduled over"
+        out.append("min duration not met" + (f": {what} {lasted / 1e9:.3g} s" if lasted is not None else "")
+                   + (f", LoadGen's min_duration is {need / 1e3:g} s" if need is not None else ""))
+    if values.get("result_min_queries_met") is False:
+        q, per = _num(values, "result_query_count"), _num(values, "generated_samples_per_query") or 1
+        need_q, need_s = _num(values, "effective_min_query_count"), _num(values, "effective_min_sample_count")
+        out.append("min queries not met" + (f": {q:.0f} queries ({q * per:.0f} samples) issued" if q is not None else "")
+                   + (f", LoadGen requires {need_q:.0f} queries and {need_s:.0f} samples"
+                      if need_q is not None and need_s is not None else ""))
+    if values.get("early_stopping_met") is False:
+        found = []
+        for what, key in (("TTFT", "early_stopping_ttft_result"), ("TPOT", "early_stopping_tpot_result"),
+                          ("latency", "early_stopping_result")):
+            m = _EARLY_STOP.search(str(values.get(key) or ""))
+            if m:
+                done, more = int(m.group(1)), int(m.group(2))
+                found.append(f"{done} queries processed, at least {done + more} needed ({what})")
+        out.append("early stopping not met" + (f": {'; '.join(found)}" if found else ""))
+    return out
+
+
+_SUMMARY_VALUES = {   # a line of mlperf_log_summary.txt -> the detail log's key for the same value
+    "result_perf_constraints_met": r"^\s*Performance constraints satisfied\s*:\s*(\S+)",
+    "result_min_duration_met": r"^\s*Min duration satisfied\s*:\s*(\S+)",
+    "result_min_queries_met": r"^\s*Min queries satisfied\s*:\s*(\S+)",
+    "early_stopping_met": r"^\s*Early stopping satisfied\s*:\s*(\S+)",
+    "result_first_token_99.00_percentile_latency_ns": r"^99\.00 percentile first token latency \(ns\)\s*:\s*(\S+)",
+    "result_time_per_output_token_99.00_percentile_ns": r"^99\.00 percentile time to output token \(ns\)\s*:\s*(\S+)",
+    "requested_server_ttft_latency": r"^ttft_latency \(ns\)\s*:\s*(\S+)",
+    "requested_server_tpot_latency": r"^tpot_latency \(ns\)\s*:\s*(\S+)",
+    "result_max_latency_ns": r"^Max latency \(ns\)\s*:\s*(\S+)",
+    "effective_min_duration_ms": r"^min_duration \(ms\)\s*:\s*(\S+)",
+    "effective_min_query_count": r"^min_query_count\s*:\s*(\S+)",
+    "effective_target_qps": r"^target_qps\s*:\s*(\S+)",
+    "effective_scenario": r"^Scenario\s*:\s*(\S+)",
+}
+
+
+def summary_values(text: str) -> dict:
+    """The values `invalid_reasons` reads, from mlperf_log_summary.txt (for a test whose detail log
+    is missing): the same keys as the detail log's."""
+    values = {}
+    for key, rx in _SUMMARY_VALUES.items():
+        m = re.search(rx, text, re.M)
+        if m:
+            v = m.group(1)
+            values[key] = {"yes": True, "no": False}.get(v.lower(), v)
+    if values.get("effective_scenario") == "Offline":     # listed, but only Server-like tests have them
+        values.pop("requested_server_ttft_latency", None)
+        values.pop("requested_server_tpot_latency", None)
+    for what in ("TTFT", "TPOT"):
+        m = re.search(rf"^{what} Early Stopping Result:\n(.*?)(?=^\S|\Z)", text, re.M | re.S)
+        if m:
+            values[f"early_stopping_{what.lower()}_result"] = m.group(1)
+    return values
+
+
 def read_summary(directory: Path) -> Summary:
     s = Summary()
     summ, detail = directory / "mlperf_log_summary.txt", directory / "mlperf_log_detail.txt"
-    if summ.exists():
-        s = parse_summary(summ.read_text(errors="replace"))
+    text = summ.read_text(errors="replace") if summ.exists() else ""
+    if text:
+        s = parse_summary(text)
+    values = {}
     if detail.exists():
-        s.errors = detail_errors(detail.read_text(errors="replace"))
+        detail_text = detail.read_text(errors="replace")
+        s.errors = detail_errors(detail_text)
+        values = detail_values(detail_text)
+    values = values or summary_values(text)
+    if s.result == "INVALID":
+        s.invalid_reasons = invalid_reasons(values)
+    s.queries = int(values["result_query_count"]) if _num(values, "result_query_count") is not None else None
+    s.target_qps = _num(values, "effective_target_qps")
+    s.ttft_limit_ns = _num(values, "requested_server_ttft_latency")
+    s.tpot_limit_ns = _num(values, "requested_server_tpot_latency")
     return s
 
 
@@ -163,5 +281,5 @@ def verdict(status: HarnessStatus | None, summary: Summary, expected_seed: int |
         reasons.append(f"qsl_rng_seed {summary.qsl_rng_seed} is not this round's {expected_seed}: "
                        "install the round's pinned mlcommons-loadgen")
     if summary.result != "VALID":
-        reasons.insert(0, f"LoadGen result is {summary.result}")
+        reasons[:0] = [f"LoadGen result is {summary.result}"] + summary.invalid_reasons
     return ("INVALID" if reasons else "VALID"), reasons

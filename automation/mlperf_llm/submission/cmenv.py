@@ -12,7 +12,7 @@ import shlex
 import sys
 
 from .errors import SubmissionError
-from .inputs import Metadata, load_json
+from .inputs import Metadata, load_json, resolve_submitter
 
 ENV_FIELDS = {
     "CM_MLPERF_SUBMITTER": "submitter",
@@ -47,11 +47,13 @@ VERSION_ENV = {"CM_VLLM_VERSION": "vLLM", "CM_TORCH_VERSION": "torch", "CM_TRANS
 
 
 def reproducing_command(argv: list | None = None) -> str:
-    """The command line that started this process, as the user typed it (`cm run script ...`)."""
-    argv = list(argv if argv is not None else sys.argv)
-    if argv:
-        argv[0] = os.path.basename(argv[0])
-    return " ".join(shlex.quote(a) for a in argv)
+    """The command line that started this process (`cm run script ...`) as another machine can paste
+    it: options whose value is a path of this machine are left out (named in a trailing comment),
+    so the defaults or the other machine's own folders apply. The exact argv is in the record."""
+    from ..reproduce.capture import portable_argv
+    portable, dropped = portable_argv(list(argv if argv is not None else sys.argv))
+    text = " ".join(shlex.quote(a) for a in portable)
+    return text + (f"   # left out (paths of the submitting machine): {', '.join(dropped)}" if dropped else "")
 
 
 def host_platform() -> dict:
@@ -79,6 +81,9 @@ def metadata_from_env(env: dict) -> Metadata:
     data["quantization"] = q
     server_env = sorted((k[len("CM_VLLM_SERVER_ENV_"):], v) for k, v in env.items()
                         if k.startswith("CM_VLLM_SERVER_ENV_"))
+    if data.get("vllm_serve_command"):      # no folder of the submitting machine in what others read
+        from ..reproduce.capture import portable_text
+        data["vllm_serve_command"] = portable_text(data["vllm_serve_command"])
     if server_env and data.get("vllm_serve_command") and env.get("CM_VLLM_SERVER_COMMAND"):
         # the variables the server started with (threads, KV cache, one process) belong to its command
         data["vllm_serve_command"] = " ".join(f"{k}={shlex.quote(v)}" for k, v in server_env) \
@@ -93,8 +98,8 @@ def metadata_from_env(env: dict) -> Metadata:
         parts = [env["CM_HW_NAME"], data.get("implementation", "reference"), data.get("device", "cpu"),
                  data.get("framework", "vllm")]
         data["system_name"] = "-".join(p.replace(" ", "_") for p in parts)
-    if not data.get("submitter"):
-        raise SubmissionError("submitter", "is not given", "pass --submitter=ORG (no spaces)")
+    data["submitter"] = resolve_submitter(data.get("submitter"), data.get("division", "open"),
+                                          data.get("execution_mode", "test"))
     return Metadata.from_dict(data, "inputs")
 
 
@@ -104,3 +109,14 @@ def sut_desc_path(env: dict) -> str:
         raise SubmissionError("SUT description", "is not given",
                               "pass --sut_desc=<hw_name>.json or let get-mlperf-inference-sut-description write it")
     return path
+
+
+def submission_outcome(report, meta: Metadata, tarball=None):
+    """The typed record of a built submission for `state` (mlperf_llm.outcomes.SubmissionOutcome):
+    the tree, summary.html, the tarball, the warnings and each result as written."""
+    from ..outcomes import SubmissionOutcome, SubmittedResult
+    return SubmissionOutcome(
+        directory=report.submission_dir, summary_html=report.summary_html, submitter=meta.submitter,
+        round=meta.round, tarball=tarball.path if tarball else "", tarball_sha1=tarball.sha1 if tarball else "",
+        warnings=tuple(report.warnings),
+        results=tuple(SubmittedResult(r.model, r.scenario, r.value, r.unit, r.valid) for r in report.results))

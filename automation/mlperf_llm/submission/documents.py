@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from .inputs import Metadata
+from .inputs import Metadata, placeholder_note
 from .quantization import method_lines, scheme_of
 from .results import ScenarioResult, targets_for
 from .spec import SCENARIO_ORDER
@@ -121,6 +121,7 @@ def render_summary_html(meta: Metadata, system: dict, results: list[ScenarioResu
         notes += [f"{r.model} {r.scenario}: {n}" for n in r.notes]
     return _ENV.get_template("summary.html.j2").render(
         round=meta.round, year=datetime.date.today().year, submitter=meta.submitter, system=system,
+        placeholder=placeholder_note(meta.submitter),
         category=meta.category, division=meta.division, availability=meta.availability or system.get("status", ""),
         system_groups=system_groups(system), scenarios=scenarios, rows=rows, notes=notes)
 
@@ -131,6 +132,7 @@ def render_submission_readme(meta: Metadata, system: dict, results: list[Scenari
     _, label = targets_for(meta, results[0].model)
     return _ENV.get_template("submission_readme.md.j2").render(
         round=meta.round, submitter=meta.submitter, division=meta.division, category=meta.category,
+        placeholder=placeholder_note(meta.submitter),
         system_name=meta.system_name, system_title=system.get("system_name", ""),
         execution_mode=meta.execution_mode, table=table, targets_label=label,
         targets_text=_target_text(meta, results[0].model))

@@ -20,6 +20,30 @@ from ..sysinfo.sut import MEANINGFUL_FIELDS, REQUIRED_FIELDS, VALID_STATUS, VALI
 from .errors import SubmissionError
 from .spec import MODELS, SCENARIO_ORDER
 
+PLACEHOLDER_SUBMITTER = "SUBMITTER-NOT-GIVEN"   # the name of a tree whose submitter was not given
+
+
+def resolve_submitter(given: str | None, division: str, execution_mode: str) -> str:
+    """The submitter a tree is named after. Not given: refused for a closed-division or valid-mode
+    run (a submission names its submitter in its folder, tarball and systems JSON); an open test run
+    gets PLACEHOLDER_SUBMITTER, which every document of the tree marks as a placeholder."""
+    if given:
+        return given
+    if division == "closed" or execution_mode == "valid":
+        raise SubmissionError("--submitter", f"is not given; a {execution_mode}-mode run in the {division} division "
+                              "is a submission, named after its submitter (its folder, tarball and systems JSON)",
+                              "pass --submitter=ORG (letters, digits, _ or -)")
+    return PLACEHOLDER_SUBMITTER
+
+
+def placeholder_note(submitter: str) -> str:
+    """What a document of the tree says when the submitter is the placeholder ('' otherwise)."""
+    if submitter != PLACEHOLDER_SUBMITTER:
+        return ""
+    return (f"submitter not given: {PLACEHOLDER_SUBMITTER} is a placeholder, not a submitter; rerun with "
+            "--submitter=ORG to name the tree, its tarball and its systems JSON")
+
+
 @dataclass
 class Quantization:
     scheme: str = "none"            # none | fp8 | gptq-w4a16 | int8-w8a8

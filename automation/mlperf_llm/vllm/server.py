@@ -3,8 +3,11 @@
 start() refuses a taken port, launches the command in its own process group with output going to a
 log file, and returns a `ServerProcess`; wait_ready() polls `/health` then `/v1/models` with progress,
 noticing an early death (its exit code and the log's tail go into the error); stop() sends SIGTERM to
-the whole group and SIGKILL after a grace period. A `ServerRecord` (JSON) lets a later process stop a
-server it did not start, guarded against PID reuse. check_existing() vets `--api_server` URLs.
+the whole group and SIGKILL after a short grace period (STOP_GRACE_S: during an interrupted benchmark
+vLLM was seen still running 30 s after SIGTERM, issue 20). A `ServerRecord` (JSON) lets a later process
+stop a server it did not start, guarded against PID reuse; it names the run that owns the server
+(its pid and start time) so that a server left by a run that was killed can be told apart
+(records.py). check_existing() vets `--api_server` URLs.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from ..files import write_json_atomic
 from .command import redact, shell_command
 
 LOG_TAIL_LINES = 40
+STOP_GRACE_S = 5.0
 
 
 class ServerError(RuntimeError):
@@ -57,6 +61,25 @@ class ServerRecord:
     model_name: str
     log_path: str
     argv: list[str] = field(default_factory=list)
+    owner_pid: int | None = None          # the process (the `cm` run) that started the server
+    owner_start_ticks: int | None = None  # its start time: a reused PID is not the owner
+    owner_uid: int | None = None
+    started_at: float = 0.0               # time.time() at the start
+    keep: bool = False                    # --keep_server: meant to outlive its run
+
+    def owner_alive(self) -> bool:
+        """True while the run that started the server still runs (same PID, same start time)."""
+        if self.owner_pid is None:
+            return False
+        ticks = _proc_start_ticks(self.owner_pid)
+        return ticks is not None and (self.owner_start_ticks is None or ticks == self.owner_start_ticks)
+
+    def server_alive(self) -> bool:
+        """True while the server's process (the same one: start time checked) or its group runs."""
+        ticks = _proc_start_ticks(self.pid)
+        if ticks is not None and self.start_ticks is not None and ticks != self.start_ticks:
+            return False
+        return _group_alive(self.pgid)
 
     def save(self, path: str | Path) -> None:
         write_json_atomic(str(path), asdict(self))
@@ -71,6 +94,16 @@ class ServerRecord:
 
 
 # ---------------------------------------------------------------- helpers
+
+def log_since(path: str | Path, offset: int) -> str:
+    """What was appended to a log from byte `offset` on ('' if unreadable)."""
+    try:
+        with open(path, 'rb') as f:
+            f.seek(offset)
+            return f.read().decode('utf-8', 'replace')
+    except OSError:
+        return ''
+
 
 def log_tail(path: str | Path, lines: int = LOG_TAIL_LINES) -> str:
     try:
@@ -182,10 +215,14 @@ class ServerProcess:
         while True:
             code = self.returncode()
             if code is not None:
+                tail = log_tail(self.record.log_path)
+                killed = ('\nA process of the server was killed by SIGKILL: on Linux usually the kernel\'s OOM '
+                          'killer (see dmesg); give the KV cache less memory (--kv_cache_space=GiB).'
+                          if code == -9 or ': -9}' in tail else '')
                 raise EarlyExitError(
                     f'vLLM server exited with code {code} after {time.monotonic() - t0:.0f} s, before it was ready.\n'
                     f'Command: {shell_command(redact(self.record.argv))}\n'
-                    f'Last lines of {self.record.log_path}:\n{log_tail(self.record.log_path)}')
+                    f'Last lines of {self.record.log_path}:\n{tail}{killed}')
             reason = probe(self.url, self.record.model_name, api_key, timeout=min(5.0, interval_s * 5))
             now = time.monotonic()
             if reason is None:
@@ -202,7 +239,7 @@ class ServerProcess:
                 next_report = now + progress_every_s
             time.sleep(interval_s)
 
-    def stop(self, grace_s: float = 30.0) -> str:
+    def stop(self, grace_s: float = STOP_GRACE_S) -> str:
         return stop(self.record, grace_s, popen=self.popen)
 
 
@@ -229,7 +266,8 @@ def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: s
         url_host = '127.0.0.1'
     record = ServerRecord(pid=popen.pid, pgid=popen.pid, start_ticks=_proc_start_ticks(popen.pid),
                           url=f'http://{url_host}:{port}', model_name=model_name, log_path=str(log_path),
-                          argv=redact(argv))
+                          argv=redact(argv), owner_pid=os.getpid(), owner_start_ticks=_proc_start_ticks(os.getpid()),
+                          owner_uid=os.getuid() if hasattr(os, 'getuid') else None, started_at=time.time())
     return ServerProcess(popen, record)
 
 
@@ -275,7 +313,7 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def stop(record: ServerRecord, grace_s: float = 30.0, popen: subprocess.Popen | None = None) -> str:
+def stop(record: ServerRecord, grace_s: float = STOP_GRACE_S, popen: subprocess.Popen | None = None) -> str:
     """SIGTERM the server's process group, SIGKILL what is left after grace_s. Returns what happened."""
     if popen is None:
         ticks = _proc_start_ticks(record.pid)
@@ -302,7 +340,7 @@ def stop(record: ServerRecord, grace_s: float = 30.0, popen: subprocess.Popen | 
             popen.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-    return f'server pid {record.pid} killed (SIGKILL after {grace_s:.0f} s)'
+    return f'server pid {record.pid} killed (SIGKILL after {grace_s:g} s)'
 
 
 # ---------------------------------------------------------------- servers that already run

@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from . import server, tuning
-from .command import ServeConfig, api_server_argv, ray_guidance, redact, server_env, shell_command
+from . import memory, records, server, tuning
+from .command import ServeConfig, ServeConfigError, api_server_argv, ray_guidance, redact, server_env, shell_command
 from .inputs import config_from_env, parse_bool, run_options_from_env
 
 DEFAULT_HOST = '127.0.0.1'
@@ -31,9 +31,22 @@ def _workload(env: dict, cfg: ServeConfig) -> tuning.Workload:
         concurrency = int(text)
     except ValueError:
         raise server.ServerError(f'CM_VLLM_EXPECTED_CONCURRENCY={text!r} is not an integer') from None
+    ranks = (cfg.tensor_parallel_size or 1) * (cfg.pipeline_parallel_size or 1)
     return tuning.Workload(concurrency=concurrency, max_model_len=cfg.max_model_len, dtype=cfg.dtype,
-                           single_process_ok=(cfg.tensor_parallel_size or 1) == 1
-                           and (cfg.pipeline_parallel_size or 1) == 1 and not cfg.distributed_executor_backend)
+                           single_process_ok=ranks == 1 and not cfg.distributed_executor_backend,
+                           ranks=ranks,
+                           threads_bind=env.get('VLLM_CPU_OMP_THREADS_BIND') or os.environ.get('VLLM_CPU_OMP_THREADS_BIND'))
+
+
+def kv_cache_space(env: dict) -> str | None:
+    """--kv_cache_space=GiB (CM_VLLM_KV_CACHE_SPACE): the KV cache size asked for, as VLLM_CPU_KVCACHE_SPACE."""
+    text = (env.get('CM_VLLM_KV_CACHE_SPACE') or '').strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ServeConfigError(f'kv_cache_space={text!r} is not a whole number of GiB >= 1; e.g. --kv_cache_space=4 '
+                               '(leave it out to size the KV cache from the memory of the NUMA node vLLM uses)')
+    return text
 
 
 def prepare(env: dict, log: Callable[[str], None] = print,
@@ -45,12 +58,16 @@ def prepare(env: dict, log: Callable[[str], None] = print,
     if cfg.host is None or cfg.port is None:
         cfg = replace(cfg, host=cfg.host or DEFAULT_HOST, port=cfg.port or DEFAULT_PORT)
     added = {}
+    asked_kv = kv_cache_space(env)
+    if asked_kv and machine_is_cpu(env):
+        added['VLLM_CPU_KVCACHE_SPACE'] = asked_kv
     if tune and parse_bool('CM_VLLM_TUNE', env.get('CM_VLLM_TUNE'), default=True):
         gpus = env.get('CM_GPU_COUNT') or '0'
         machine = tuning.detect_machine(gpus=int(gpus) if gpus.isdigit() else 0)
         chosen = tuning.choose(machine, tuning.model_shape(cfg.model), _workload(env, cfg))
-        cfg, added, notes = tuning.apply(cfg, chosen, {**os.environ, **env})
-        log(tuning.describe(cfg, added, chosen, notes))
+        cfg, tuned, notes = tuning.apply(cfg, chosen, {**os.environ, **env, **added})
+        added.update(tuned)
+        log(tuning.describe(cfg, tuned, chosen, notes))
     if machine_is_cpu(env) and cfg.host in ('127.0.0.1', 'localhost'):
         added.setdefault('VLLM_HOST_IP', '127.0.0.1')
     added.update(server_env(cfg))
@@ -97,19 +114,16 @@ def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] =
         log(f'using {len(found)} running server(s) serving {name!r}: {", ".join(s.url for s in found)}')
         return {'CM_VLLM_SERVER_URL': ','.join(s.url for s in found), 'CM_VLLM_SERVER_MODEL_NAME': name,
                 'CM_VLLM_SERVER_STARTED': 'no'}
+    folder = records.records_dir(env)
+    records.reconcile(folder, log)      # servers of runs that were killed: stopped, said
     argv, added, cfg = prepare(with_port(env, log), log)
     work_dir = Path(work_dir)
     log_path = work_dir / f'vllm-server-{cfg.port}.log'
     record_path = work_dir / f'vllm-server-{cfg.port}.json'
+    proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, api_key, log,
+                        lambda r: records.save(folder, replace(r, keep=opts.keep_server)))
+    proc.record = replace(proc.record, keep=opts.keep_server)
     public = {k: v for k, v in added.items() if k != 'VLLM_API_KEY'}
-    log(f'starting: {" ".join(f"{k}={v}" for k, v in sorted(public.items()))} {shell_command(redact(argv))}')
-    proc = server.start(argv, host=cfg.host, port=cfg.port, model_name=expected_name(cfg), log_path=log_path,
-                        env={**os.environ, **added})
-    try:
-        proc.wait_ready(opts.start_timeout_s, api_key=api_key, progress=log)
-    except BaseException:
-        log(proc.stop(grace_s=10))
-        raise
     proc.record.save(record_path)
     return {'CM_VLLM_SERVER_URL': proc.url, 'CM_VLLM_SERVER_MODEL_NAME': expected_name(cfg),
             'CM_VLLM_SERVER_STARTED': 'yes', 'CM_VLLM_SERVER_RECORD': str(record_path),
@@ -117,6 +131,52 @@ def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] =
             'CM_VLLM_SERVER_COMMAND': shell_command(proc.record.argv),
             'CM_VLLM_KEEP_SERVER': 'yes' if opts.keep_server else 'no',
             **{f'CM_VLLM_SERVER_ENV_{k}': v for k, v in public.items()}}
+
+
+def _start_ready(argv, cfg: ServeConfig, added: dict, log_path: Path, timeout_s: float, api_key,
+                 log: Callable[[str], None],
+                 on_start: Callable[[server.ServerRecord], Path] | None = None) -> server.ServerProcess:
+    """Start the server and wait until it answers (on_start records it as soon as its process exists).
+    When vLLM refuses the KV cache size (not enough memory on its NUMA node), retry once with the size it
+    reported available; `added` is updated in place."""
+    for attempt in (1, 2):
+        public = {k: v for k, v in added.items() if k != 'VLLM_API_KEY'}
+        log(f'starting: {" ".join(f"{k}={v}" for k, v in sorted(public.items()))} {shell_command(redact(argv))}')
+        offset = log_path.stat().st_size if log_path.exists() else 0
+        proc = server.start(argv, host=cfg.host, port=cfg.port, model_name=expected_name(cfg), log_path=log_path,
+                            env={**os.environ, **added})
+        saved = on_start(proc.record) if on_start else None
+        try:
+            proc.wait_ready(timeout_s, api_key=api_key, progress=log)
+            return proc
+        except server.EarlyExitError as e:
+            log(proc.stop(grace_s=server.STOP_GRACE_S))
+            if saved:
+                saved.unlink(missing_ok=True)
+            refusal = memory.find_refusal(server.log_since(log_path, offset))
+            if refusal is None and attempt == 2:
+                raise server.ServerError(f'{e}\n(this was the one retry, with VLLM_CPU_KVCACHE_SPACE='
+                                         f'{added["VLLM_CPU_KVCACHE_SPACE"]})') from None
+            if refusal is None:
+                raise
+            gib = refusal.retry_gib()
+            if attempt == 2 or gib < 1:
+                why = ('after one retry with the size vLLM reported available' if attempt == 2 else
+                       'less than 1 GiB is left there, nothing to retry with')
+                raise server.ServerError(
+                    f'{refusal.describe()} ({why}). Free memory on NUMA node {refusal.node} (other processes, '
+                    f'page cache that cannot be dropped), lower --max_num_seqs/--max_model_len, or pass '
+                    f'--kv_cache_space=GiB.\n{e}') from None
+            log(f'{refusal.describe()}: retrying once with VLLM_CPU_KVCACHE_SPACE={gib} (from the '
+                f'{refusal.available_gib:.2f} GiB vLLM reported available: half of what is left after '
+                f'{memory.RUNTIME_GIB} GiB for the runtime, as the first sizing does)')
+            added['VLLM_CPU_KVCACHE_SPACE'] = str(gib)
+        except BaseException:
+            log(proc.stop(grace_s=server.STOP_GRACE_S))
+            if saved:
+                saved.unlink(missing_ok=True)
+            raise
+    raise AssertionError('unreachable')
 
 
 def stop_from_env(env: dict, log: Callable[[str], None] = print) -> str | None:
@@ -129,6 +189,13 @@ def stop_from_env(env: dict, log: Callable[[str], None] = print) -> str | None:
         msg = (f'vLLM server kept running at {record.url} (pid {record.pid}, log {record.log_path}); stop it with '
                f'cm run script --tags=run,vllm-server,_stop --server_record={record_path}')
     else:
-        msg = server.stop(record)
+        msg = stop_record(record, env)
     log(msg)
+    return msg
+
+
+def stop_record(record: server.ServerRecord, env: dict) -> str:
+    """Stop a recorded server and drop it from the records of running servers."""
+    msg = server.stop(record)
+    records.forget(records.records_dir(env), record)
     return msg

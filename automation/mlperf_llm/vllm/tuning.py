@@ -19,7 +19,9 @@ On CPUs the choices are vLLM's CPU backend knobs (docs: "CPU - vLLM", VLLM_CPU_*
   from inference (two: 1.6x tokens/s, ready sooner). The variable is what keeps vLLM's CPU platform
   from replacing `uni` by `mp`.
 - VLLM_CPU_KVCACHE_SPACE (GiB): what max_num_seqs sequences of max_model_len tokens need, capped at half of
-  the memory left after the weights.
+  the memory left after the weights and 2 GiB for the runtime, counted where vLLM checks it: on the NUMA
+  node its inference threads bind to (memory.py), with the page cache and reclaimable slab as free, within
+  the cgroup's limit; the machine's MemAvailable only where the kernel shows no node.
 - dtype: bfloat16 where the CPU has native bf16 (AVX512_BF16 or AMX), else float32.
 - max_num_seqs / max_num_batched_tokens: the whole expected batch is admitted at once and its prefill fits
   one step (decode throughput on CPU grows with the batch).
@@ -33,6 +35,7 @@ import time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from . import memory
 from .command import ServeConfig
 
 GIB = 1024 ** 3
@@ -47,6 +50,9 @@ class Machine:
     flags: frozenset[str]
     gpus: int = 0
     cpus_in_use: float = 0.0      # CPUs' worth of time other processes used just before configuring
+    nodes: tuple[memory.NodeMemory, ...] = ()     # NUMA nodes with their memory; () = none shown
+    mems_allowed: tuple[int, ...] | None = None     # this process's Mems_allowed_list
+    cgroup_available: int | None = None             # bytes left under the cgroup's limit (None: no limit)
 
     @property
     def busy(self) -> bool:
@@ -79,6 +85,8 @@ class Workload:
     prompt_tokens: int = 1024
     dtype: str | None = None          # the dtype the user chose, if any (the KV cache is sized for it)
     single_process_ok: bool = True    # no tensor/pipeline parallelism asked for
+    ranks: int = 1                    # CPU workers (tensor x pipeline parallel): each checks its own node
+    threads_bind: str | None = None   # VLLM_CPU_OMP_THREADS_BIND as the user set it (it decides the node)
 
 
 @dataclass(frozen=True)
@@ -135,13 +143,20 @@ def cpus_in_use(cpus, interval_s: float = 0.5, stat: Path = Path('/proc/stat')) 
     return len(cpus) * (b1 - b0) / (t1 - t0) if t1 > t0 else 0.0
 
 
-def detect_machine(gpus: int = 0) -> Machine:
-    cpus = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, 'sched_getaffinity') \
-        else tuple(range(os.cpu_count() or 1))
-    return Machine(cpus=cpus, numa_nodes=_numa_nodes(),
-                   mem_available_bytes=_meminfo_available(Path('/proc/meminfo').read_text()),
-                   flags=_cpuinfo_flags(Path('/proc/cpuinfo').read_text()), gpus=gpus,
-                   cpus_in_use=cpus_in_use(cpus))
+def detect_machine(gpus: int = 0, root: Path = Path('/'), sample_s: float = 0.5) -> Machine:
+    """The machine under `root` (tests pass a folder of recorded files; sample_s=0 skips the CPU sampling)."""
+    root = Path(root)
+    cpus = memory.read_status_list(root, 'Cpus_allowed_list')
+    if cpus is None:
+        cpus = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, 'sched_getaffinity') \
+            else tuple(range(os.cpu_count() or 1))
+    nodes = memory.read_nodes(root)
+    return Machine(cpus=cpus, numa_nodes=len(nodes) or _numa_nodes(root / 'sys/devices/system/node'),
+                   mem_available_bytes=_meminfo_available((root / 'proc/meminfo').read_text()),
+                   flags=_cpuinfo_flags((root / 'proc/cpuinfo').read_text()), gpus=gpus,
+                   cpus_in_use=cpus_in_use(cpus, sample_s, root / 'proc/stat') if sample_s > 0 else 0.0,
+                   nodes=nodes, mems_allowed=memory.read_status_list(root, 'Mems_allowed_list'),
+                   cgroup_available=memory.read_cgroup_available(root))
 
 
 def model_shape(model_dir: str | Path) -> ModelShape | None:
@@ -229,20 +244,47 @@ def choose_cpu(machine: Machine, shape: ModelShape | None, work: Workload) -> Tu
     why.append(f'max_num_seqs {seqs}: the whole expected batch decodes together; max_num_batched_tokens '
                f'{batched}: the prefill of that batch in as few steps as memory allows')
 
+    bind = work.threads_bind or env['VLLM_CPU_OMP_THREADS_BIND']
+    free, where = kv_memory(machine, bind, work.ranks)
     if shape is not None:
-        weights = shape.params * _BYTES.get(dtype, 2)
+        weights = shape.params * _BYTES.get(dtype, 2) // max(1, work.ranks)
         per_token = shape.kv_bytes_per_token(_BYTES.get(dtype, 2))
         need = seqs * max_len * per_token
-        spare = max(0, machine.mem_available_bytes - weights - 2 * GIB)
+        spare = max(0, free - weights - memory.RUNTIME_GIB * GIB)
         gib = max(1, min(math.ceil(need * 1.1 / GIB), int(spare * 0.5 // GIB)))
         why.append(f'KV cache {gib} GiB: {seqs} seqs x {max_len} tokens x {per_token} B/token = '
-                   f'{need / GIB:.2f} GiB needed, {machine.mem_available_bytes / GIB:.1f} GiB free')
+                   f'{need / GIB:.2f} GiB needed, at most half of what is left after {weights / GIB:.2f} GiB of '
+                   f'weights and {memory.RUNTIME_GIB} GiB for the runtime in {where}')
     else:
-        spare = max(0, machine.mem_available_bytes - 4 * GIB)
+        spare = max(0, free - 4 * GIB)
         gib = max(1, int(spare * 0.4 // GIB))
-        why.append(f'KV cache {gib} GiB: 40% of the memory left (model shape unknown)')
+        why.append(f'KV cache {gib} GiB: 40% of what is left after 4 GiB (model shape unknown) in {where}')
     env['VLLM_CPU_KVCACHE_SPACE'] = str(gib)
     return Tuning(env=env, serve=serve, reasons=tuple(why))
+
+
+def kv_memory(machine: Machine, bind: str, ranks: int = 1) -> tuple[int, str]:
+    """(bytes one CPU worker can give its KV cache and weights, where that was counted): the smallest
+    of the nodes the workers check (memory.nodes_checked), within the cgroup's limit."""
+    checked = memory.nodes_checked(bind, machine.nodes, machine.mems_allowed, ranks)
+    machine_text = f'{machine.mem_available_bytes / GIB:.1f} GiB available on the whole machine'
+    if not checked:
+        free = machine.mem_available_bytes
+        where = f'the {machine_text} (the kernel shows no NUMA node)'
+    else:
+        by_id = {n.node: n for n in machine.nodes}
+        node = min((by_id[i] for i in set(checked)), key=lambda n: n.available)
+        free = node.available
+        workers = (f'{ranks} workers bind to node(s) {",".join(map(str, sorted(set(checked))))}'
+                   if ranks > 1 else f'its inference threads bind to ({bind})')
+        where = (f'NUMA node {node.node}, where vLLM checks the KV cache ({workers}): '
+                 f'{node.available / GIB:.1f} GiB available of {node.total / GIB:.1f} GiB (free '
+                 f'{node.free / GIB:.1f} + page cache {node.file_pages / GIB:.1f} + reclaimable slab '
+                 f'{node.slab_reclaimable / GIB:.1f}); {machine_text}')
+    if machine.cgroup_available is not None and machine.cgroup_available < free:
+        free = machine.cgroup_available
+        where += f'; capped by the cgroup\'s limit: {free / GIB:.1f} GiB left under it'
+    return free, where
 
 
 def choose_gpu(machine: Machine, shape: ModelShape | None, work: Workload) -> Tuning:

@@ -217,6 +217,50 @@ def test_state_and_tmp_run_state(tmp_path):
     assert r.run("s")["new_state"] == {"info": {"n": 3}}
 
 
+def test_state_is_the_same_plain_json_run_or_replayed(tmp_path, capsys):
+    """A step's state reaches its caller as the JSON its cache entry replays, on the first run too."""
+    hook = "def preprocess(i):\n    i['state']['info'] = {'pair': (1, 2), 3: 'x'}\n    return {'return': 0}\n"
+    top = ({"tags": ["top"], "cache": False, "deps": [{"tags": "s"}], "new_state_keys": ["info"]},
+           {"customize.py": "def postprocess(i):\n    info = i['state']['info']\n"
+                             "    print('TOP SAW', type(info['pair']).__name__, '3' in info)\n"})
+    r = runner(tmp_path, {"top": top, "s": ({"tags": ["s"], "cache": True, "new_state_keys": ["info"]},
+                                            {"customize.py": hook})})
+    first = r.run("top")
+    assert first["return"] == 0, first
+    assert "TOP SAW list True" in capsys.readouterr().out
+    again = r.run("top")
+    assert again["new_state"] == first["new_state"] == {"info": {"pair": [1, 2], "3": "x"}}
+    assert "TOP SAW list True" in capsys.readouterr().out
+
+
+def test_state_that_is_not_json_is_refused_with_its_step_and_key(tmp_path):
+    hook = "def preprocess(i):\n    i['state']['info'] = object()\n    return {'return': 0}\n"
+    r = runner(tmp_path, {"s": ({"tags": ["s"], "cache": True, "new_state_keys": ["info"]},
+                                {"customize.py": hook})})
+    out = r.run("s")
+    assert out["return"] != 0
+    assert "s: state['info'] cannot be handed on" in out["error"] and "plain JSON" in out["error"]
+    assert not os.path.isdir(tmp_path / "cache" / "entries") or not os.listdir(tmp_path / "cache" / "entries")
+
+
+def test_a_failed_step_hands_its_state_to_a_caller_that_continues_on_error(tmp_path, capsys):
+    """A checker that finds errors fails, and its caller (which goes on without it) still gets
+    the verdict it recorded; a caller that does not continue fails as before."""
+    check = "def preprocess(i):\n    i['state']['verdict'] = {'v': 'FAIL'}\n    return {'return': 1, 'error': '2 errors'}\n"
+    show = "def postprocess(i):\n    print('VERDICT', i['state'].get('verdict'))\n"
+    scripts = {
+        "app": ({"tags": ["app"], "deps": [{"tags": "check", "continue_on_error": True}],
+                 "new_state_keys": ["verdict"]}, {"customize.py": show}),
+        "strict": ({"tags": ["strict"], "deps": [{"tags": "check"}]}, {"customize.py": show}),
+        "check": ({"tags": ["check"], "new_state_keys": ["verdict"]}, {"customize.py": check})}
+    r = runner(tmp_path, scripts)
+    out = r.run("app")
+    assert out["return"] == 0, out
+    assert "VERDICT {'v': 'FAIL'}" in capsys.readouterr().out and out["new_state"] == {"verdict": {"v": "FAIL"}}
+    out = r.run("strict")
+    assert out["return"] != 0 and "check: 2 errors" in out["error"]
+
+
 def test_secret_never_written_to_entry(tmp_path):
     m = {"tags": ["s"], "cache": True, "new_env_keys": ["*"], "input_mapping": {"token": "HF_TOKEN"}}
     r = runner(tmp_path, {"s": m})

@@ -6,6 +6,7 @@ import pytest
 
 from cmengine.registry import Repo
 from enginefixtures import Runner
+from mlperf_llm import outcomes
 from submission_fixtures import FIX, inference_source
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -33,6 +34,10 @@ def test_generate_then_check(runner, tmp_path, capsys):
     assert "cm run script --tags=run-mlperf,inference,_full --quiet" in readme
     printed = capsys.readouterr().out
     assert "llama2-70b-99 Server:" in printed and "submission tree:" in printed
+    sub = outcomes.from_state(r["new_state"], outcomes.SUBMISSION)      # the typed record, for the summary
+    assert (sub.directory, sub.summary_html, sub.tarball) == (str(out), env["CM_MLPERF_SUBMISSION_SUMMARY_HTML"],
+                                                              env["CM_MLPERF_SUBMISSION_TARBALL"])
+    assert {(x.scenario, x.unit) for x in sub.results} >= {("Offline", "Tokens/s"), ("Server", "Tokens/s")}
 
     src, _ = inference_source("v5.1")
     r = runner.run("run,mlperf,inference,submission,checker,_r5.1", submission_dir=str(out),
@@ -43,6 +48,9 @@ def test_generate_then_check(runner, tmp_path, capsys):
     assert "min_duration" in env["CM_MLPERF_SUBMISSION_CHECKER_FULL_LENGTH_CHECKS"].split(",")
     assert "Checks only a full-length run can pass (test mode), by name:" in capsys.readouterr().out
     assert os.path.isfile(env["CM_MLPERF_SUBMISSION_CHECKER_LOG"])
+    verdict = outcomes.from_state(r["new_state"], outcomes.CHECKER)
+    assert (verdict.round, verdict.verdict, verdict.log) == ("v5.1", "PASS-TEST-MODE", env["CM_MLPERF_SUBMISSION_CHECKER_LOG"])
+    assert "min_duration" in verdict.full_length_checks and verdict.error_count == 0
 
 
 def test_generate_without_results_says_what_to_pass(runner):
@@ -54,3 +62,19 @@ def test_checker_on_a_missing_tree(runner, tmp_path):
     src, _ = inference_source("v5.1")
     r = runner.run("run,mlperf,inference,submission,checker,_r5.1", submission_dir=str(tmp_path / "none"), src_path=src)
     assert r["return"] != 0 and "generate-mlperf-inference-submission" in r["error"]
+
+
+def test_a_checker_without_a_tree_records_why_it_did_not_run(tmp_path):
+    """Its caller (the main command runs it with continue_on_error) gets the NOT RUN verdict."""
+    from enginefixtures import make_repo
+    app = ({"tags": ["checker-caller"], "deps": [{"tags": "run,mlperf,inference,submission,checker", "continue_on_error": True}],
+            "new_state_keys": ["mlperf_checker"]}, {})
+    runner = Runner([Repo("cm4mlperf-llm", ROOT), make_repo(str(tmp_path / "repos"), {"checker-caller": app})],
+                    str(tmp_path / "cache"), include_project=True)
+    src, why = inference_source("v5.1")
+    if not src:
+        pytest.skip(why)
+    r = runner.run("checker-caller", env={"CM_MLPERF_SUBMISSION_DIR": str(tmp_path / "none"), "CM_MLPERF_INFERENCE_SRC_PATH": src})
+    assert r["return"] == 0, r.get("error")
+    verdict = outcomes.from_state(r["new_state"], outcomes.CHECKER)
+    assert verdict.verdict == "NOT RUN" and "does not exist" in verdict.reason

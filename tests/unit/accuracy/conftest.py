@@ -1,9 +1,12 @@
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "accuracy" / "golden"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "accuracy"
+GOLDEN = FIXTURES / "golden"
+sys.path.insert(0, str(FIXTURES))       # reference_runner.py
 
 
 @pytest.fixture

@@ -22,6 +22,13 @@ def embedded(tmp_path):
     return samples, str(dataset), answers
 
 
+@pytest.fixture(autouse=True)
+def _score_in_this_process(monkeypatch):
+    """One scoring worker: the unit test stays in this process (the worker pool: tests/integration/accuracy)."""
+    from mlperf_llm.accuracy import scoring
+    monkeypatch.setattr(scoring, "default_workers", lambda: 1)
+
+
 def write_log(path, answers, indices):
     path.write_text(json.dumps([{"seq_id": k, "qsl_idx": i, "data": encode_ids(answers[i]["token_ids"])}
                                 for k, i in enumerate(indices)]))

@@ -6,7 +6,7 @@ import pytest
 
 from mlperf_llm.accuracy import splitter as sp
 
-from accuracy_reference_runner import write_punkt_tab
+from reference_runner import write_punkt_tab
 
 SAMPLES = Path(__file__).resolve().parents[3] / "automation" / "mlperf_llm" / "datasets" / "embedded" / "samples.jsonl"
 ODD = "... ?! -- ()"

@@ -36,6 +36,13 @@ def test_provenance_is_recorded(reference):
     assert reference["tokenizer_parity_with_transformers"] is True
 
 
+@pytest.fixture(autouse=True)
+def _score_in_this_process(monkeypatch):
+    """One scoring worker: the unit test stays in this process (the worker pool: tests/integration/accuracy)."""
+    from mlperf_llm.accuracy import scoring
+    monkeypatch.setattr(scoring, "default_workers", lambda: 1)
+
+
 def test_metrics_recompute_from_the_answers(reference, answers):
     from mlperf_llm.accuracy.evaluate import score_texts
 

@@ -75,3 +75,50 @@ def test_status_roundtrip_and_read_summary(tmp_path):
     assert HarnessStatus.read(tmp_path / "nothing") is None
     (tmp_path / "mlperf_log_summary.txt").write_text((FIX / "offline_valid_summary.txt").read_text())
     assert read_summary(tmp_path).result == "VALID"
+
+
+SUBMISSION_FIX = FIX.parent / "submission"
+
+
+def test_invalid_reasons_name_each_unmet_condition_with_loadgens_numbers():
+    """Real LoadGen 5.1.2 logs (tests/fixtures/submission/results-v5.1): a short Server test fails
+    early stopping, a short Offline test the minimum duration."""
+    run = SUBMISSION_FIX / "results-v5.1" / "llama2-70b-99"
+    server = read_summary(run / "Server" / "performance" / "run_1")
+    assert server.invalid_reasons == ["early stopping not met: 32 queries processed, at least 459 needed (TPOT)"]
+    assert (server.queries, server.target_qps, server.ttft_limit_ns, server.tpot_limit_ns) == (32, 8.0, 2e9, 2e8)
+    offline = read_summary(run / "Offline" / "performance" / "run_1")
+    assert offline.invalid_reasons == ["min duration not met: the test lasted 0.11 s, LoadGen's min_duration is 1 s"]
+    assert offline.ttft_limit_ns is None
+    interactive = read_summary(run / "Interactive" / "performance" / "run_1")
+    assert interactive.ttft_limit_ns == 450e6 and interactive.tpot_limit_ns == 40e6
+    valid = read_summary(SUBMISSION_FIX / "results-v5.1-valid" / "llama2-70b-99" / "Server" / "performance" / "run_1")
+    assert valid.result == "VALID" and valid.invalid_reasons == []
+
+
+def test_invalid_reasons_from_the_summary_when_the_detail_log_is_missing(tmp_path):
+    (tmp_path / "mlperf_log_summary.txt").write_text((FIX / "server_latency_missed_summary.txt").read_text())
+    s = read_summary(tmp_path)
+    assert s.invalid_reasons == ["latency bounds not met: p99 TTFT 713 ms <= 2000 ms, p99 TPOT 240 ms > 200 ms",
+                                 "early stopping not met: 32 queries processed, at least 662 needed (TPOT)"]
+    v, why = verdict(_status(), s, None, "performance")
+    assert v == "INVALID" and why == ["LoadGen result is INVALID"] + s.invalid_reasons
+
+
+def test_invalid_reasons_of_each_condition():
+    from mlperf_llm.harness.results import invalid_reasons
+    assert invalid_reasons({"result_min_queries_met": False, "result_query_count": 1, "generated_samples_per_query": 48,
+                            "effective_min_query_count": 1, "effective_min_sample_count": 24576}) == [
+        "min queries not met: 1 queries (48 samples) issued, LoadGen requires 1 queries and 24576 samples"]
+    assert invalid_reasons({"result_min_duration_met": False, "effective_scenario": "Server",
+                            "generated_query_duration": 3546336556, "effective_min_duration_ms": 600000}) == [
+        "min duration not met: its queries were scheduled over 3.55 s, LoadGen's min_duration is 600 s"]
+    assert invalid_reasons({"early_stopping_met": False}) == ["early stopping not met"]
+    assert invalid_reasons({"result_validity": "VALID", "early_stopping_met": True}) == []
+
+
+def test_invalid_reasons_of_a_real_test_that_missed_both_latency_bounds():
+    s = read_summary(FIX / "server_latency_missed_loaded")
+    assert s.invalid_reasons == ["latency bounds not met: p99 TTFT 11396 ms > 2000 ms, p99 TPOT 3368 ms > 200 ms",
+                                 "early stopping not met: 32 queries processed, at least 4774 needed (TPOT)"]
+    assert (s.queries, s.target_qps, s.latency_met) == (32, 0.0709, False)

@@ -4,10 +4,9 @@ import pytest
 
 from mlperf_llm.accuracy.evaluate import evaluate
 
-from accuracy_reference_runner import SCRIPT, reference_script, run_reference
+from reference_runner import SCRIPT, reference_script, run_reference
 
 
-@pytest.mark.e2e
 def test_reference_script_gives_our_numbers(golden, tmp_path):
     script = reference_script()
     if script is None:

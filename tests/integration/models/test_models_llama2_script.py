@@ -1,20 +1,16 @@
-"""get-ml-model-llama2 through the engine, its real venv and huggingface_hub, against a loopback hub."""
+"""get-ml-model-llama2 through the engine, its real venv and huggingface_hub, against a loopback hub
+(a fake: integration, not e2e; the real hub needs a token and 130 GB)."""
 import json
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration", "models"))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fixtures", "models"))
+from cmengine.registry import Repo
+from enginefixtures import Runner
+from fakehub import FakeHub, FakeRepo
+from tinyckpt import checkpoint_files, write_checkpoint
 
-from cmengine.registry import Repo  # noqa: E402
-from enginefixtures import Runner  # noqa: E402
-from fakehub import FakeHub, FakeRepo  # noqa: E402
-from tinyckpt import checkpoint_files, write_checkpoint  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-pytestmark = pytest.mark.e2e
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 @pytest.fixture(scope="module")

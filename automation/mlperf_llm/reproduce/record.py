@@ -1,0 +1,110 @@
+"""The reproduction record: one JSON file that says exactly how a submission was made.
+
+It sits in every measurement folder of a submission (measurements/<system>/<model>/<Scenario>/ up
+to v5.1, results/<system>/<model>/<Scenario>/ from v6.0), the folder whose README.md and user.conf
+the official checkers require; they accept other files there. Its name starts with no system name,
+so the checkers' search for `<system>*.json` never picks it.
+
+Sections (all plain JSON values):
+    format        RECORD_FORMAT
+    project       name, version, git commit (+ dirty) when run from a checkout, files_sha256 of
+                  automation/, script/ and cmr.yaml (equal for a checkout and a wheel of one revision)
+    command       argv as typed (absolute paths kept: the record is for reading, not pasting),
+                  and the portable command the README shows
+    request       tags, variations of the top step, inputs, --env.*, --adr.* (secrets: present/absent)
+    steps         per step: script, variations, cache key, cached, the env that entered its key
+    model         name, path (informative), content sha256 of the checkpoint folder, dtype
+    dataset       path (informative), content sha256, rows, split
+    versions      Python, vLLM, torch, transformers, LoadGen, mlcommons/inference
+    loadgen       version and seeds (qsl_rng_seed, sample_index_rng_seed, schedule_rng_seed)
+    server        the vLLM command, its env, its flags, or the URLs of servers that were given
+    user_conf     per test folder: the user.conf lines
+    targets       per scenario: the target and where it came from (targets.json of the run)
+    system        the host facts detection found (CM_HOST_*, CM_GPU_*), device
+    secrets       names of secret inputs: "present" | "absent" (never a value)
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+
+from ..files import write_json_atomic
+
+RECORD_NAME = "cm4mlperf-record.json"
+RECORD_FORMAT = 1
+RESULTS_RECORD = RECORD_NAME          # the copy the run keeps in its results folder
+
+
+class RecordError(Exception):
+    """A record that is missing or unreadable: names the file, the reason and the fix."""
+
+    def __init__(self, where: str, reason: str, fix: str):
+        super().__init__(f"{where}: {reason}. {fix}")
+        self.where, self.reason, self.fix = where, reason, fix
+
+
+@dataclass
+class Record:
+    format: int = RECORD_FORMAT
+    project: dict = field(default_factory=dict)
+    command: dict = field(default_factory=dict)
+    request: dict = field(default_factory=dict)
+    steps: list = field(default_factory=list)
+    model: dict = field(default_factory=dict)
+    dataset: dict = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)
+    loadgen: dict = field(default_factory=dict)
+    server: dict = field(default_factory=dict)
+    user_conf: dict = field(default_factory=dict)
+    targets: dict = field(default_factory=dict)
+    system: dict = field(default_factory=dict)
+    secrets: dict = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True) + "\n"
+
+
+def write(record: Record, path: str) -> str:
+    write_json_atomic(path, asdict(record), indent=1, sort_keys=True)
+    return path
+
+
+def from_dict(data: dict, where: str = "record") -> Record:
+    if not isinstance(data, dict):
+        raise RecordError(where, f"holds a {type(data).__name__}, not a JSON object",
+                          "use the record the run wrote, unedited")
+    fmt = data.get("format")
+    if fmt != RECORD_FORMAT:
+        raise RecordError(where, f"is record format {fmt!r}; this cm4mlperf-llm reads format {RECORD_FORMAT}",
+                          "replay it with the cm4mlperf-llm revision named in its 'project' section")
+    known = {f.name for f in fields(Record)}
+    values = {k: v for k, v in data.items() if k in known}
+    for f in fields(Record):
+        want = list if f.name == "steps" else int if f.name == "format" else dict
+        if f.name in values and not isinstance(values[f.name], want):
+            raise RecordError(where, f"section {f.name!r} is a {type(values[f.name]).__name__}, "
+                              f"not a {want.__name__}", "use the record the run wrote, unedited")
+    return Record(**values)
+
+
+def read(path: str) -> Record:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise RecordError(path, f"cannot be read ({e.strerror})", "check the path") from None
+    except json.JSONDecodeError as e:
+        raise RecordError(path, f"is not valid JSON ({e.msg} at line {e.lineno})",
+                          "use the record the run wrote, unedited") from None
+    return from_dict(data, path)
+
+
+def find(tree: str) -> list[str]:
+    """Every record in a submission tree, sorted (one per measurement folder)."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(tree):
+        dirnames.sort()
+        if RECORD_NAME in filenames:
+            out.append(os.path.join(dirpath, RECORD_NAME))
+    return sorted(out)

@@ -1,0 +1,211 @@
+"""Replaying a recorded run on this machine: what can be had here, the chain's request, the run,
+and the comparison (docs/reproduce.md).
+
+`reproduce(options, run_script, say)` is the whole replay; `run_script` runs a chain in the
+engine (a cmind-style input dict -> result dict), so tests can give their own.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from . import compare as cmp
+from . import record as recmod
+from .capture import is_secret
+from .record import RECORD_NAME, Record, RecordError
+from .source import SourceError, Measured, open_submission, performance_metrics, the_record
+
+REPORT_NAME = "reproduction.json"
+PATH_INPUTS = ("results_dir", "submission_dir")
+DEVICE_FLAG = "allow_device_change"
+
+
+class ReplayError(Exception):
+    """A replay that cannot start or did not finish: what, why, what to do."""
+
+
+@dataclass
+class Host:
+    machine: str = ""
+    cpu: str = ""
+    gpu_count: int = 0
+
+
+@dataclass
+class Options:
+    source: str
+    results_dir: str
+    work_dir: str
+    allow_device_change: bool = False
+    inference_src: str = ""
+
+
+@dataclass
+class Plan:
+    request: dict                                     # for run_script
+    substitutions: list = field(default_factory=list)  # what this machine uses instead, and why
+    refusals: list = field(default_factory=list)
+
+
+def probe_host() -> Host:
+    """The edge: what this machine has (GPUs through nvidia-smi's presence and /dev/nvidia*)."""
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    gpus = len([d for d in os.listdir("/dev") if d.startswith("nvidia") and d[6:].isdigit()]) \
+        if os.path.isdir("/dev") and shutil.which("nvidia-smi") else 0
+    return Host(platform.machine(), cpu, gpus)
+
+
+def recorded_device(rec: Record) -> str:
+    return str((rec.request.get("inputs") or {}).get("device") or rec.system.get("device") or "cpu")
+
+
+def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], bool] = os.path.exists) -> Plan:
+    req = rec.request
+    inputs, subs, refusals = {}, [], []
+    for k, v in (req.get("inputs") or {}).items():
+        if k in PATH_INPUTS:
+            continue
+        if is_secret(k):
+            subs.append(f"--{k}: a secret the original run was given is not in the record; pass it "
+                        "yourself if the model needs it")
+            continue
+        if k == "inference_src":
+            if opts.inference_src:
+                subs.append(f"--inference_src={v} (the submitter's) -> {opts.inference_src} (given here)")
+                inputs[k] = opts.inference_src
+                continue
+            if not exists(str(v)):
+                subs.append(f"--inference_src={v} is a folder of the submitter's machine, not here: the "
+                            "chain clones the round's mlcommons/inference instead (offline: pass "
+                            "--inference_src=DIR to this step)")
+                continue
+        elif isinstance(v, str) and v.startswith("/") and not exists(v):
+            subs.append(f"--{k}={v} is a path of the submitter's machine, not here: left out (the "
+                        "chain's default applies)")
+            continue
+        inputs[k] = v
+    if opts.inference_src and "inference_src" not in (req.get("inputs") or {}):
+        inputs["inference_src"] = opts.inference_src
+        subs.append(f"--inference_src={opts.inference_src} (given here; the original run had none)")
+    env = {}
+    for k, v in (req.get("env") or {}).items():
+        if is_secret(k):
+            subs.append(f"--env.{k}: a secret, not in the record; set it yourself if needed")
+        else:
+            env[k] = v
+    device = recorded_device(rec)
+    if device != "cpu" and host.gpu_count == 0:
+        if opts.allow_device_change:
+            subs.append(f"device {device} -> cpu: this machine has no GPU (--{DEVICE_FLAG}=yes); "
+                        "throughput is not comparable and accuracy may differ")
+            inputs["device"] = "cpu"
+        else:
+            refusals.append(f"the result was measured on {device} ({rec.system.get('gpu') or 'a GPU'} "
+                            f"x{rec.system.get('gpu_count') or '?'}) and this machine has no GPU: a CPU "
+                            f"replay would not measure the same thing. Pass --{DEVICE_FLAG}=yes to "
+                            "replay it on the CPU anyway")
+    if rec.system.get("machine") and host.machine and rec.system["machine"] != host.machine:
+        subs.append(f"machine {rec.system['machine']} -> {host.machine}: other kernels; throughput is "
+                    "not comparable")
+    if rec.system.get("cpu") and host.cpu and rec.system["cpu"] != host.cpu:
+        subs.append(f"CPU {rec.system['cpu']} -> {host.cpu}")
+    for name, state in sorted((rec.secrets or {}).items()):
+        if state == "present" and not os.environ.get(name):
+            subs.append(f"{name} was set for the original run and is not set here (needed only if a "
+                        "step downloads from a gated source)")
+    inputs["results_dir"] = os.path.join(opts.results_dir, "results")
+    inputs["submission_dir"] = os.path.join(opts.results_dir, "submission")
+    request = {"tags": ",".join(req.get("tags") or []), "quiet": True, **inputs}
+    if req.get("alias"):
+        request["artifact"] = req["alias"]
+    if env:
+        request["env"] = env
+    if req.get("adr"):
+        request["adr"] = req["adr"]
+    return Plan(request, subs, refusals)
+
+
+def read_results_dir(results_dir: str, system: str = "") -> list[Measured]:
+    """The tests of a harness results folder (<model>/<Scenario>/performance/run_1, accuracy/)."""
+    from ..submission.logs import read_accuracy_txt
+    out = []
+    if not os.path.isdir(results_dir):
+        return out
+    for model in sorted(os.listdir(results_dir)):
+        mdir = os.path.join(results_dir, model)
+        if not os.path.isdir(mdir):
+            continue
+        for scenario in sorted(os.listdir(mdir)):
+            scdir = os.path.join(mdir, scenario)
+            detail = os.path.join(scdir, "performance", "run_1", "mlperf_log_detail.txt")
+            if os.path.isfile(detail):
+                metrics, valid = performance_metrics(detail)
+                out.append(Measured(system, model, scenario, "performance", metrics, valid))
+            acc = os.path.join(scdir, "accuracy", "accuracy.txt")
+            if os.path.isfile(acc):
+                out.append(Measured(system, model, scenario, "accuracy", dict(read_accuracy_txt(acc).values)))
+    return out
+
+
+def check_results_dir(path: str) -> None:
+    if os.path.isdir(path) and os.listdir(path):
+        raise ReplayError(f"--results_dir={path} is not empty" +
+                          (" (it holds an earlier reproduction)" if os.path.exists(os.path.join(path, REPORT_NAME))
+                           else "") + ": choose a new folder (nothing is overwritten)")
+
+
+def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
+              say: Callable[[str], None] = print, host: Optional[Host] = None) -> cmp.Comparison:
+    """Open, plan, replay, compare; writes <results_dir>/reproduction.json. Raises ReplayError,
+    SourceError or RecordError with a message for the user."""
+    check_results_dir(opts.results_dir)
+    sub = open_submission(opts.source, opts.work_dir)
+    rec, notes = the_record(sub)
+    p = rec.project
+    say(f"Replaying {sub.path}\n  recorded by {p.get('name', '?')} {p.get('version', '?')}"
+        + (f" at git commit {p['git_commit'][:12]}" + (" (with local changes)" if p.get('git_dirty') else "")
+           if p.get("git_commit") else "") + f", files {str(p.get('files_sha256', ''))[:12]}")
+    say(f"  recorded command: {rec.command.get('portable') or ' '.join(rec.command.get('argv') or [])}")
+    plan = plan_replay(rec, host or probe_host(), opts)
+    if plan.refusals:
+        raise ReplayError("cannot replay here: " + "; ".join(plan.refusals))
+    if plan.substitutions:
+        say("Recorded inputs this machine cannot have, and what the replay uses instead:")
+        for s in plan.substitutions:
+            say(f"  - {s}")
+    else:
+        say("Every recorded input can be had here.")
+    if run_script is None:
+        raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
+                          "run the replay with cm4mlperf-llm's own engine")
+    os.makedirs(opts.results_dir, exist_ok=True)
+    say(f"Running the recorded chain into {opts.results_dir}:\n  cm run script --tags={plan.request['tags']}"
+        + "".join(f" --{k}={v}" for k, v in plan.request.items() if k not in ("tags", "quiet", "env", "adr"))
+        + "".join(f" --env.{k}={v}" for k, v in (plan.request.get("env") or {}).items()) + " --quiet")
+    r = run_script(plan.request)
+    if r.get("return", 0) > 0:
+        raise ReplayError(f"the replayed chain failed: {r.get('error', 'no message')}")
+    results_dir = plan.request["results_dir"]
+    here_path = os.path.join(results_dir, RECORD_NAME)
+    here = recmod.read(here_path) if os.path.isfile(here_path) else None
+    if here is None:
+        notes.append(f"the replay wrote no record ({here_path}): inputs could not be compared")
+    system = sub.results[0].system if sub.results else ""
+    reproduced = read_results_dir(results_dir, system)
+    comparison = cmp.compare(rec, here, sub.results, reproduced, plan.substitutions, notes)
+    say("\n" + cmp.render(comparison))
+    report = cmp.to_json(comparison, source=sub.path, record=os.path.relpath(sub.records[0], sub.root),
+                         results_dir=results_dir, replay_request=plan.request)
+    from ..files import write_json_atomic
+    path = os.path.join(opts.results_dir, REPORT_NAME)
+    write_json_atomic(path, report, indent=1)
+    say(f"\nreproduction table: {path}")
+    return comparison

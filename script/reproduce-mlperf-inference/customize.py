@@ -1,0 +1,34 @@
+"""reproduce-mlperf-inference: replay a submission's recorded run here and compare (docs/reproduce.md).
+The work is in mlperf_llm.reproduce.replay; the recorded chain runs through the engine (i['run_script'])."""
+import os
+
+YES = ('yes', 'true', '1', 'on')
+
+
+def validate(i):
+    if not i['env'].get('CM_REPRODUCE_FROM'):
+        return {'return': 1, 'error': 'no submission to replay: pass --from=PATH (a submission folder or '
+                                      'its tarball, mlperf_submission_<submitter>.tar.gz)'}
+    return {'return': 0}
+
+
+def preprocess(i):
+    from mlperf_llm.reproduce.record import RecordError
+    from mlperf_llm.reproduce.replay import Options, ReplayError, SourceError, reproduce
+
+    env = i['env']
+    opts = Options(source=env['CM_REPRODUCE_FROM'], results_dir=os.path.abspath(env['CM_REPRODUCE_RESULTS_DIR']),
+                   work_dir=i['work_dir'],
+                   allow_device_change=env.get('CM_REPRODUCE_ALLOW_DEVICE_CHANGE', '').lower() in YES,
+                   inference_src=env.get('CM_REPRODUCE_INFERENCE_SRC', ''))
+    try:
+        c = reproduce(opts, i.get('run_script'))
+    except (ReplayError, SourceError, RecordError) as e:
+        return {'return': 1, 'error': f'reproduce-mlperf-inference: {e}'}
+    env['CM_REPRODUCE_REPORT'] = os.path.join(opts.results_dir, 'reproduction.json')
+    env['CM_REPRODUCE_ACCURACY_EQUAL'] = {True: 'yes', False: 'no', None: ''}[c.accuracy_equal]
+    i['state']['mlperf_reproduction'] = {'report': env['CM_REPRODUCE_REPORT'],
+                                         'accuracy_equal': c.accuracy_equal,
+                                         'accuracy_expected_exact': c.accuracy_expected_exact,
+                                         'differing_inputs': [d.name for d in c.differences]}
+    return {'return': 0}

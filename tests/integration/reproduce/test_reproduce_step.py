@@ -1,0 +1,158 @@
+"""The reproduce-mlperf-inference step through the engine, on fixture submissions.
+
+The replayed chain is a fixture step with the tags of run-mlperf-inference-app that writes what a
+real run leaves in its results folder (the LoadGen logs and accuracy.txt of tests/fixtures, real
+files) and the record, built by the real capture code from what the engine hands its hook. The
+step itself, the engine's sub-run, the tarball, the record and the comparison are all real."""
+import json
+import os
+import shutil
+import tarfile
+
+import pytest
+
+from enginefixtures import Runner, make_repo
+from cmengine.registry import Repo
+from mlperf_llm.reproduce.record import RECORD_NAME
+from mlperf_llm.reproduce.replay import probe_host
+from mlperf_llm.submission.inputs import Metadata
+from mlperf_llm.submission.tarball import pack
+from mlperf_llm.submission.tree import BuildRequest, build_submission
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+FIX = os.path.join(ROOT, "tests", "fixtures", "submission")
+
+APP = ({"tags": ["run-mlperf", "inference", "fixture-app"], "cache": False,
+        "input_mapping": {"results_dir": "CM_MLPERF_RESULTS_DIR", "submission_dir": "CM_MLPERF_SUBMISSION_DIR",
+                          "model_path": "CM_ML_MODEL_PATH", "model": "CM_MLPERF_MODEL",
+                          "device": "CM_MLPERF_DEVICE", "fixture_results": "CM_FIXTURE_RESULTS"},
+        "default_env": {"CM_MLPERF_DEVICE": "cpu"},
+        "deps": [{"tags": "fixture-model"}],
+        "variations": {"embedded": {"env": {"CM_MLPERF_EMBEDDED": "yes"}}}},
+       {"customize.py": '''
+        import os, shutil
+        from mlperf_llm.reproduce import capture, record
+
+        def preprocess(i):
+            env = i["env"]
+            res = env["CM_MLPERF_RESULTS_DIR"]
+            shutil.copytree(env["CM_FIXTURE_RESULTS"], res, dirs_exist_ok=True)
+            root = os.path.dirname(os.path.dirname(os.path.dirname(capture.__file__)))
+            rec = capture.build(request=i["request"], variations=i["variation_tags"], steps=i["steps"],
+                                env=env, results_dir=res, argv=[], project=capture.project_section(
+                                    os.path.dirname(root), "fixture"))
+            record.write(rec, os.path.join(res, record.RECORD_NAME))
+            return {"return": 0}
+        '''})
+MODEL = {"tags": ["fixture-model"], "cache": True, "new_env_keys": ["CM_ML_MODEL_NAME"],
+         "env": {"CM_ML_MODEL_NAME": "fixture-weights"}}
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = make_repo(str(tmp_path / "repos"), {"fixture-app": APP, "fixture-model": MODEL})
+    shutil.copytree(os.path.join(ROOT, "script", "reproduce-mlperf-inference"),
+                    os.path.join(r.path, "script", "reproduce-mlperf-inference"))
+    return r
+
+
+def original_run(tmp_path, repo, with_record=True, device="cpu"):
+    """The submitter's side: the chain, then the submission tree and its tarball."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "w.safetensors").write_bytes(b"weights")
+    runner = Runner([repo], str(tmp_path / "cache-submitter"))
+    res = tmp_path / "submitter" / "mlperf_results"
+    r = runner.run("run-mlperf,inference,_embedded", results_dir=str(res), model="llama2-70b-99",
+                   model_path=str(model), device=device, fixture_results=os.path.join(FIX, "results-v5.1"))
+    assert r["return"] == 0, r.get("error", "") + runner.output
+    if not with_record:
+        os.unlink(res / RECORD_NAME)
+    meta = json.load(open(os.path.join(FIX, "metadata.json")))
+    report = build_submission(BuildRequest(str(res), os.path.join(FIX, "system.json"), Metadata.from_dict(meta),
+                                           str(tmp_path / "submitter" / "mlperf_submission")))
+    return pack(report.submission_dir, "cm4mlperf").path
+
+
+@pytest.fixture
+def replay(tmp_path, repo, capsys):
+    def run(source, **kw):
+        runner = Runner([repo], str(tmp_path / "cache-replayer"))
+        capsys.readouterr()
+        r = runner.run("reproduce,mlperf,inference", **{"from": source, "results_dir": str(tmp_path / "rep"), **kw})
+        return r, runner.output + capsys.readouterr().out   # what the engine said, and what the hooks printed
+    return run
+
+
+def test_a_tarball_is_replayed_and_every_test_compared(tmp_path, repo, replay):
+    tarball = original_run(tmp_path, repo)
+    r, out = replay(tarball)
+    assert r["return"] == 0, r.get("error", "") + out
+    assert "Every recorded input can be had here." in out
+    report = json.load(open(tmp_path / "rep" / "reproduction.json"))
+    assert report["differing_inputs"] == [] and report["accuracy_expected_exact"] is True
+    assert report["accuracy_equal"] is True
+    tests = {(t["scenario"], t["mode"]) for t in report["tests"]}
+    assert tests == {(s, m) for s in ("Interactive", "Offline", "Server") for m in ("accuracy", "performance")}
+    acc = [t for t in report["tests"] if t["mode"] == "accuracy"]
+    assert {t["metric"] for t in acc} == {"ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE"}
+    assert all(t["recorded"] == t["reproduced"] and t["expected_exact"] for t in acc)
+    perf = [t for t in report["tests"] if t["mode"] == "performance" and "tokens_per_second" in t["metric"]]
+    assert perf and all(t["ratio"] == 1.0 and not t["expected_exact"] for t in perf)
+    assert "ROUGE1" in out and "Offline performance" in out
+    # the replay ran the recorded chain (its variation and inputs) into --results_dir
+    here = json.load(open(tmp_path / "rep" / "results" / RECORD_NAME))
+    assert "embedded" in here["request"]["variations"] and here["request"]["inputs"]["model"] == "llama2-70b-99"
+    assert os.path.isdir(tmp_path / "rep" / "results" / "llama2-70b-99" / "Offline")
+
+
+def test_a_tampered_model_hash_is_reported_as_a_differing_input(tmp_path, repo, replay):
+    tarball = original_run(tmp_path, repo)
+    tree = tmp_path / "tampered"
+    with tarfile.open(tarball) as t:
+        t.extractall(tree)
+    records = [os.path.join(d, f) for d, _, fs in os.walk(tree) for f in fs if f == RECORD_NAME]
+    assert records
+    for p in records:
+        data = json.load(open(p))
+        data["model"]["sha256"] = "0" * 64
+        json.dump(data, open(p, "w"))
+    r, out = replay(str(tree))
+    assert r["return"] == 0, r.get("error", "") + out
+    report = json.load(open(tmp_path / "rep" / "reproduction.json"))
+    diff = [d for d in report["differing_inputs"] if d["name"] == "model checkpoint (content sha256)"]
+    assert diff and diff[0]["recorded"] == "0" * 64 and diff[0]["affects_accuracy"]
+    assert report["accuracy_expected_exact"] is False
+    assert "model checkpoint (content sha256): 0000" in out
+
+
+def test_a_submission_without_a_record_gets_a_message_not_a_traceback(tmp_path, repo, replay):
+    tarball = original_run(tmp_path, repo, with_record=False)
+    r, out = replay(tarball)
+    assert r["return"] != 0
+    assert "holds no reproduction record" in r["error"] and "llama2-70b-99/Offline" in r["error"]
+    assert "older cm4mlperf-llm" in r["error"] and "Traceback" not in r["error"] + out
+    assert not os.path.exists(tmp_path / "rep" / "reproduction.json")
+
+
+def test_a_gpu_result_is_refused_on_a_machine_without_gpu_unless_asked(tmp_path, repo, replay):
+    if probe_host().gpu_count:
+        pytest.skip("this machine has a GPU: the refusal cannot happen here")
+    tarball = original_run(tmp_path, repo, device="cuda")
+    r, out = replay(tarball)
+    assert r["return"] != 0 and "--allow_device_change=yes" in r["error"] and "no GPU" in r["error"]
+    r, out = replay(tarball, allow_device_change="yes")
+    assert r["return"] == 0, r.get("error", "") + out
+    assert "device cuda -> cpu" in out
+    report = json.load(open(tmp_path / "rep" / "reproduction.json"))
+    assert any(d["name"] == "input device" for d in report["differing_inputs"])
+
+
+def test_what_is_not_a_submission_is_named(tmp_path, repo, replay):
+    (tmp_path / "junk").mkdir()
+    r, _ = replay(str(tmp_path / "junk"))
+    assert r["return"] != 0 and "not an MLPerf submission" in r["error"]
+    r, _ = replay(str(tmp_path / "nothing.tar.gz"))
+    assert r["return"] != 0 and "no such file or folder" in r["error"]
+    r, _ = replay("")
+    assert r["return"] != 0 and "pass --from=PATH" in r["error"]

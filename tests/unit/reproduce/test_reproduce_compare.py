@@ -1,0 +1,107 @@
+"""Recorded against reproduced: the table, what differs and why, what is expected to be exact."""
+import dataclasses
+import json
+
+from mlperf_llm.reproduce import compare
+from mlperf_llm.reproduce.source import Measured
+from recfix import make_record
+
+ACC = {"ROUGE1": 49.6038, "ROUGE2": 24.1507, "ROUGEL": 40.7234, "TOKENS_PER_SAMPLE": 47.8}
+
+
+def results(acc=ACC, tps=100.0, p99=900.0):
+    return [Measured("sys", "llama2-70b-99", "Offline", "accuracy", dict(acc)),
+            Measured("sys", "llama2-70b-99", "Offline", "performance",
+                       {"tokens_per_second": tps, "samples_per_second": tps / 50}, False),
+            Measured("sys", "llama2-70b-99", "Server", "performance",
+                       {"completed_tokens_per_second": tps / 2, "TTFT p99 (ms)": p99, "TPOT p99 (ms)": 80.0}, False)]
+
+
+def test_an_identical_replay_matches_exactly_and_gives_throughput_ratios(tmp_path):
+    rec = make_record(tmp_path)
+    c = compare.compare(rec, rec, results(), results(tps=50.0, p99=1800.0))
+    assert c.differences == [] and c.accuracy_expected_exact and c.accuracy_equal is True
+    acc = [r for r in c.rows if r.mode == "accuracy"]
+    assert [r.metric for r in acc] == ["ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE"]
+    assert all(r.equal and r.difference == 0 and r.expected_exact for r in acc)
+    off = {r.metric: r for r in c.rows if (r.scenario, r.mode) == ("Offline", "performance")}
+    assert off["tokens_per_second"].ratio == 0.5 and not off["tokens_per_second"].expected_exact
+    srv = {r.metric: r for r in c.rows if r.scenario == "Server"}
+    assert srv["TTFT p99 (ms)"].ratio == 2.0 and srv["completed_tokens_per_second"].ratio == 0.5
+    text = compare.render(c)
+    assert "Inputs that differ: none" in text and "equal to the recorded values (expected to match exactly)" in text
+    assert "llama2-70b-99 Server performance (sys)" in text and "0.500" in text
+
+
+def test_a_changed_model_hash_is_a_differing_input_that_can_change_accuracy(tmp_path):
+    rec = make_record(tmp_path)
+    tampered = dataclasses.replace(rec, model=dict(rec.model, sha256="0" * 64))
+    c = compare.compare(tampered, rec, results(), results())
+    names = [d.name for d in c.differences]
+    assert names == ["model checkpoint (content sha256)"]
+    assert c.differences[0].recorded == "0" * 64 and c.differences[0].affects_accuracy
+    assert not c.accuracy_expected_exact
+    assert all(not r.expected_exact for r in c.rows)
+    assert "model checkpoint (content sha256): 0000" in compare.render(c)
+
+
+def test_different_accuracy_is_reported_with_its_difference(tmp_path):
+    rec = make_record(tmp_path)
+    c = compare.compare(rec, rec, results(), results(acc=dict(ACC, ROUGE1=49.5)))
+    r1 = next(r for r in c.rows if r.metric == "ROUGE1")
+    assert r1.equal is False and round(r1.difference, 4) == -0.1038
+    assert c.accuracy_equal is False and "DIFFERS" in compare.render(c)
+
+
+def test_versions_flags_machine_and_inputs_that_differ_are_each_named(tmp_path):
+    rec = make_record(tmp_path)
+    here = dataclasses.replace(
+        rec, versions=dict(rec.versions, vllm="0.33.0"), system=dict(rec.system, cpu="Xeon"),
+        server=dict(rec.server, flags=dict(rec.server["flags"], **{"max-model-len": "1024", "model": "/other/model"})),
+        request=dict(rec.request, inputs=dict(rec.request["inputs"], test_query_count="8",
+                                              results_dir="/elsewhere")))
+    names = {d.name for d in compare.differing_inputs(rec, here)}
+    assert names == {"vLLM version", "CPU model", "server flag max-model-len", "input test_query_count"}
+
+
+def test_a_missing_reproduced_test_shows_as_missing(tmp_path):
+    rec = make_record(tmp_path)
+    c = compare.compare(rec, rec, results(), results()[:1])
+    srv = [r for r in c.rows if r.scenario == "Server"]
+    assert srv and all(r.reproduced is None and r.ratio is None for r in srv)
+
+
+def test_the_json_holds_every_row_with_scenario_mode_metric_and_expectation(tmp_path):
+    rec = make_record(tmp_path)
+    c = compare.compare(rec, rec, results(), results())
+    data = json.loads(json.dumps(compare.to_json(c, source="x.tar.gz")))
+    assert data["source"] == "x.tar.gz" and data["accuracy_equal"] is True
+    row = data["tests"][0]
+    assert {"scenario", "mode", "metric", "recorded", "reproduced", "expected_exact"} <= set(row)
+    assert len(data["tests"]) == len(c.rows)
+
+
+def test_only_the_keys_of_kept_steps_are_compared(tmp_path):
+    rec = make_record(tmp_path)
+    steps = [dict(s, key="9" * 64) for s in rec.steps]     # detect-os (not kept) and the model (kept)
+    names = {d.name: d for d in compare.differing_inputs(rec, dataclasses.replace(rec, steps=steps))}
+    assert names["cache keys"].recorded == "get-ml-model-smollm2 _fp32"
+    assert not names["cache keys"].affects_accuracy
+
+
+def test_server_flags_that_change_answers_are_told_from_speed_and_place(tmp_path):
+    rec = make_record(tmp_path)
+    flags = dict(rec.server["flags"], **{"port": "37793", "max-num-seqs": "32", "dtype": "bfloat16"})
+    diffs = {d.name: d for d in compare.differing_inputs(rec, dataclasses.replace(
+        rec, server=dict(rec.server, flags=flags)))}
+    assert set(diffs) == {"server flag dtype", "server flag max-num-seqs"}
+    assert diffs["server flag dtype"].affects_accuracy and not diffs["server flag max-num-seqs"].affects_accuracy
+
+
+def test_another_commit_with_the_same_files_does_not_count_against_accuracy(tmp_path):
+    rec = make_record(tmp_path)
+    other = dataclasses.replace(rec, project=dict(rec.project, git_commit="d" * 40))
+    (d,) = compare.differing_inputs(rec, other)
+    assert d.name == "cm4mlperf-llm git commit" and not d.affects_accuracy
+    other = dataclasses.replace(other, project=dict(other.project, files_sha256="e" * 64))
+    assert all(d.affects_accuracy for d in compare.differing_inputs(rec, other))

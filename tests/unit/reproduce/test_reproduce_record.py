@@ -1,0 +1,139 @@
+"""The record: what it holds, that secrets never appear, and that it reads back as written."""
+import json
+import os
+
+import pytest
+
+from mlperf_llm.reproduce import capture, record
+from recfix import make_record
+
+
+def test_record_holds_the_exact_inputs(tmp_path):
+    rec = make_record(tmp_path)
+    assert rec.project["git_commit"] == "c" * 40 and rec.project["files_sha256"] == "f" * 64
+    assert rec.request["variations"] == ["embedded", "full", "r5.1"]
+    assert rec.request["inputs"]["model"] == "llama2-70b-99"
+    assert rec.request["adr"] == {"dataset": {"tags": "_size.8"}}
+    assert rec.request["env"]["CM_VLLM_DTYPE"] == "float32"
+    assert [s["key"] for s in rec.steps] == ["a" * 64, "b" * 64]
+    assert rec.steps[1]["variations"] == ["fp32"]
+    assert rec.versions["vllm"] == "0.32.0" and rec.versions["server_torch"] == "2.13.0"
+    assert rec.versions["loadgen"] == "5.1.2" and rec.versions["python"] == "3.11.9"
+    assert rec.server["flags"]["dtype"] == "float32" and rec.server["flags"]["max-model-len"] == "512"
+    assert rec.server["env"]["VLLM_CPU_KVCACHE_SPACE"] == "2"
+    assert rec.model["files"] == 2 and len(rec.model["sha256"]) == 64
+    assert len(rec.dataset["sha256"]) == 64 and rec.dataset["rows"] == "211"
+    assert rec.system["device"] == "cpu" and rec.system["cpu"] == "EPYC"
+
+
+def test_secrets_are_recorded_present_or_absent_never_their_value(tmp_path):
+    rec = make_record(tmp_path)
+    text = rec.to_json()
+    for value in ("hf_abcdef", "k-123", "secret-value", "hf_x"):
+        assert value not in text
+    assert rec.secrets["hf_token"] == "present" and rec.secrets["MY_API_KEY"] == "present"
+    assert rec.secrets["HF_TOKEN"] == "present" and rec.secrets["HUGGING_FACE_HUB_TOKEN"] == "absent"
+    assert rec.server["env"]["HF_TOKEN"] == "<secret: present>"
+    assert rec.steps[1]["env"]["CM_HF_TOKEN"] == "<secret: present>"
+    assert "hf_abcdef" not in " ".join(rec.command["argv"] + [rec.command["portable"]])
+
+
+def test_token_counts_and_tokenizers_are_not_secrets():
+    assert capture.is_secret("HF_TOKEN") and capture.is_secret("api_key") and capture.is_secret("DB_PASSWORD")
+    for name in ("CM_MLPERF_MAX_TOKENS", "max_new_tokens", "tokenizer_path", "CM_MLPERF_EOS_TOKEN_ID"):
+        assert not capture.is_secret(name), name
+
+
+def test_the_model_hash_follows_the_content_not_the_place(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        (d / "w.bin").write_bytes(b"weights")
+    memo = str(tmp_path / "memo.json")
+    assert capture.content_digest(str(a), memo)["sha256"] == capture.content_digest(str(b), memo)["sha256"]
+    (b / "w.bin").write_bytes(b"weightz")
+    assert capture.content_digest(str(a), memo)["sha256"] != capture.content_digest(str(b), memo)["sha256"]
+    assert len(json.load(open(memo))) == 2       # one memo entry per file, reused on the next record
+
+
+def test_write_then_read_gives_the_same_record(tmp_path):
+    rec = make_record(tmp_path)
+    path = record.write(rec, str(tmp_path / "out" / record.RECORD_NAME))
+    assert record.read(path) == rec
+    assert record.find(str(tmp_path / "out")) == [path]
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("{not json", "is not valid JSON"),
+    ("[1, 2]", "not a JSON object"),
+    ('{"format": 99}', "record format 99"),
+    ('{"format": 1, "steps": {}}', "section 'steps' is a dict"),
+])
+def test_a_broken_record_is_named_with_its_reason(tmp_path, text, reason):
+    p = tmp_path / record.RECORD_NAME
+    p.write_text(text)
+    with pytest.raises(record.RecordError) as e:
+        record.read(str(p))
+    assert reason in str(e.value) and str(p) in str(e.value)
+
+
+def test_the_user_conf_targets_and_seeds_of_the_run_are_recorded(tmp_path):
+    res = tmp_path / "results"
+    run = res / "llama2-70b-99" / "Server" / "performance" / "run_1"
+    run.mkdir(parents=True)
+    (run / "user.conf").write_text("# c\n*.Server.target_qps = 4.68\n")
+    (run / "mlperf_log_detail.txt").write_text(
+        ':::MLLOG {"key": "effective_qsl_rng_seed", "value": 1780908523862526354}\n'
+        ':::MLLOG {"key": "effective_sample_index_rng_seed", "value": 14771362308971278857}\n'
+        ':::MLLOG {"key": "loadgen_version", "value": "5.1.2 @ abc"}\n')
+    (res / "targets.json").write_text('{"Server": {"target_qps": 4.68, "source": "derived from Offline"}}')
+    rec = make_record(tmp_path, results_dir=str(res))
+    assert rec.user_conf == {"llama2-70b-99/Server/performance/run_1": ["*.Server.target_qps = 4.68"]}
+    assert rec.targets["Server"]["source"] == "derived from Offline"
+    assert rec.loadgen["seeds"]["qsl_rng_seed"] == 1780908523862526354
+
+
+def test_the_project_hash_is_equal_for_a_checkout_and_its_installed_copy(tmp_path):
+    checkout, wheel = tmp_path / "checkout", tmp_path / "site" / "cm4mlperf_llm"
+    for root in (checkout, wheel):
+        (root / "automation" / "x").mkdir(parents=True)
+        (root / "automation" / "x" / "m.py").write_text("X = 1\n")
+        (root / "script" / "s").mkdir(parents=True)
+        (root / "script" / "s" / "_cm.yaml").write_text("alias: s\n")
+        (root / "cmr.yaml").write_text("alias: cm4mlperf-llm\n")
+    (checkout / ".git").mkdir()
+    (wheel / "automation" / "x" / "__pycache__").mkdir()
+    (wheel / "automation" / "x" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"\0")
+    git = {"rev-parse": "c" * 40 + "\n", "status": ""}
+    a = capture.project_section(str(checkout), "0.1.0", lambda args: git[args[0]])
+    b = capture.project_section(str(wheel), "0.1.0", lambda args: git[args[0]])
+    assert a["files_sha256"] == b["files_sha256"]
+    assert a["git_commit"] == "c" * 40 and a["git_dirty"] is False and a["installed_from"] == "checkout"
+    assert "git_commit" not in b and b["installed_from"] == "package"
+    (wheel / "automation" / "x" / "m.py").write_text("X = 2\n")
+    assert capture.project_section(str(wheel), "0.1.0")["files_sha256"] != a["files_sha256"]
+
+
+def test_the_portable_command_has_no_path_of_the_submitting_machine():
+    argv = ["/home/alice/venv/bin/cm", "run", "script", "--tags=run-mlperf,inference,_full,_embedded",
+            "--results_dir=/home/alice/r", "--inference_src", "/home/alice/inference", "--quiet",
+            "--sut_json=~/sut.json", "--hf_token=x"]
+    out, dropped = capture.portable_argv(argv)
+    assert out == ["cm", "run", "script", "--tags=run-mlperf,inference,_full,_embedded", "--quiet"]
+    assert dropped == ["--results_dir", "--inference_src", "--sut_json", "--hf_token"]
+
+
+def test_the_server_command_shown_keeps_no_folder_of_the_submitter():
+    text = capture.portable_text("VLLM_X=1 /home/a/cache/venv/bin/python -m vllm.entrypoints.openai.api_server "
+                                 "--model /home/a/cache/store/m-1/model --dtype float32 --download-dir=/home/a/x")
+    assert "/home/a" not in text
+    assert text.startswith("VLLM_X=1 python -m vllm.entrypoints.openai.api_server --model <...>/model")
+    assert " --download-dir=<...>/x" in text and "'" not in text
+
+
+def test_a_command_not_typed_at_cm_is_rebuilt_from_the_request(tmp_path):
+    rec = make_record(tmp_path, argv=["/usr/bin/pytest", "-q"])
+    assert rec.command["argv"][:4] == ["cm", "run", "script", "--tags=run-mlperf,inference,_full,_embedded"]
+    assert "--adr.dataset.tags=_size.8" in rec.command["argv"]
+    assert "--hf_token=<secret>" not in rec.command["portable"] and "hf_abcdef" not in str(rec.command)
+    assert "/home/alice" not in rec.command["portable"]

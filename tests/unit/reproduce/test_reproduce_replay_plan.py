@@ -1,0 +1,55 @@
+"""What a replay runs, and what it says it cannot have here."""
+import dataclasses
+
+import pytest
+
+from mlperf_llm.reproduce import replay
+from recfix import make_record
+
+
+def opts(tmp_path, **kw):
+    return replay.Options(source="x", results_dir=str(tmp_path / "rep"), work_dir=str(tmp_path / "w"), **kw)
+
+
+def test_the_replay_runs_the_recorded_chain_into_its_own_folders(tmp_path):
+    rec = make_record(tmp_path)
+    p = replay.plan_replay(rec, replay.Host("x86_64", "EPYC", 0), opts(tmp_path), exists=lambda p: False)
+    r = p.request
+    assert r["tags"] == "run-mlperf,inference,_full,_embedded" and r["quiet"] is True
+    assert r["model"] == "llama2-70b-99" and r["division"] == "open" and r["execution_mode"] == "test"
+    assert r["results_dir"] == str(tmp_path / "rep" / "results")
+    assert r["submission_dir"] == str(tmp_path / "rep" / "submission")
+    assert r["adr"] == {"dataset": {"tags": "_size.8"}} and r["env"] == {"CM_VLLM_DTYPE": "float32"}
+    assert "inference_src" not in r and "hf_token" not in r
+    said = "\n".join(p.substitutions)
+    assert "--inference_src=/home/alice/src/inference is a folder of the submitter's machine" in said
+    assert "--hf_token: a secret" in said and "--env.MY_API_KEY: a secret" in said
+    assert not p.refusals
+
+
+def test_an_inference_source_given_here_replaces_the_recorded_one(tmp_path):
+    rec = make_record(tmp_path)
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path, inference_src="/here/inf"), exists=lambda p: False)
+    assert p.request["inference_src"] == "/here/inf"
+
+
+def test_a_gpu_result_is_not_replayed_on_the_cpu_unless_asked(tmp_path):
+    rec = make_record(tmp_path)
+    rec = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], device="cuda")),
+                              system=dict(rec.system, device="cuda", gpu="H100", gpu_count="8"))
+    p = replay.plan_replay(rec, replay.Host("x86_64", "EPYC", 0), opts(tmp_path), exists=lambda p: False)
+    assert p.refusals and "--allow_device_change=yes" in p.refusals[0] and "H100 x8" in p.refusals[0]
+    p = replay.plan_replay(rec, replay.Host("x86_64", "EPYC", 0), opts(tmp_path, allow_device_change=True),
+                           exists=lambda p: False)
+    assert not p.refusals and p.request["device"] == "cpu"
+    assert any("device cuda -> cpu" in s for s in p.substitutions)
+    p = replay.plan_replay(rec, replay.Host("x86_64", "EPYC", 8), opts(tmp_path), exists=lambda p: False)
+    assert not p.refusals and p.request["device"] == "cuda"
+
+
+def test_a_results_dir_with_anything_in_it_is_refused(tmp_path):
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / "reproduction.json").write_text("{}")
+    with pytest.raises(replay.ReplayError, match="earlier reproduction"):
+        replay.check_results_dir(str(tmp_path / "rep"))
+    replay.check_results_dir(str(tmp_path / "new"))
