@@ -403,7 +403,7 @@ def validate(plan: Plan) -> list[str]:
     picked: list[str] = []
     if hooks_need_path():
         sys.path.insert(0, AUTOMATION_DIR)
-    for node in plan.nodes.values():
+    for node in [plan.root] + [n for n in plan.nodes.values() if n is not plan.root]:   # the top step speaks first
         path = os.path.join(node.manifest.folder, "customize.py")
         try:
             with open(path, encoding="utf-8") as f:

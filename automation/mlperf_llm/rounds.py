@@ -55,6 +55,7 @@ class Round:
     interactive: str                            # "none" | "model" (llama2-70b-interactive-99/Server) |
                                                 # "scenario" (<benchmark>/Interactive)
     latency_limits_ms: dict                     # scenario -> (TTFT p99, TPOT p99) in ms
+    all_scenarios: tuple[str, ...] = ("Offline", "Server")   # what `_all-scenarios` runs
 
     @property
     def version(self) -> str:
@@ -121,12 +122,14 @@ ROUNDS: dict[str, Round] = {r.name: r for r in (
     Round("6.0", LLAMA2, _OFFLINE_PLUS_ONE,
           Seeds(2465351861681999779, 14276810075590677512, 3936089224930324775),
           "6.0.5", "6.0.15", "6.0.15", MASTER_B66003E, "master-b66003e", "package", "v6",
-          mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario", latency_limits_ms=_LIMITS),
+          mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario", latency_limits_ms=_LIMITS,
+          all_scenarios=SCENARIOS),
     # v6.1 dropped llama2-70b-99 (mlcommons/inference 44cc3a3 "Remove llama2-70b-99")
     Round("6.1", ("llama2-70b-99.9",), _OFFLINE_PLUS_ONE,
           Seeds(2085463073848966840, 2747215439041700203, 16159082839903944936),
           "6.0.16", "6.0.17", "6.0.17", MASTER_B66003E, "master-b66003e", "package", "v6",
-          mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario", latency_limits_ms=_LIMITS),
+          mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario", latency_limits_ms=_LIMITS,
+          all_scenarios=SCENARIOS),
 )}
 NEWEST = max(ROUNDS.values(), key=lambda r: tuple(int(x) for x in r.name.split(".")))
 
@@ -177,6 +180,13 @@ def round_for(text: str, model: str = "") -> Round:
     if model:
         check_model(rnd, model)
     return rnd
+
+
+def expand_scenarios(text: str, rnd: Round) -> list[str]:
+    """"Offline,Server" -> its names; "all" -> what `_all-scenarios` runs in the round (Offline and
+    Server up to v5.1, as before; Offline, Server and Interactive from v6.0)."""
+    names = [s.strip() for s in str(text or "").replace(";", ",").split(",") if s.strip()]
+    return list(rnd.all_scenarios) if [n.lower() for n in names] == ["all"] else names
 
 
 def settle(given: str, model: str = "") -> tuple[Round, str]:

@@ -60,7 +60,7 @@ def check_inputs(env: dict) -> list[str]:
             problems.append(f"{flag}={value} is not one of {', '.join(allowed)}"
                             + _closest(value, allowed))
     for s in [x.strip() for x in env.get("CM_MLPERF_LOADGEN_SCENARIOS", "").split(",") if x.strip()]:
-        if s not in SCENARIOS:
+        if s not in SCENARIOS and s != "all":
             problems.append(f"--scenario={s} is not a LoadGen scenario; use one of "
                             f"{', '.join(SCENARIOS)}" + _closest(s, SCENARIOS))
     for key, flag in NUMBERS.items():

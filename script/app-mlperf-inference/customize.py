@@ -1,6 +1,13 @@
 """app-mlperf-inference: run the llama2-70b LoadGen tests (see docs/harness.md)."""
 
 
+def validate(i):
+    """The round: refused when unknown or without the model; none given (top step): the newest round
+    that has the model, planned as if asked for (mlperf_llm.rounds)."""
+    from mlperf_llm.rounds import validate_hook_result
+    return validate_hook_result(i['env'])
+
+
 def preprocess(i):
     from mlperf_llm import outcomes as records
     from mlperf_llm.harness.cmenv import env_from_outcomes, request_from_env, outcome_records

@@ -12,6 +12,13 @@ from mlperf_llm.rounds import RoundError, round_for
 from mlperf_llm.sysinfo.rounds import loadgen_seed
 
 
+def validate(i):
+    """The round: refused when unknown or without the model; none given (top step): the newest round
+    that has the model, planned as if asked for (mlperf_llm.rounds)."""
+    from mlperf_llm.rounds import validate_hook_result
+    return validate_hook_result(i['env'])
+
+
 def preprocess(i):
     env = i['env']
     try:

@@ -37,8 +37,13 @@ def postprocess(i):
         print(f'TEST06: EOS token id {eos} from {origin}')
     if not eos.lstrip('-').isdigit():
         return {'return': 1, 'error': f'--eos_token_id={eos!r} is not an integer'}
+    from mlperf_llm.rounds import RoundError, expand_scenarios, round_for
+    try:
+        rnd = round_for(env.get('CM_MLPERF_INFERENCE_VERSION', ''), env['CM_MLPERF_MODEL'])
+    except RoundError as e:
+        return {'return': 1, 'error': str(e)}
     req = Test06Request(results_dir=results, model=env['CM_MLPERF_MODEL'],
-                        scenarios=[s for s in env['CM_MLPERF_LOADGEN_SCENARIO'].split(',') if s],
+                        scenarios=expand_scenarios(env['CM_MLPERF_LOADGEN_SCENARIO'], rnd),
                         eos_token_id=int(eos), dtype=env['CM_MLPERF_ACCURACY_DTYPE'],
                         round=env.get('CM_MLPERF_INFERENCE_VERSION', ''))
     try:

@@ -4,6 +4,13 @@ import os
 import shlex
 
 
+def validate(i):
+    """The round: refused when unknown or without the model; none given (top step): the newest round
+    that has the model, planned as if asked for (mlperf_llm.rounds)."""
+    from mlperf_llm.rounds import validate_hook_result
+    return validate_hook_result(i['env'])
+
+
 def preprocess(i):
     from mlperf_llm import outcomes as records
     from mlperf_llm.submission.checker import checker_verdict, format_report, run_checker
@@ -15,13 +22,18 @@ def preprocess(i):
         return {'return': 1, 'error': 'run-mlperf-inference-submission-checker: no tree given: pass '
                 '--submission_dir=DIR (what generate-mlperf-inference-submission wrote)'}
     mode = env.get('CM_MLPERF_EXECUTION_MODE') or None
+    from mlperf_llm.rounds import RoundError, round_for
     try:
-        report = run_checker(tree, env['CM_MLPERF_INFERENCE_VERSION'], env.get('CM_MLPERF_SUBMITTER') or None,
+        version = round_for(env.get('CM_MLPERF_INFERENCE_VERSION', '')).version     # none given: the newest
+    except RoundError as e:
+        return {'return': 1, 'error': f'run-mlperf-inference-submission-checker: {e}'}
+    try:
+        report = run_checker(tree, version, env.get('CM_MLPERF_SUBMITTER') or None,
                              env.get('CM_MLPERF_INFERENCE_SOURCE') or None, workdir=os.getcwd(), mode=mode,
                              extra_args=tuple(shlex.split(env.get('CM_MLPERF_SUBMISSION_CHECKER_EXTRA_ARGS', ''))))
     except SubmissionError as e:
         state[records.CHECKER] = records.to_state(records.CheckerVerdict(
-            'v' + env['CM_MLPERF_INFERENCE_VERSION'].lstrip('v'), 'NOT RUN', reason=str(e)))
+            version, 'NOT RUN', reason=str(e)))
         return {'return': 1, 'error': f'run-mlperf-inference-submission-checker: {e}'}
     log = os.path.join(os.getcwd(), 'submission_checker.log')
     with open(log, 'w', encoding='utf-8') as f:
@@ -32,9 +44,9 @@ def preprocess(i):
     env['CM_MLPERF_SUBMISSION_CHECKER_LOG'] = log
     env['CM_MLPERF_SUBMISSION_CHECKER_FULL_LENGTH_CHECKS'] = ','.join(report.full_length_checks)
     env['CM_MLPERF_SUBMISSION_CHECKER_VERDICT'] = (
-        'pass' if report.returncode == 0 else 'pass-test-mode' if report.passed else 'fail')
+        'fail' if not report.passed else 'pass' if report.returncode == 0 else 'pass-test-mode')
     if not report.passed:
-        return {'return': 1, 'error': 'run-mlperf-inference-submission-checker: the official checker found '
-                f'{len(report.errors)} error(s): ' + '; '.join(f.message for f in report.errors[:5]) +
-                f' (full output: {log})'}
+        problems = [f.message for f in report.errors] + [f'pre-check: {f.path}: {f.message}' for f in report.precheck]
+        return {'return': 1, 'error': 'run-mlperf-inference-submission-checker: the official checker and our '
+                f'pre-check found {len(problems)} error(s): ' + '; '.join(problems[:5]) + f' (full output: {log})'}
     return {'return': 0}

@@ -83,20 +83,14 @@ def server(tmp_path_factory):
 
 
 def inference_source_v41():
-    """A v4.1 mlcommons/inference checkout (there is no network here to clone one):
-    $CM_MLPERF_INFERENCE_SOURCE_V41, else /work/inference-src/v4.1 (where the developers keep them)."""
-    for c in (os.environ.get("CM_MLPERF_INFERENCE_SOURCE_V41", ""), "/work/inference-src/v4.1"):
-        if c and os.path.isfile(os.path.join(c, "mlperf.conf")):
-            return c
-    return ""
+    """The v4.1 mlcommons/inference source (its mlperf.conf goes into the tree), from ../shared."""
+    from inference_sources import inference_source
+    return inference_source("4.1")
 
 
 V41_SRC = inference_source_v41()
 
 
-@pytest.mark.skipif(not V41_SRC,
-                    reason="offline, a v4.1 submission tree needs an mlcommons/inference v4.1 checkout (its "
-                           "mlperf.conf goes into the tree): set CM_MLPERF_INFERENCE_SOURCE_V41=DIR")
 def test_seed003_command_runs_to_the_end_against_the_running_server(server):
     env, url, base = server
     results, submission = base / "results", base / "submission"

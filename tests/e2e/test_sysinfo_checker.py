@@ -1,5 +1,5 @@
-"""The real submission checker accepts our system descriptions (needs an mlcommons/inference checkout:
-MLPERF_INFERENCE_SRC=DIR, e.g. the one get-mlperf-inference-src made)."""
+"""The real submission checker (v5.1.1's, from ../shared/mlcommons-inference) accepts our system
+descriptions."""
 import json
 import os
 import subprocess
@@ -23,14 +23,8 @@ print("RESULT", ck.check_system_desc_id("sut.json", fields, fields["submitter"],
 
 
 def test_checker_accepts_detected_and_default_descriptions(tmp_path):
-    # MLPERF_INFERENCE_SRC, else ../shared/mlcommons-inference/v5.1.1 beside the clone
-    shared = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "mlcommons-inference", "v5.1.1")
-    dirs = [os.path.join(s, "tools", "submission")
-            for s in (os.environ.get("MLPERF_INFERENCE_SRC", ""), shared) if s]
-    checker_dir = next((d for d in dirs if os.path.isfile(os.path.join(d, "submission_checker.py"))), None)
-    if not checker_dir:
-        pytest.skip("no mlcommons/inference checkout: set MLPERF_INFERENCE_SRC=DIR (../shared/mlcommons-inference "
-                    "is not beside this clone)")
+    from inference_sources import inference_source
+    checker_dir = os.path.join(inference_source("5.1"), "tools", "submission")
     facts = collect()
     cases = {"given": SutInputs(hw_name="a", submitter="Acme", division="open"), "defaults": SutInputs(hw_name="b")}
     for name, inputs in cases.items():

@@ -52,6 +52,10 @@ def _yes(env: dict, key: str) -> bool:
 def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
     """Build the request from the script's env (see docs/harness.md for every key)."""
     scen_raw = env.get("CM_MLPERF_LOADGEN_SCENARIO") or env.get("CM_MLPERF_LOADGEN_SCENARIOS") or "Offline"
+    if scen_raw.strip().lower() == "all":
+        from ..rounds import expand_scenarios, round_for
+        rnd = round_for(env.get("CM_MLPERF_INFERENCE_VERSION") or "", env.get("CM_MLPERF_MODEL") or "")
+        scen_raw = ",".join(expand_scenarios(scen_raw, rnd))
     mode_raw = env.get("CM_MLPERF_LOADGEN_MODE") or env.get("CM_MLPERF_LOADGEN_MODES") or "performance,accuracy"
     dataset = env.get("CM_DATASET_PREPROCESSED_PATH") or env.get("CM_DATASET_PATH") or ""
     if not dataset:

@@ -9,6 +9,7 @@ write beside itself; the source stays untouched). Its ERROR lines are sorted int
   are expected, and listed by name;
 - consequences of other lines ("... has issues", "NoResults ...", the SUMMARY line), explained by them;
 - everything else: real errors, which fail the step in any mode.
+Beside it, our pre-check (precheck.py) reports what the checker misses; its findings fail the step too.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from ..outcomes import CheckerVerdict
 from .errors import SubmissionError
 from .logs import read_detail_log
+from .precheck import precheck
 from ..rounds import NEWEST, Round, RoundError, get_round
 from .spec import MIN_DURATION_MS
 
@@ -55,6 +57,7 @@ class CheckerReport:
     mode: str
     output: str
     findings: list = field(default_factory=list)
+    precheck: list = field(default_factory=list)     # precheck.PreFinding: what the checker misses
 
     @property
     def errors(self) -> list:
@@ -66,10 +69,17 @@ class CheckerReport:
 
     @property
     def passed(self) -> bool:
-        """The checker is clean, or (test mode) only full-length checks failed."""
+        """The checker is clean, or (test mode) only full-length checks failed; and our pre-check is clean."""
+        if self.precheck:
+            return False
         if self.returncode == 0:
             return True
         return self.mode == "test" and not self.errors and bool(self.full_length_checks)
+
+    @property
+    def checker_verdict(self) -> str:
+        return ("PASS" if self.returncode == 0 else "PASS except the full-length checks above (test mode)"
+                if self.mode == "test" and not self.errors and self.full_length_checks else "FAIL")
 
     def summary_lines(self) -> list:
         keep = ("Results=", "Closed Results=", "Open Results=", "SUMMARY:")
@@ -126,8 +136,12 @@ def _scenario_folders(tree: str, model_path: str) -> set:
     return set(os.listdir(full)) if os.path.isdir(full) else set()
 
 
+GROUP_FAILED = re.compile(r"^Some \w+ checks Checks failed for: ")     # master's summary of a file's checks
+
+
 def classify(output: str, tree: str, mode: str) -> list:
     findings = []
+    block = 0             # findings since the last "Some ... checks Checks failed for" line (master)
     for line in output.splitlines():
         m = LINE.match(line)
         if not m or (m.group("l1") or m.group("l2")) == "INFO":
@@ -137,6 +151,11 @@ def classify(output: str, tree: str, mode: str) -> list:
             findings.append(Finding(level, msg, "warning"))
             continue
         named = next((name for name, text, _ in FULL_LENGTH_CHECKS if text in msg), None)
+        if GROUP_FAILED.match(msg):     # the checks of one file failed: explained by the lines before it
+            findings.append(Finding(level, msg, "consequence" if block else "error"))
+            block = 0
+            continue
+        block += 1
         if named:
             findings.append(Finding(level, msg, "full_length" if mode == "test" else "error", named))
         elif msg.startswith("NoResults ") or msg.startswith("SUMMARY:"):
@@ -167,10 +186,10 @@ def run_checker(tree: str, version: str, submitter: str | None = None, inference
         spec = get_round(version)
     except RoundError as e:
         raise SubmissionError(f"round {version!r}", str(e), "pass --version=6.1 (or another round)") from None
-    found = find_checker(inference_src, spec)
     tree = os.path.abspath(tree)
     if not os.path.isdir(tree):
         raise SubmissionError(f"submission tree {tree}", "does not exist", "build it with generate-mlperf-inference-submission")
+    found = find_checker(inference_src, spec)
     workdir = os.path.abspath(workdir or os.path.dirname(tree))
     os.makedirs(workdir, exist_ok=True)
     cwd = workdir
@@ -192,7 +211,7 @@ def run_checker(tree: str, version: str, submitter: str | None = None, inference
                               "look for a very large file in the tree, or run the checker by hand") from None
     output = proc.stdout + proc.stderr
     mode = mode or detect_mode(tree)
-    return CheckerReport(cmd, proc.returncode, mode, output, classify(output, tree, mode))
+    return CheckerReport(cmd, proc.returncode, mode, output, classify(output, tree, mode), precheck(tree, spec))
 
 
 def format_report(report: CheckerReport) -> str:
@@ -208,19 +227,21 @@ def format_report(report: CheckerReport) -> str:
     warnings = [f for f in report.findings if f.kind == "warning"]
     if warnings:
         lines += ["", "Warnings:"] + [f"  - {f.message}" for f in warnings]
-    verdict = ("PASS" if report.returncode == 0 else
-               "PASS except the full-length checks above (test mode)" if report.passed else "FAIL")
-    lines += ["", f"Verdict: {verdict}"]
+    lines += ["", "Our pre-check (what the checker misses: Interactive p99 limits, the round's benchmarks, "
+                  "closed scenarios):"]
+    lines += [f"  - {f.path}: {f.message}" for f in report.precheck] or ["  clean"]
+    lines += ["", f"Verdict: {report.checker_verdict}" + ("" if not report.precheck else
+                                                          f"; pre-check: {len(report.precheck)} problem(s) (FAIL)")]
     return "\n".join(lines)
 
 
 def checker_verdict(report: CheckerReport, log: str) -> CheckerVerdict:
     """The typed verdict for `state` (mlperf_llm.outcomes)."""
     version = report.command[report.command.index("--version") + 1] if "--version" in report.command else ""
-    errors = report.errors
+    errors = [f.message for f in report.errors] + [f"pre-check: {f.path}: {f.message}" for f in report.precheck]
     return CheckerVerdict(
         round=version, mode=report.mode, log=log,
-        verdict="PASS" if report.returncode == 0 else "PASS-TEST-MODE" if report.passed else "FAIL",
-        error_count=len(errors), first_errors=tuple(f.message for f in errors[:CheckerVerdict.FIRST_ERRORS]),
+        verdict="FAIL" if not report.passed else "PASS" if report.returncode == 0 else "PASS-TEST-MODE",
+        error_count=len(errors), first_errors=tuple(errors[:CheckerVerdict.FIRST_ERRORS]),
         full_length_checks=tuple(report.full_length_checks),
         warnings=tuple(f.message for f in report.findings if f.kind == "warning"))

@@ -1,6 +1,5 @@
 """TEST06 end to end on loopback: the harness runs LoadGen with TEST06's audit.config in its own
 folder against the stand-in server, then the verification reads the log LoadGen wrote."""
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,13 +37,10 @@ def run_test06(tmp_path, cfg, scenario):
 
 
 def same_as_reference(run_dir: Path, scenario: str, tmp_path: Path) -> None:
-    """Where the inference source is at hand, its run_verification.py writes the same lines."""
-    src = os.environ.get("CM_MLPERF_INFERENCE_SOURCE", "")
-    script = Path(src) / "compliance" / "nvidia" / "TEST06" / "run_verification.py"
-    if not (src and script.is_file()):
-        print(f"reference run_verification.py not compared: set CM_MLPERF_INFERENCE_SOURCE "
-              f"(looked for {script})")
-        return
+    """The official run_verification.py (v5.1.1's, from ../shared) writes the same lines."""
+    from inference_sources import inference_source
+    from mlperf_llm.accuracy.test06_config import find_in_source
+    script = Path(find_in_source(inference_source("5.1"))).parent / "run_verification.py"
     out = tmp_path / "reference-out"
     # eos_token_id: the reference's default (2), which is the toy tokenizer's EOS too
     subprocess.run([sys.executable, str(script), "-c", str(run_dir), "-o", str(out), "-s", scenario],

@@ -1,5 +1,4 @@
 """Our processing equals the reference processorca.py, run for real on the same tiny parquet."""
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,13 +16,8 @@ SCRIPT = Path("language/llama2-70b/processorca.py")
 
 
 def reference_script():
-    # $CM_MLPERF_INFERENCE_SOURCE, else ../shared/mlcommons-inference/v5.1.1 beside the clone
-    shared = Path(__file__).resolve().parents[3].parent / "shared" / "mlcommons-inference" / "v5.1.1"
-    src = next((s for s in (os.environ.get("CM_MLPERF_INFERENCE_SOURCE", ""), str(shared))
-                if s and (Path(s) / SCRIPT).is_file()), "")
-    if not src:
-        pytest.skip("set CM_MLPERF_INFERENCE_SOURCE to an mlcommons/inference checkout to compare with "
-                    "the reference processorca.py")
+    from inference_sources import inference_source     # v5.1.1's, from ../shared
+    src = inference_source("5.1")
     try:
         import transformers  # noqa: F401  (the reference script's tokenizer)
     except ImportError:

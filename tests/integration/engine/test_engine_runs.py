@@ -330,6 +330,32 @@ def test_validate_hooks_stop_the_run_before_anything_runs(tmp_path, env_counter)
     assert r.run("top", model="llama2-70b-99")["return"] == 0 and env_counter("a") == 1
 
 
+def test_the_top_steps_validate_settles_a_default_variation(tmp_path, env_counter):
+    """A default that depends on an input (the round from --model): validate names the variation,
+    the run is planned again as if it had been asked for, and the note is printed with the plan."""
+    top = ({"tags": ["top"], "input_mapping": {"model": "CM_MODEL"}, "new_env_keys": ["CM_OUT_*"],
+            "deps": [{"tags": "a", "update_tags_from_env_with_prefix": {"_r": ["CM_ROUND"]}}],
+            "variations": {"r1": {"group": "round", "env": {"CM_ROUND": "1"}},
+                           "r2": {"group": "round", "env": {"CM_ROUND": "2"}}}},
+           {"customize.py": """
+        def validate(i):
+            if i['env'].get('CM_ROUND'):
+                return {'return': 0}
+            pick = 'r1' if i['env'].get('CM_MODEL') == 'old' else 'r2'
+            return {'return': 0, 'variations': [pick], 'note': f'{pick}: the newest round with the model'}
+        """})
+    a = ({"tags": ["a"], "variations": {"r1": {"env": {"CM_IN_A": "one"}}, "r2": {"env": {"CM_IN_A": "two"}}},
+          "new_env_keys": ["CM_OUT_*"]}, {"run.sh": 'echo "CM_OUT_A=$CM_IN_A" > tmp-run-env.out\n'})
+    r = runner(tmp_path, {"top": top, "a": a})
+    out = r.run("top", model="old")
+    assert out["return"] == 0 and out["new_env"]["CM_OUT_A"] == "one"
+    out = r.run("top", model="new")
+    assert out["new_env"]["CM_OUT_A"] == "two"
+    assert r.run("top,_r1", model="new")["new_env"]["CM_OUT_A"] == "one"        # asked for: kept
+    plan = r.plan("top", model="new")
+    assert plan["return"] == 0 and "Plan for 'top _r2'" in r.output
+
+
 def test_new_and_renew_rebuild_existing_entries(tmp_path, env_counter):
     r = runner(tmp_path, {"a": counting("a", ["b"]), "b": counting("b")})
     r.run("a")

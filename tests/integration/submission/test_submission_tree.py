@@ -31,13 +31,15 @@ def test_tree_layout_per_round(tmp_path, version, division):
     root = report.submission_dir
     sub = os.path.join(root, division, "cm4mlperf")
     files = {os.path.relpath(os.path.join(d, f), sub) for d, _, fs in os.walk(sub) for f in fs}
-    expected = {f"systems/{SYS}.json", "code/llama2-70b-99/reference/README.md", "documentation/calibration.md",
-                f"results/{SYS}/summary.html"}
-    for sc in ("Offline", "Server") + (("Interactive",) if version == "v5.1" else ()):
-        m = f"measurements/{SYS}/llama2-70b-99/{sc}/"
-        r = f"results/{SYS}/llama2-70b-99/{sc}/"
-        c = f"compliance/{SYS}/llama2-70b-99/{sc}/TEST06/"
-        expected |= {m + "README.md", m + "user.conf", m + f"{SYS}_reference_{sc}.json",
+    v6 = version.startswith("v6")
+    model = "llama2-70b-99.9" if version == "v6.1" else "llama2-70b-99"
+    expected = {f"systems/{SYS}.json", f"{'src' if v6 else 'code'}/{model}/reference/README.md",
+                "documentation/calibration.md", f"results/{SYS}/summary.html"}
+    for sc in ("Offline", "Server") + (("Interactive",) if version in ("v5.1", "v6.1") else ()):
+        r = f"results/{SYS}/{model}/{sc}/"
+        m = r if v6 else f"measurements/{SYS}/{model}/{sc}/"
+        c = r + "TEST06/" if v6 else f"compliance/{SYS}/{model}/{sc}/TEST06/"
+        expected |= {m + "README.md", m + "user.conf", m + ("measurements.json" if v6 else f"{SYS}_reference_{sc}.json"),
                      r + "performance/run_1/mlperf_log_summary.txt", r + "performance/run_1/mlperf_log_detail.txt",
                      r + "accuracy/accuracy.txt", r + "accuracy/mlperf_log_accuracy.json",
                      r + "accuracy/mlperf_log_summary.txt", r + "accuracy/mlperf_log_detail.txt",

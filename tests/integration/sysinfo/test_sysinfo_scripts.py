@@ -102,10 +102,30 @@ def test_inference_src_clone_is_cached_per_tag(runner, inference_repo):
     r2 = runner.run("get,mlperf,inference,src,_r4.1", git_url=url)
     assert r2["new_env"]["CM_MLPERF_INFERENCE_SOURCE"] == env["CM_MLPERF_INFERENCE_SOURCE"]
     assert "cached" in runner.output
-    r3 = runner.run("get,mlperf,inference,src", git_url=url)              # _r5.1 is the default
+    r3 = runner.run("get,mlperf,inference,src,_r5.1", git_url=url)
     assert r3["new_env"]["CM_MLPERF_INFERENCE_SOURCE_TAG"] == "v5.1"
+    r3 = runner.plan("get,mlperf,inference,src", git_url=url)     # no round: the newest round's
+    assert r3["return"] == 0 and "Plan for 'get-mlperf-inference-src _r6.1'" in runner.output
     r4 = runner.run("get,mlperf,inference,src,_r5.0", git_url=url)
     assert r4["return"] != 0 and "v5.0" in r4["error"]
+
+
+def test_inference_src_at_a_commit_with_the_package_checker(runner, inference_repo):
+    """v6.x: the source is a commit of master (a shallow fetch of that commit), whose checker is the
+    package tools/submission/submission_checker."""
+    (inference_repo / "tools/submission/submission_checker.py").unlink()
+    (inference_repo / "tools/submission/submission_checker").mkdir()
+    (inference_repo / "tools/submission/submission_checker/main.py").write_text("# package\n")
+    _git(inference_repo, "add", "-A")
+    _git(inference_repo, "commit", "-q", "-m", "master")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=inference_repo, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    _git(inference_repo, "commit", "-q", "--allow-empty", "-m", "later")
+    r = runner.run(f"get,mlperf,inference,src,_tag.{head}", git_url=f"file://{inference_repo}")
+    assert r["return"] == 0, r.get("error")
+    env = r["new_env"]
+    assert env["CM_MLPERF_INFERENCE_SOURCE_COMMIT"] == head
+    assert env["CM_MLPERF_INFERENCE_CHECKER"].endswith(os.path.join("submission_checker", "main.py"))
 
 
 def test_inference_src_given_path(runner, inference_repo):

@@ -16,10 +16,10 @@ FORMAT = {"ROUGE1": r".*'rouge1':\s+'?([\d.]+)'?.*", "ROUGE2": r".*'rouge2':\s+'
 
 
 def checker_patterns():
-    """The checker's own ACC_PATTERN when the inference source is at hand, else the format above."""
-    src = os.environ.get("CM_MLPERF_INFERENCE_SOURCE", "")
-    path = os.path.join(src, "tools", "submission", "submission_checker.py")
-    if src and os.path.isfile(path):
+    """The checker's own ACC_PATTERN (v5.1.1's, from ../shared), checked to be the format above."""
+    from inference_sources import inference_source
+    path = os.path.join(inference_source("5.1"), "tools", "submission", "submission_checker.py")
+    if os.path.isfile(path):
         sys.path.insert(0, os.path.dirname(path))  # the checker imports its sibling log_parser
         try:
             spec = importlib.util.spec_from_file_location("submission_checker", path)

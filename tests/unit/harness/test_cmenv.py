@@ -98,3 +98,10 @@ def test_accuracy_covers_test_query_count_samples_in_test_mode_only():
         request_from_env(dict(BASE, CM_MLPERF_EXECUTION_MODE="valid", CM_MLPERF_ACCURACY_SAMPLE_COUNT="10")).validate()
     with pytest.raises(HarnessInputError, match="CM_MLPERF_ACCURACY_SAMPLE_COUNT='some'"):
         request_from_env(dict(BASE, CM_MLPERF_ACCURACY_SAMPLE_COUNT="some"))
+
+
+def test_all_scenarios_are_the_rounds():
+    r = request_from_env(dict(BASE, CM_MLPERF_LOADGEN_SCENARIO="all", CM_MLPERF_INFERENCE_VERSION="4.1"), cwd="/w")
+    assert r.scenarios == ("Offline", "Server")
+    r = request_from_env(dict(BASE, CM_MLPERF_LOADGEN_SCENARIO="all", CM_MLPERF_MODEL="llama2-70b-99.9"), cwd="/w")
+    assert r.scenarios == ("Offline", "Server", "Interactive") and r.rnd.name == "6.1"

@@ -145,3 +145,55 @@ def test_seeds_are_the_rounds_mlperf_conf(name):
 def test_the_table_is_frozen():
     with pytest.raises(Exception):
         ROUNDS["6.1"].name = "6.2"
+
+
+ROUND_STEPS = ("run-mlperf-inference-app", "app-mlperf-inference", "get-mlperf-inference-loadgen",
+               "get-mlperf-inference-src", "generate-mlperf-inference-submission",
+               "run-mlperf-inference-submission-checker")
+
+
+@pytest.mark.parametrize("step", ROUND_STEPS)
+def test_every_round_step_has_a_variation_per_round_and_no_default(step):
+    """Adding a round: its entry in ROUNDS, then `r<name>` in these manifests (this test names them)."""
+    import yaml
+    with open(os.path.join(ROOT, "script", step, "_cm.yaml"), encoding="utf-8") as f:
+        m = yaml.safe_load(f)
+    variations = m["variations"]
+    for rnd in ROUNDS.values():
+        v = variations.get(rnd.tag[1:])
+        assert v and v["group"] == "round" and v["env"] == {"CM_MLPERF_INFERENCE_VERSION": rnd.name}, (step, rnd)
+        assert not v.get("default"), (step, rnd)       # no round given: validate settles it
+    rounds_there = {k for k, v in variations.items() if v.get("group") == "round" and not k.endswith(".#")}
+    assert rounds_there == {r.tag[1:] for r in ROUNDS.values()}, step
+    assert "CM_MLPERF_INFERENCE_VERSION" not in (m.get("default_env") or {}), step
+
+
+def test_all_scenarios_follow_the_round():
+    assert rounds.expand_scenarios("all", ROUNDS["4.1"]) == ["Offline", "Server"]
+    assert rounds.expand_scenarios("all", ROUNDS["5.1"]) == ["Offline", "Server"]     # as before v6
+    assert rounds.expand_scenarios("ALL", ROUNDS["6.1"]) == ["Offline", "Server", "Interactive"]
+    assert rounds.expand_scenarios("Offline, Server", ROUNDS["6.1"]) == ["Offline", "Server"]
+
+
+def test_validate_result_settles_refuses_or_keeps():
+    r = rounds.validate_hook_result({"CM_MLPERF_MODEL": "llama2-70b-99"})
+    assert r["variations"] == ["r6.0"] and "no round given" in r["note"] and "v6.1 has only" in r["note"]
+    r = rounds.validate_hook_result({"CM_MLPERF_MODEL": "llama2-70b-99", "CM_MLPERF_INFERENCE_VERSION": "6.1"})
+    assert r["return"] == 1 and "llama2-70b-99.9" in r["error"] and "_r6.0" in r["error"]
+    assert rounds.validate_hook_result({"CM_MLPERF_INFERENCE_VERSION": "5.1"}) == {"return": 0}
+    assert rounds.validate_hook_result({"CM_MLPERF_INFERENCE_VERSION": "9.9"})["return"] == 1
+
+
+def test_docs_table_says_what_the_table_says():
+    with open(os.path.join(ROOT, "docs", "rounds.md"), encoding="utf-8") as f:
+        rows = {line.split("|")[1].strip().split()[0]: line for line in f if line.startswith("| v")}
+    assert list(rows) == [r.version for r in ROUNDS.values()]
+    for r in ROUNDS.values():
+        row = rows[r.version]
+        if r.loadgen_max.endswith(".999"):
+            assert f"{r.loadgen_min} .. {r.loadgen_max.rsplit('.', 1)[0]}.x ({r.loadgen_pin})" in row, row
+        else:
+            assert f"{r.loadgen_min} .. {r.loadgen_max} ({r.loadgen_pin})" in row, row
+        assert ("only" in row) == (len(r.models) == 1), row
+        assert r.describe_scenarios() in row, row
+        assert (r.src_ref[:7] if r.src_is_commit else f"tag {r.src_ref}") in row, row

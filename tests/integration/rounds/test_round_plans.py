@@ -1,0 +1,47 @@
+"""The round of a run, planned through the engine on the project's real scripts (planning only:
+nothing runs): the default from --model, the refusal of a model the round lacks, _r<round> on every
+round-aware step."""
+import os
+
+import pytest
+
+from cmengine.registry import Repo
+from enginefixtures import Runner
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+MAIN = "run-mlperf,inference,_full,_embedded"
+
+
+@pytest.fixture
+def runner(tmp_path):
+    return Runner([Repo("cm4mlperf-llm", ROOT)], str(tmp_path / "cache"), include_project=True)
+
+
+@pytest.mark.parametrize("model,round_name", [("llama2-70b-99", "6.0"), ("llama2-70b-99.9", "6.1")])
+def test_no_round_plans_the_newest_round_that_has_the_model(runner, capsys, model, round_name):
+    r = runner.plan(MAIN, model=model, division="open")
+    assert r["return"] == 0, r.get("error")
+    err = capsys.readouterr().err
+    assert f"round v{round_name} (_r{round_name}): no round given, so the newest round that has {model}" in err
+    text = runner.output
+    for step in ("run-mlperf-inference-app", "get-mlperf-inference-src", "get-mlperf-inference-loadgen",
+                 "app-mlperf-inference", "generate-mlperf-inference-submission",
+                 "run-mlperf-inference-submission-checker"):
+        assert any(line.strip().startswith(f"- {step} ") and f"_r{round_name}" in line
+                   or line.strip().startswith(f"- [posthook_deps] {step} ") and f"_r{round_name}" in line
+                   for line in text.splitlines()), (step, text)
+
+
+def test_a_model_the_round_lacks_is_refused_before_anything_runs(runner, tmp_path):
+    r = runner.run(MAIN + ",_r6.1", model="llama2-70b-99", division="open",
+                   results_dir=str(tmp_path / "results"))
+    assert r["return"] == 2
+    assert r["error"].startswith("run-mlperf-inference-app: round v6.1 has no llama2-70b-99")
+    assert "--model=llama2-70b-99.9 with _r6.1" in r["error"] and "_r6.0" in r["error"]
+    assert "Traceback" not in r["error"] and not (tmp_path / "results").exists()
+
+
+def test_a_round_given_is_kept(runner):
+    r = runner.plan(MAIN + ",_r5.1", model="llama2-70b-99", division="open")
+    assert r["return"] == 0 and "Plan for 'run-mlperf-inference-app _embedded,_full,_r5.1'" in runner.output
+    assert "app-mlperf-inference _r5.1,_vllm" in runner.output
