@@ -178,16 +178,23 @@ def _run_logged(cmd: list[str], log_path: Path, loadgen_path: str = "") -> int:
         log.write("$ " + " ".join(cmd) + "\n")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, bufsize=0)
         assert proc.stdout is not None
-        while True:      # by chunks: a live progress line ends in "\r", not "\n"
-            chunk = os.read(proc.stdout.fileno(), 4096)
-            if not chunk:
-                break
-            text = chunk.decode(errors="replace")
-            log.write(text)
-            log.flush()
-            sys.stderr.write(text)
-            sys.stderr.flush()
-        return proc.wait()
+        try:
+            while True:      # by chunks: a live progress line ends in "\r", not "\n"
+                chunk = os.read(proc.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                text = chunk.decode(errors="replace")
+                log.write(text)
+                log.flush()
+                sys.stderr.write(text)
+                sys.stderr.flush()
+            return proc.wait()
+        except BaseException:
+            # interrupted (a signal to this process alone, not its group, or an error here): the test's
+            # process goes too, SIGTERM then SIGKILL, instead of running on without its parent
+            from cmengine.interrupt import STOP_GRACE_S, stop_tree
+            stop_tree(proc, STOP_GRACE_S)
+            raise
 
 
 def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: Path | None = None) -> RunOutcome:
