@@ -16,7 +16,7 @@ from . import compare as cmp
 from . import record as recmod
 from .capture import is_secret
 from .record import RECORD_NAME, Record, RecordError
-from .source import SourceError, Measured, open_submission, performance_metrics, the_record
+from .source import SourceError, Measured, measured_tests, open_submission, the_record
 
 REPORT_NAME = "reproduction.json"
 PATH_INPUTS = ("results_dir", "submission_dir")
@@ -135,24 +135,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
 
 def read_results_dir(results_dir: str, system: str = "") -> list[Measured]:
     """The tests of a harness results folder (<model>/<Scenario>/performance/run_1, accuracy/)."""
-    from ..submission.logs import read_accuracy_txt
-    out = []
-    if not os.path.isdir(results_dir):
-        return out
-    for model in sorted(os.listdir(results_dir)):
-        mdir = os.path.join(results_dir, model)
-        if not os.path.isdir(mdir):
-            continue
-        for scenario in sorted(os.listdir(mdir)):
-            scdir = os.path.join(mdir, scenario)
-            detail = os.path.join(scdir, "performance", "run_1", "mlperf_log_detail.txt")
-            if os.path.isfile(detail):
-                metrics, valid = performance_metrics(detail)
-                out.append(Measured(system, model, scenario, "performance", metrics, valid))
-            acc = os.path.join(scdir, "accuracy", "accuracy.txt")
-            if os.path.isfile(acc):
-                out.append(Measured(system, model, scenario, "accuracy", dict(read_accuracy_txt(acc).values)))
-    return out
+    return measured_tests(results_dir, system)
 
 
 def check_results_dir(path: str) -> None:

@@ -146,33 +146,44 @@ def performance_metrics(detail_path: str) -> tuple[dict, bool | None]:
 
 
 def read_results(root: str) -> list[Measured]:
-    """Every test the submission reports, from its logs."""
+    """Every test the submission reports, from its logs (an unreadable accuracy.txt: no values)."""
     out = []
     for sub in _submitter_dirs(root):
         res = os.path.join(sub, "results")
         if not os.path.isdir(res):
             continue
         for system in sorted(os.listdir(res)):
-            sdir = os.path.join(res, system)
-            if not os.path.isdir(sdir):
-                continue
-            for model in sorted(os.listdir(sdir)):
-                mdir = os.path.join(sdir, model)
-                if not os.path.isdir(mdir):
-                    continue
-                for scenario in sorted(os.listdir(mdir)):
-                    scdir = os.path.join(mdir, scenario)
-                    detail = os.path.join(scdir, "performance", "run_1", "mlperf_log_detail.txt")
-                    if os.path.isfile(detail):
-                        metrics, valid = performance_metrics(detail)
-                        out.append(Measured(system, model, scenario, "performance", metrics, valid))
-                    acc = os.path.join(scdir, "accuracy", "accuracy.txt")
-                    if os.path.isfile(acc):
-                        try:
-                            values = read_accuracy_txt(acc).values
-                        except Exception:
-                            values = {}
-                        out.append(Measured(system, model, scenario, "accuracy", dict(values)))
+            if os.path.isdir(os.path.join(res, system)):
+                out += measured_tests(os.path.join(res, system), system, tolerant=True)
+    return out
+
+
+def measured_tests(folder: str, system: str = "", tolerant: bool = False) -> list[Measured]:
+    """The tests of a folder laid out <model>/<Scenario>/performance/run_1 and .../accuracy (a
+    submission's results/<system>/ or a harness results folder), from their logs; with `tolerant`,
+    an accuracy.txt that cannot be read gives a test with no values instead of an error."""
+    out = []
+    if not os.path.isdir(folder):
+        return out
+    for model in sorted(os.listdir(folder)):
+        mdir = os.path.join(folder, model)
+        if not os.path.isdir(mdir):
+            continue
+        for scenario in sorted(os.listdir(mdir)):
+            scdir = os.path.join(mdir, scenario)
+            detail = os.path.join(scdir, "performance", "run_1", "mlperf_log_detail.txt")
+            if os.path.isfile(detail):
+                metrics, valid = performance_metrics(detail)
+                out.append(Measured(system, model, scenario, "performance", metrics, valid))
+            acc = os.path.join(scdir, "accuracy", "accuracy.txt")
+            if os.path.isfile(acc):
+                try:
+                    values = read_accuracy_txt(acc).values
+                except Exception:
+                    if not tolerant:
+                        raise
+                    values = {}
+                out.append(Measured(system, model, scenario, "accuracy", dict(values)))
     return out
 
 
