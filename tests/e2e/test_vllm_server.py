@@ -29,7 +29,10 @@ def free_port():
 @pytest.fixture(scope='module')
 def env(embedded_model_path, vllm_python):
     return {'CM_VLLM_PYTHON': vllm_python, 'CM_VLLM_MODEL': str(embedded_model_path), 'CM_VLLM_SERVED_MODEL_NAME': NAME,
-            'CM_VLLM_ENFORCE_EAGER': 'yes', 'CM_VLLM_MAX_MODEL_LEN': '2048', 'CM_VLLM_EXPECTED_CONCURRENCY': '16'}
+            'CM_VLLM_ENFORCE_EAGER': 'yes', 'CM_VLLM_MAX_MODEL_LEN': '2048', 'CM_VLLM_EXPECTED_CONCURRENCY': '16',
+            # float32, as the main job serves the embedded model: in bf16 (chosen on CPUs with native
+            # bf16) the 135M model answers "What is the capital of France?" without "Paris"
+            'CM_VLLM_DTYPE': 'float32'}
 
 
 @pytest.fixture(scope='module')

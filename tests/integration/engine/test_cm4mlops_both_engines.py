@@ -2,7 +2,8 @@
 
 The snapshot of mlcommons/cm4mlops next to every clone (../shared/cm4mlops) is copied to a
 temporary folder and registered in a fresh CM home. Each case runs once under upstream's engine
-(its own `cm` command, a subprocess: `cm run script <alias> --quiet --out=json`) and once under
+(its own `cm` command, a subprocess:
+`cm run mlcommons@cm4mlops:script <alias> --quiet --out=json`) and once under
 ours (in-process, the same copy as its only repository), and the env (`new_env`) and `state`
 they return are compared. Offline only: every script here finds what is on this host (the
 Python running the test comes first on PATH, so get-generic-python-lib finds an installed
@@ -45,7 +46,9 @@ def upstream(tmp_path_factory):
 
 
 def run_upstream(up, alias, tags="", inputs=None, env=None):
-    cmd = [CM, "run", "script", alias, "--quiet", "--out=json"] + ([f"--tags={tags}"] if tags else [])
+    # upstream's engine named explicitly: where this project is installed as a package (pip
+    # install ., not -e) cmind registers it in every CM home, and plain `cm run script` is ours
+    cmd = [CM, "run", "mlcommons@cm4mlops:script", alias, "--quiet", "--out=json"] + ([f"--tags={tags}"] if tags else [])
     cmd += [f"--{k}={v}" for k, v in (inputs or {}).items()]
     cmd += [f"--env.{k}={v}" for k, v in (env or {}).items()]
     work = up["base"] / f"up-{alias}"
