@@ -25,10 +25,16 @@ from .rounds import loadgen_model_and_dirs
 from ..rounds import LLAMA2_LATENCY_LIMITS_MS, Round, round_for
 from ..files import write_atomic
 from ..sysinfo.pyenv import with_path
-from .userconf import INTERACTIVE_FRACTION, SERVER_FRACTION, UserConfSpec, round_down, pick_targets
+from .userconf import (INTERACTIVE_FRACTION, SERVER_FRACTION, UserConfSpec, round_down, pick_targets,
+                       test_queries)
 
 FRACTIONS = {"Server": SERVER_FRACTION, "Interactive": INTERACTIVE_FRACTION}
 LATENCY_RETRIES = 3          # lowered targets tried after a chosen target missed the latency bounds
+MAX_LOWERING = 4             # ... each at most this many times lower than the one that missed
+# a test-mode retry's target is never so low that issuing its queries would take longer than this
+# (the minimum duration of a valid run): on a busy host one missed run could otherwise lower the
+# target 20x and make a test run of 32 queries take hours
+TEST_MODE_MAX_ISSUE_S = 600
 
 AUTOMATION_DIR = str(Path(__file__).resolve().parents[2])
 MODES = ("performance", "accuracy", "TEST06")
@@ -270,11 +276,20 @@ def _derive_from_offline(req: HarnessRequest, offline: list[RunOutcome], scenari
 def lowered_target(target: float, summary: dict, scenario: str,
                    limits: dict = LLAMA2_LATENCY_LIMITS_MS) -> float:
     """The next target after `target` missed the latency bounds: scaled by how far the worse p99
-    (TTFT or TPOT) is over its bound, with a margin, and at least 30% lower."""
+    (TTFT or TPOT) is over its bound, with a margin, at least 30% lower and at most MAX_LOWERING
+    times lower (one p99 measured on a busy host is no reason to give up most of the throughput)."""
     ratios = [bound * 1e6 / summary[key] for key, bound in zip(("ttft_p99_ns", "tpot_p99_ns"), limits[scenario])
               if summary.get(key)]
-    factor = min([0.7] + [0.8 * r for r in ratios])
+    factor = max(1 / MAX_LOWERING, min([0.7] + [0.8 * r for r in ratios]))
     return round_down(target * factor)
+
+
+def lowest_test_target(req: HarnessRequest, rows: int) -> float:
+    """In test mode, the lowest target at which the test's queries are issued within
+    TEST_MODE_MAX_ISSUE_S (0 in valid mode: the round's minimums decide the duration there)."""
+    if req.execution_mode != "test":
+        return 0.0
+    return test_queries(req.test_query_count, rows) / TEST_MODE_MAX_ISSUE_S
 
 
 def _set_aside(outcome: RunOutcome, results_dir: str, scenario: str, target: float) -> str:
@@ -299,6 +314,15 @@ def _meet_latency_bounds(req: HarnessRequest, scenario: str, rows: int, outcome:
            and tries < LATENCY_RETRIES):
         old = req.target_for(scenario)
         new = lowered_target(old, outcome.summary, scenario, limits)
+        floor = lowest_test_target(req, rows)
+        if new < floor:
+            if old <= floor * 1.001:
+                print(f"{scenario} target_qps {old:g} missed the latency bounds; not lowered further: a "
+                      f"test-mode run issues {test_queries(req.test_query_count, rows)} queries, which below "
+                      f"{old:g}/s would take over {TEST_MODE_MAX_ISSUE_S} s (the host may be busy; pass "
+                      f"--{scenario.lower()}_target_qps to choose the target)", flush=True)
+                break
+            new = floor
         if not new > 0:
             break
         kept = _set_aside(outcome, req.results_dir, scenario, old)

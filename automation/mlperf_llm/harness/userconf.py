@@ -44,7 +44,7 @@ class UserConfSpec:
         if self.dataset_count < FULL_SAMPLE_COUNT:
             out.append(f"{self.lg_model}.*.performance_sample_count_override = {self.dataset_count}")
         if self.execution_mode == "test":
-            queries = self.test_query_count or min(10, self.dataset_count)
+            queries = test_queries(self.test_query_count, self.dataset_count)
             out.append(f"{p}min_query_count = {queries}")
             out.append(f"{p}min_duration = 0")
             # llama2-70b's mlperf.conf turns on equal issue (sample_concatenate_permutation = 1), which
@@ -63,6 +63,11 @@ class UserConfSpec:
 # bounds (TTFT 2 s / 450 ms) leave less room than throughput alone.
 SERVER_FRACTION = 0.7
 INTERACTIVE_FRACTION = 0.35
+
+
+def test_queries(test_query_count: int | None, dataset_count: int) -> int:
+    """The queries a test-mode performance test issues (its min_query_count)."""
+    return test_query_count or min(10, dataset_count)
 
 
 def round_down(x: float) -> float:

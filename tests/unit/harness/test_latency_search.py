@@ -26,7 +26,9 @@ def test_lowered_target_scales_with_the_worse_bound_and_drops_at_least_30_percen
     # just over: still at least 30% lower
     assert lowered_target(1.0, {"ttft_p99_ns": 2.01e9, "tpot_p99_ns": 150e6}, "Server") == 0.7
     # far over (Interactive's 40 ms TPOT): much lower
-    assert lowered_target(1.0, {"ttft_p99_ns": 300e6, "tpot_p99_ns": 160e6}, "Interactive") == 0.2
+    assert lowered_target(1.0, {"ttft_p99_ns": 300e6, "tpot_p99_ns": 120e6}, "Interactive") == 0.266
+    # very far over (a p99 from a busy host): at most MAX_LOWERING (4x) lower, not 20x
+    assert lowered_target(1.0, {"ttft_p99_ns": 300e6, "tpot_p99_ns": 800e6}, "Interactive") == 0.25
     assert lowered_target(2.0, {}, "Server") == 1.4
 
 
@@ -84,3 +86,26 @@ def test_a_given_target_or_an_early_stopping_miss_is_not_searched(tmp_path, monk
     early = _outcome(tmp_path / "b", True)
     assert driver._meet_latency_bounds(req, "Server", 211, early, {"Server": "find-performance run"})[1] is early
     assert calls == []
+
+
+def test_a_test_mode_search_never_lowers_the_target_below_its_issue_time_bound(tmp_path, monkeypatch, capsys):
+    # 10 test queries (211 rows): below 10/600 queries/s they would take over TEST_MODE_MAX_ISSUE_S
+    calls, run_one = _recorder(tmp_path, [False] * 10)
+    monkeypatch.setattr(driver, "run_one", run_one)
+    req = HarnessRequest(str(tmp_path), "ds.pkl", scenarios=("Server",), server_target_qps=0.03)
+    first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
+    _, out = driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
+    floor = 10 / driver.TEST_MODE_MAX_ISSUE_S
+    assert calls == [0.02, pytest.approx(floor)]   # 0.03 x0.667 = 0.02; 0.0133 is below: the floor; stop
+    assert "not lowered further: a test-mode run issues 10 queries" in capsys.readouterr().out
+    assert out.verdict == "INVALID"
+
+
+def test_a_valid_mode_search_has_no_issue_time_bound(tmp_path, monkeypatch):
+    calls, run_one = _recorder(tmp_path, [False] * 10)
+    monkeypatch.setattr(driver, "run_one", run_one)
+    req = HarnessRequest(str(tmp_path), "ds.pkl", scenarios=("Server",), server_target_qps=0.03,
+                         execution_mode="valid")
+    first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
+    driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
+    assert calls == [0.02, 0.0133, 0.00886]
