@@ -43,11 +43,33 @@ class Options:
     inference_src: str = ""
 
 
+TARGET_INPUTS = {"Offline": "offline_target_qps", "Server": "server_target_qps",
+                 "Interactive": "interactive_target_qps"}
+
+
 @dataclass
 class Plan:
     request: dict                                     # for run_script
     substitutions: list = field(default_factory=list)  # what this machine uses instead, and why
     refusals: list = field(default_factory=list)
+    fixed: list = field(default_factory=list)          # what the original run chose itself, given here
+
+
+def recorded_targets(rec: Record, inputs: dict) -> tuple[dict, list]:
+    """The targets the original run chose itself (derived from its Offline test, found, lowered to
+    meet the latency bounds), as inputs, so the replay measures at the same load instead of
+    deriving its own; with a line each saying so. Targets the command gave are in `inputs` already."""
+    given, said = {}, []
+    for scenario, entry in sorted((rec.targets or {}).items()):
+        name = TARGET_INPUTS.get(scenario)
+        target = entry.get("target_qps") if isinstance(entry, dict) else None
+        if not name or name in inputs or not isinstance(target, (int, float)) or not target > 0:
+            continue
+        given[name] = target
+        said.append(f"--{name}={target:g}: the target the original run chose itself "
+                    f"({entry.get('source') or 'source not recorded'}), given here so both runs "
+                    "measure at the same load")
+    return given, said
 
 
 def probe_host() -> Host:
@@ -121,6 +143,8 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         if state == "present" and not os.environ.get(name):
             subs.append(f"{name} was set for the original run and is not set here (needed only if a "
                         "step downloads from a gated source)")
+    targets, fixed = recorded_targets(rec, inputs)
+    inputs.update(targets)
     inputs["results_dir"] = os.path.join(opts.results_dir, "results")
     inputs["submission_dir"] = os.path.join(opts.results_dir, "submission")
     request = {"tags": ",".join(req.get("tags") or []), "quiet": True, **inputs}
@@ -130,7 +154,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         request["env"] = env
     if req.get("adr"):
         request["adr"] = req["adr"]
-    return Plan(request, subs, refusals)
+    return Plan(request, subs, refusals, fixed)
 
 
 def read_results_dir(results_dir: str, system: str = "") -> list[Measured]:
@@ -166,6 +190,8 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
             say(f"  - {s}")
     else:
         say("Every recorded input can be had here.")
+    for line in plan.fixed:
+        say(f"  - {line}")
     if run_script is None:
         raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
                           "run the replay with cm4mlperf-llm's own engine")

@@ -53,3 +53,24 @@ def test_a_results_dir_with_anything_in_it_is_refused(tmp_path):
     with pytest.raises(replay.ReplayError, match="earlier reproduction"):
         replay.check_results_dir(str(tmp_path / "rep"))
     replay.check_results_dir(str(tmp_path / "new"))
+
+
+def test_targets_the_original_run_chose_itself_are_given_to_the_replay(tmp_path):
+    rec = make_record(tmp_path)
+    rec = dataclasses.replace(rec, targets={
+        "Offline": {"target_qps": None, "source": "LoadGen default (mlperf.conf)"},
+        "Server": {"target_qps": 1.3, "source": "derived from the Offline performance test of this run "
+                                                "(1.89 samples/s); lowered to 1.3 to meet the latency bounds"}})
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path), exists=lambda p: False)
+    assert p.request["server_target_qps"] == 1.3 and "offline_target_qps" not in p.request
+    assert p.fixed == ["--server_target_qps=1.3: the target the original run chose itself (derived from the "
+                       "Offline performance test of this run (1.89 samples/s); lowered to 1.3 to meet the "
+                       "latency bounds), given here so both runs measure at the same load"]
+
+
+def test_a_target_the_command_gave_is_replayed_as_given(tmp_path):
+    rec = make_record(tmp_path)
+    rec = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], server_target_qps=2)),
+                              targets={"Server": {"target_qps": 2, "source": "given"}})
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path), exists=lambda p: False)
+    assert p.request["server_target_qps"] == 2 and p.fixed == []
