@@ -1,29 +1,9 @@
-"""The pipeline on the golden log equals the reference way computed here with rouge_score."""
-import numpy as np
+"""The pipeline on the golden log equals the reference way (rouge_score, in reference_way.py)."""
 import pytest
-from rouge_score import rouge_scorer
 
 from mlperf_llm.accuracy.evaluate import EvaluationError, evaluate, load_tokenizer
 from mlperf_llm.accuracy.log import first_per_sample
-from mlperf_llm.accuracy.splitter import get_splitter
-
-
-def reference_way(golden):
-    """evaluate-accuracy.py's steps with rouge_score, independent of mlperf_llm.accuracy.rouge."""
-    tokenizer = load_tokenizer(golden["tokenizer"])
-    split = get_splitter()
-    entries = first_per_sample(golden["log"])
-    texts = tokenizer.batch_decode([e.token_ids for e in entries], skip_special_tokens=True)
-    preds = ["\n".join(split.split(t.strip())) for t in texts]
-    targets = ["\n".join(split.split(golden["targets"][e.qsl_idx].strip())) for e in entries]
-    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True)
-    scores = [scorer.score(t, p) for t, p in zip(targets, preds)]
-    out = {k: round(np.mean([s[k].fmeasure for s in scores]) * 100, 4)
-           for k in ("rouge1", "rouge2", "rougeL", "rougeLsum")}
-    n_tokens = sum(len(e.token_ids) for e in entries)
-    out.update(gen_len=np.sum([len(p) for p in preds]), gen_num=len(preds), gen_tok_len=n_tokens,
-               tokens_per_sample=round(n_tokens / len(preds), 1))
-    return out
+from reference_way import reference_way
 
 
 def test_golden_log_equals_reference_way(golden):

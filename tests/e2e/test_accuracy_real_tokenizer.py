@@ -1,22 +1,25 @@
-"""The golden answers through a real model tokenizer (the embedded model's, from CM_ML_MODEL_PATH):
-encoded as the SUT logs them, scored by us and by the reference way, equal."""
+"""The golden answers through a real model tokenizer (the embedded SmolLM2's, from the engine's
+get,ml-model,smollm2 step): encoded as the SUT logs them, scored by us and by the reference way,
+equal."""
 import json
-import os
+import sys
+from pathlib import Path
 
 import pytest
 
 from mlperf_llm.accuracy.evaluate import evaluate, load_tokenizer
 from mlperf_llm.accuracy.log import encode_ids
 
-from test_accuracy_evaluate import reference_way
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "accuracy"))
+from golden_fixture import golden  # noqa: E402,F401  (the shared `golden` fixture)
+from reference_way import reference_way  # noqa: E402
+
+pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.e2e
-def test_real_tokenizer_round_trip(golden, tmp_path):
-    model = os.environ.get("CM_ML_MODEL_PATH", "")
-    if not (model and os.path.isfile(os.path.join(model, "tokenizer.json"))):
-        pytest.skip("no model tokenizer: set CM_ML_MODEL_PATH to a Hugging Face model folder "
-                    "(e.g. the converted SmolLM2 from get,ml-model,smollm2)")
+def test_real_tokenizer_round_trip(golden, embedded_model_path, tmp_path):
+    model = str(embedded_model_path)
+    assert (embedded_model_path / "tokenizer.json").is_file(), f"{model} has no tokenizer.json"
     fixture_tok = load_tokenizer(golden["tokenizer"])
     real = load_tokenizer(model)
     entries = json.loads(open(golden["log"]).read())
