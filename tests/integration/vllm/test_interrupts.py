@@ -21,8 +21,11 @@ ROOT = TESTS.parent
 AUTOMATION = ROOT / 'automation'
 STANDIN = TESTS / 'fixtures' / 'vllm' / 'standin_vllm'
 
+# the run under test starts with SIGHUP's default action even where the tests run under nohup (whose
+# ignored SIGHUP the run would inherit and, as designed, keep ignoring: this test then waited forever)
 DRIVER = """
-import sys
+import signal, sys
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 sys.path[:0] = [{automation!r}, {tests!r}]
 from enginefixtures import Runner
 from cmengine.registry import Repo
