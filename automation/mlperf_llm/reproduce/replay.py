@@ -101,7 +101,8 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
             continue
         if k == "inference_src":
             if opts.inference_src:
-                subs.append(f"--inference_src={v} (the submitter's) -> {opts.inference_src} (given here)")
+                if opts.inference_src != v:
+                    subs.append(f"--inference_src={v} (the submitter's) -> {opts.inference_src} (given here)")
                 inputs[k] = opts.inference_src
                 continue
             if not exists(str(v)):
@@ -190,8 +191,10 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
             say(f"  - {s}")
     else:
         say("Every recorded input can be had here.")
-    for line in plan.fixed:
-        say(f"  - {line}")
+    if plan.fixed:
+        say("Choices the original run made itself, repeated:")
+        for line in plan.fixed:
+            say(f"  - {line}")
     if run_script is None:
         raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
                           "run the replay with cm4mlperf-llm's own engine")

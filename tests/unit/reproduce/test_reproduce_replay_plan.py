@@ -74,3 +74,11 @@ def test_a_target_the_command_gave_is_replayed_as_given(tmp_path):
                               targets={"Server": {"target_qps": 2, "source": "given"}})
     p = replay.plan_replay(rec, replay.Host(), opts(tmp_path), exists=lambda p: False)
     assert p.request["server_target_qps"] == 2 and p.fixed == []
+
+
+def test_the_same_inference_source_given_here_is_no_substitution(tmp_path):
+    rec = make_record(tmp_path)
+    given = rec.request["inputs"]["inference_src"]
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path, inference_src=given), exists=lambda p: True)
+    assert p.request["inference_src"] == given
+    assert not any("inference_src" in s for s in p.substitutions)
