@@ -15,6 +15,7 @@ import shlex
 import sys
 from typing import Callable, Optional
 
+from ..models.smollm2 import PROVENANCE_FILE
 from .record import RECORD_FORMAT, Record
 
 PROJECT = "cm4mlperf-llm"
@@ -260,7 +261,9 @@ def model_section(env: dict, memo_path: Optional[str]) -> dict:
            "source_sha256": env.get("CM_ML_MODEL_SOURCE_SHA256", ""),
            "repo_id": env.get("CM_ML_MODEL_REPO_ID", ""), "served_name": env.get("CM_MLPERF_API_MODEL_NAME", "")}
     if path and os.path.exists(path):
-        out.update(content_digest(path, memo_path))
+        # the embedded model's conversion record names the folder and the seconds it took: a
+        # sidecar of this machine, not part of what the server loads
+        out.update(content_digest(path, memo_path, skip=lambda rel: rel == PROVENANCE_FILE))
     elif path:
         out["sha256"] = ""
         out["note"] = "the checkpoint folder was not found when the record was written"

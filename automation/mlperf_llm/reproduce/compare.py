@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .record import Record
+from .record import Record, chosen_targets
 from .source import Measured
 
 ACCURACY_METRICS = ("ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE")
@@ -111,6 +111,8 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     out += _dict_diff("server env", recorded.server.get("env") or {}, here.server.get("env") or {},
                       "threads and memory settings change speed", False)
     rin = {k: v for k, v in (recorded.request.get("inputs") or {}).items() if k not in REPLAY_PATHS}
+    # a target the recorded run chose itself is what the replay was given (replay.plan_replay)
+    rin.update({name: target for name, (target, _) in chosen_targets(recorded).items()})
     hin = {k: v for k, v in (here.request.get("inputs") or {}).items() if k not in REPLAY_PATHS}
     out += _dict_diff("input", rin, hin, "another input to the chain", True)
     out += _dict_diff("--env", recorded.request.get("env") or {}, here.request.get("env") or {},

@@ -65,6 +65,24 @@ class Record:
         return json.dumps(asdict(self), indent=1, sort_keys=True) + "\n"
 
 
+TARGET_INPUTS = {"Offline": "offline_target_qps", "Server": "server_target_qps",
+                 "Interactive": "interactive_target_qps"}
+
+
+def chosen_targets(rec: Record) -> dict:
+    """The targets the recorded run chose itself (derived from its Offline test, found, lowered to
+    meet the latency bounds), as {input name: (target, where it came from)}; a target its command
+    gave is an input already and is left out."""
+    inputs = rec.request.get("inputs") or {}
+    out = {}
+    for scenario, entry in sorted((rec.targets or {}).items()):
+        name = TARGET_INPUTS.get(scenario)
+        target = entry.get("target_qps") if isinstance(entry, dict) else None
+        if name and name not in inputs and isinstance(target, (int, float)) and target > 0:
+            out[name] = (target, entry.get("source") or "source not recorded")
+    return out
+
+
 def write(record: Record, path: str) -> str:
     write_json_atomic(path, asdict(record), indent=1, sort_keys=True)
     return path

@@ -43,33 +43,12 @@ class Options:
     inference_src: str = ""
 
 
-TARGET_INPUTS = {"Offline": "offline_target_qps", "Server": "server_target_qps",
-                 "Interactive": "interactive_target_qps"}
-
-
 @dataclass
 class Plan:
     request: dict                                     # for run_script
     substitutions: list = field(default_factory=list)  # what this machine uses instead, and why
     refusals: list = field(default_factory=list)
     fixed: list = field(default_factory=list)          # what the original run chose itself, given here
-
-
-def recorded_targets(rec: Record, inputs: dict) -> tuple[dict, list]:
-    """The targets the original run chose itself (derived from its Offline test, found, lowered to
-    meet the latency bounds), as inputs, so the replay measures at the same load instead of
-    deriving its own; with a line each saying so. Targets the command gave are in `inputs` already."""
-    given, said = {}, []
-    for scenario, entry in sorted((rec.targets or {}).items()):
-        name = TARGET_INPUTS.get(scenario)
-        target = entry.get("target_qps") if isinstance(entry, dict) else None
-        if not name or name in inputs or not isinstance(target, (int, float)) or not target > 0:
-            continue
-        given[name] = target
-        said.append(f"--{name}={target:g}: the target the original run chose itself "
-                    f"({entry.get('source') or 'source not recorded'}), given here so both runs "
-                    "measure at the same load")
-    return given, said
 
 
 def probe_host() -> Host:
@@ -144,8 +123,11 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         if state == "present" and not os.environ.get(name):
             subs.append(f"{name} was set for the original run and is not set here (needed only if a "
                         "step downloads from a gated source)")
-    targets, fixed = recorded_targets(rec, inputs)
-    inputs.update(targets)
+    fixed = []
+    for name, (target, source) in recmod.chosen_targets(rec).items():
+        inputs[name] = target
+        fixed.append(f"--{name}={target:g}: the target the original run chose itself ({source}), "
+                     "given here so both runs measure at the same load")
     inputs["results_dir"] = os.path.join(opts.results_dir, "results")
     inputs["submission_dir"] = os.path.join(opts.results_dir, "submission")
     request = {"tags": ",".join(req.get("tags") or []), "quiet": True, **inputs}

@@ -45,6 +45,18 @@ def test_a_changed_model_hash_is_a_differing_input_that_can_change_accuracy(tmp_
     assert "model checkpoint (content sha256): 0000" in compare.render(c)
 
 
+def test_a_chosen_target_the_replay_was_given_is_no_differing_input(tmp_path):
+    rec = dataclasses.replace(make_record(tmp_path),
+                              targets={"Server": {"target_qps": 3.83, "source": "derived from Offline"}})
+    here = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"],
+                                                                          server_target_qps=3.83)))
+    assert compare.compare(rec, here, results(), results()).differences == []
+    other = dataclasses.replace(here, request=dict(here.request, inputs=dict(here.request["inputs"],
+                                                                             server_target_qps=2.0)))
+    names = [d.name for d in compare.compare(rec, other, results(), results()).differences]
+    assert names == ["input server_target_qps"]
+
+
 def test_different_accuracy_is_reported_with_its_difference(tmp_path):
     rec = make_record(tmp_path)
     c = compare.compare(rec, rec, results(), results(acc=dict(ACC, ROUGE1=49.5)))

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from mlperf_llm.reproduce import capture, record
-from recfix import make_record
+from recfix import make_env, make_record
 
 
 def test_record_holds_the_exact_inputs(tmp_path):
@@ -54,6 +54,24 @@ def test_the_model_hash_follows_the_content_not_the_place(tmp_path):
     (b / "w.bin").write_bytes(b"weightz")
     assert capture.content_digest(str(a), memo)["sha256"] != capture.content_digest(str(b), memo)["sha256"]
     assert len(json.load(open(memo))) == 2       # one memo entry per file, reused on the next record
+
+
+def test_the_model_hash_leaves_out_the_conversion_record_of_this_machine(tmp_path):
+    # seen: the same embedded model converted in two CM homes differed only in conversion.json
+    # (its folder and the seconds it took), and the replay reported "other weights"
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    first = make_env(tmp_path / "one")
+    second = make_env(tmp_path / "two")
+    for env, where in ((first, "/home/a/cache"), (second, "/srv/b/cache")):
+        with open(os.path.join(env["CM_ML_MODEL_PATH"], "conversion.json"), "w") as f:
+            json.dump({"path": where, "seconds": 15.6 if "a" in where else 16.0}, f)
+    a = capture.model_section(first, None)
+    b = capture.model_section(second, None)
+    assert a["sha256"] == b["sha256"] and a["files"] == 2
+    with open(os.path.join(second["CM_ML_MODEL_PATH"], "model.safetensors"), "wb") as f:
+        f.write(b"\1" * 1000)
+    assert capture.model_section(second, None)["sha256"] != a["sha256"]
 
 
 def test_write_then_read_gives_the_same_record(tmp_path):
