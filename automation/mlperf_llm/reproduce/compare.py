@@ -127,7 +127,7 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     # the steps whose results are kept in the cache (venvs, model, data set, vLLM install); the
     # others' keys hold this run's own folders and differ from run to run
     rk, hk = _kept_keys(recorded.steps), _kept_keys(here.steps)
-    changed = sorted(k for k in rk if k in hk and rk[k] != hk[k])
+    changed = sorted({k[0] for k in rk if k in hk and rk[k] != hk[k]})
     if changed:
         out.append(Difference("cache keys", ", ".join(changed), "differ",
                               "these steps had other code, inputs or dependencies (their keys are in "
@@ -136,7 +136,10 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
 
 
 def _kept_keys(steps: list) -> dict:
-    return {s["script"] + (" _" + ",_".join(s["variations"]) if s.get("variations") else ""): s["key"]
+    """{(a step's name with its variations, the env its caller gave it): its key}; the env tells
+    apart two uses of one script (get-python3, and get-python3 with CM_VERSION_MIN=3.10)."""
+    return {(s["script"] + (" _" + ",_".join(s["variations"]) if s.get("variations") else ""),
+             tuple(sorted((s.get("env") or {}).items()))): s["key"]
             for s in steps if s.get("key") and s.get("kept")}
 
 

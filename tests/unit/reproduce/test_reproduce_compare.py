@@ -101,6 +101,17 @@ def test_only_the_keys_of_kept_steps_are_compared(tmp_path):
     assert not names["cache keys"].affects_accuracy
 
 
+def test_two_uses_of_one_script_are_compared_each_with_its_own(tmp_path):
+    # seen: a fresh replay listed get-python3 and get-python3 with CM_VERSION_MIN=3.10 (the original,
+    # cached, only the first); keyed by name alone the second's key was compared with the first's
+    py = {"script": "get-python3", "key": "1" * 64, "cached": True, "kept": True, "variations": [], "env": {}}
+    rec = dataclasses.replace(make_record(tmp_path), steps=[py])
+    here = dataclasses.replace(rec, steps=[py, dict(py, key="2" * 64, env={"CM_VERSION_MIN": "3.10"})])
+    assert compare.differing_inputs(rec, here) == []
+    here = dataclasses.replace(rec, steps=[dict(py, key="3" * 64)])
+    assert [d.recorded for d in compare.differing_inputs(rec, here)] == ["get-python3"]
+
+
 def test_server_flags_that_change_answers_are_told_from_speed_and_place(tmp_path):
     rec = make_record(tmp_path)
     flags = dict(rec.server["flags"], **{"port": "37793", "max-num-seqs": "32", "dtype": "bfloat16"})
