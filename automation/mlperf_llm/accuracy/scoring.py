@@ -59,6 +59,35 @@ def _chunks(n: int, workers: int) -> List[Tuple[int, int]]:
     return [(lo, min(lo + size, n)) for lo in range(0, n, size)]
 
 
+def _worker_signals() -> None:
+    """In a worker: the signals' default actions, not the handlers the run installed before the
+    fork (cmengine.interrupt), which would turn the pool's SIGTERM into a traceback; Ctrl-C goes to
+    the run, which ends the pool."""
+    import signal
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _map_in_workers(chunks: list, workers: int) -> list:
+    """_score_range over the chunks in forked workers. A finished map closes the pool and waits for
+    the workers to take their end-of-work sentinel and exit: `with Pool()` would terminate() them, and
+    a SIGTERM that reaches a worker between its fork and Python's after-fork reset is lost, leaving
+    that worker waiting on the task queue and terminate() joining it forever (seen in a replay,
+    2026-11-25). Only a map that failed or was interrupted terminates the pool."""
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
+    finished = False
+    try:
+        parts = pool.map(_score_range, chunks, chunksize=1)
+        pool.close()
+        finished = True
+    finally:
+        if not finished:
+            pool.terminate()
+        pool.join()
+    return parts
+
+
 def score_pairs(targets: Sequence[str], predictions: Sequence[str],
                 splitter: Optional[SentenceSplitter] = None,
                 workers: Optional[int] = None) -> PairScores:
@@ -74,9 +103,7 @@ def score_pairs(targets: Sequence[str], predictions: Sequence[str],
         if workers == 1 or len(chunks) == 1:
             parts = [_score_range(c) for c in chunks]
         else:
-            context = multiprocessing.get_context("fork")
-            with context.Pool(workers) as pool:
-                parts = pool.map(_score_range, chunks, chunksize=1)
+            parts = _map_in_workers(chunks, workers)
     finally:
         _JOB = None
     rows = [row for part_rows, _ in parts for row in part_rows]
