@@ -21,11 +21,13 @@ ROOT = TESTS.parent
 AUTOMATION = ROOT / 'automation'
 STANDIN = TESTS / 'fixtures' / 'vllm' / 'standin_vllm'
 
-# the run under test starts with SIGHUP's default action even where the tests run under nohup (whose
-# ignored SIGHUP the run would inherit and, as designed, keep ignoring: this test then waited forever)
+# the run under test starts with SIGHUP's and SIGINT's usual actions even where the tests run under
+# nohup (SIGHUP ignored) or as a background job of a script (SIGINT ignored): the run would inherit an
+# ignored signal and, as designed, keep ignoring it, and this test then waited out its timeout
 DRIVER = """
 import signal, sys
 signal.signal(signal.SIGHUP, signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path[:0] = [{automation!r}, {tests!r}]
 from enginefixtures import Runner
 from cmengine.registry import Repo
