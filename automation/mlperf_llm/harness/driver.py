@@ -25,8 +25,8 @@ from .rounds import loadgen_model_and_dirs
 from ..rounds import LLAMA2_LATENCY_LIMITS_MS, Round, round_for
 from ..files import write_atomic
 from ..sysinfo.pyenv import with_path
-from .userconf import (INTERACTIVE_FRACTION, SERVER_FRACTION, UserConfSpec, round_down, pick_targets,
-                       test_queries)
+from .userconf import (INTERACTIVE_FRACTION, SERVER_FRACTION, TARGET_INPUTS, UserConfSpec, round_down,
+                       pick_targets, test_queries)
 
 FRACTIONS = {"Server": SERVER_FRACTION, "Interactive": INTERACTIVE_FRACTION}
 LATENCY_RETRIES = 3          # lowered targets tried after a chosen target missed the latency bounds
@@ -240,16 +240,12 @@ def find_performance(req: HarnessRequest, rows: int) -> dict[str, float]:
     return targets
 
 
-_TARGET_FIELDS = {"Offline": "offline_target_qps", "Server": "server_target_qps",
-                  "Interactive": "interactive_target_qps"}
-
-
 def _with_targets(req: HarnessRequest, targets: dict[str, float], source: str,
                   sources: dict[str, str]) -> HarnessRequest:
     """Fill the targets the user did not give; note where each came from."""
     updates = {}
     for scenario, value in targets.items():
-        name = _TARGET_FIELDS[scenario]
+        name = TARGET_INPUTS[scenario]
         if getattr(req, name) is None:
             updates[name] = value
             sources[scenario] = source
@@ -332,7 +328,7 @@ def _meet_latency_bounds(req: HarnessRequest, scenario: str, rows: int, outcome:
               f"{bound_ttft}, p99 TPOT {tpot / 1e6:.0f} ms of {bound_tpot}): running the performance test "
               f"again at {new:g} (the missed run's logs: {kept}); pass --{scenario.lower()}_target_qps to "
               "choose it", flush=True)
-        req = replace(req, **{_TARGET_FIELDS[scenario]: new})
+        req = replace(req, **{TARGET_INPUTS[scenario]: new})
         sources[scenario] = sources[scenario].split("; lowered")[0] + f"; lowered to {new:g} to meet the latency bounds"
         outcome = run_one(req, scenario, "performance", rows)
         tries += 1
@@ -343,7 +339,7 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
     """Run every (scenario, mode) test of the request; performance before accuracy."""
     req.validate()
     rows = _dataset_rows(req)
-    sources = {s: "given" for s in _TARGET_FIELDS if req.target_for(s) is not None}
+    sources = {s: "given" for s in TARGET_INPUTS if req.target_for(s) is not None}
     if req.find_performance:
         req = _with_targets(req, find_performance(req, rows), "find-performance run", sources)
     outcomes: list[RunOutcome] = []

@@ -64,6 +64,10 @@ class UserConfSpec:
 SERVER_FRACTION = 0.7
 INTERACTIVE_FRACTION = 0.35
 
+# each scenario's target: the harness request's field and the run's input (--server_target_qps=...)
+TARGET_INPUTS = {"Offline": "offline_target_qps", "Server": "server_target_qps",
+                 "Interactive": "interactive_target_qps"}
+
 
 def test_queries(test_query_count: int | None, dataset_count: int) -> int:
     """The queries a test-mode performance test issues (its min_query_count)."""

@@ -30,6 +30,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 
 from ..files import write_json_atomic
+from ..harness.userconf import TARGET_INPUTS
 
 RECORD_NAME = "cm4mlperf-record.json"
 RECORD_FORMAT = 1
@@ -63,10 +64,6 @@ class Record:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True) + "\n"
-
-
-TARGET_INPUTS = {"Offline": "offline_target_qps", "Server": "server_target_qps",
-                 "Interactive": "interactive_target_qps"}
 
 
 def chosen_targets(rec: Record) -> dict:
