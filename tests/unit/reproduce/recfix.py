@@ -3,10 +3,13 @@ import os
 
 from mlperf_llm.reproduce import capture
 
+# a folder of the submitting machine, as a record carries it: on no machine the tests run on
+SUBMITTER_ROOT = "/submitter-machine"
+
 REQUEST = {"tags": ["run-mlperf", "inference", "_full", "_embedded"], "alias": "",
            "inputs": {"model": "llama2-70b-99", "division": "open", "device": "cpu",
-                      "execution_mode": "test", "results_dir": "/home/alice/runs/mlperf_results",
-                      "inference_src": "/home/alice/src/inference", "hf_token": "hf_abcdef"},
+                      "execution_mode": "test", "results_dir": f"{SUBMITTER_ROOT}/runs/mlperf_results",
+                      "inference_src": f"{SUBMITTER_ROOT}/src/inference", "hf_token": "hf_abcdef"},
            "env": {"CM_VLLM_DTYPE": "float32", "MY_API_KEY": "k-123"}, "adr": {"dataset": {"tags": "_size.8"}},
            "version": ["", "", ""]}
 STEPS = [{"script": "detect-os", "key": "a" * 64, "cached": False, "kept": False, "variations": [], "env": {}},
@@ -35,7 +38,7 @@ def make_record(tmp_path, results_dir="", **over):
     env.update(over.pop("env", {}))
     kw = dict(request=REQUEST, variations=["embedded", "full", "r5.1"], steps=STEPS, env=env,
               results_dir=results_dir, argv=["/venv/bin/cm", "run", "script", "--tags=run-mlperf,inference",
-                                             "--results_dir=/home/alice/r", "--quiet"],
+                                             f"--results_dir={SUBMITTER_ROOT}/r", "--quiet"],
               project={"name": "cm4mlperf-llm", "version": "0.1.0", "files_sha256": "f" * 64,
                        "git_commit": "c" * 40, "git_dirty": False},
               memo_path=str(tmp_path / "memo.json"),

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from mlperf_llm.reproduce import capture, record
-from recfix import make_env, make_record
+from recfix import SUBMITTER_ROOT, make_env, make_record
 
 
 def test_record_holds_the_exact_inputs(tmp_path):
@@ -63,9 +63,9 @@ def test_the_model_hash_leaves_out_the_conversion_record_of_this_machine(tmp_pat
     (tmp_path / "two").mkdir()
     first = make_env(tmp_path / "one")
     second = make_env(tmp_path / "two")
-    for env, where in ((first, "/home/a/cache"), (second, "/srv/b/cache")):
+    for env, seconds in ((first, 15.6), (second, 16.0)):
         with open(os.path.join(env["CM_ML_MODEL_PATH"], "conversion.json"), "w") as f:
-            json.dump({"path": where, "seconds": 15.6 if "a" in where else 16.0}, f)
+            json.dump({"path": env["CM_ML_MODEL_PATH"], "seconds": seconds}, f)
     a = capture.model_section(first, None)
     b = capture.model_section(second, None)
     assert a["sha256"] == b["sha256"] and a["files"] == 2
@@ -133,8 +133,8 @@ def test_the_project_hash_is_equal_for_a_checkout_and_its_installed_copy(tmp_pat
 
 
 def test_the_portable_command_has_no_path_of_the_submitting_machine():
-    argv = ["/home/alice/venv/bin/cm", "run", "script", "--tags=run-mlperf,inference,_full,_embedded",
-            "--results_dir=/home/alice/r", "--inference_src", "/home/alice/inference", "--quiet",
+    argv = [f"{SUBMITTER_ROOT}/venv/bin/cm", "run", "script", "--tags=run-mlperf,inference,_full,_embedded",
+            f"--results_dir={SUBMITTER_ROOT}/r", "--inference_src", f"{SUBMITTER_ROOT}/inference", "--quiet",
             "--sut_json=~/sut.json", "--hf_token=x"]
     out, dropped = capture.portable_argv(argv)
     assert out == ["cm", "run", "script", "--tags=run-mlperf,inference,_full,_embedded", "--quiet"]
@@ -142,9 +142,10 @@ def test_the_portable_command_has_no_path_of_the_submitting_machine():
 
 
 def test_the_server_command_shown_keeps_no_folder_of_the_submitter():
-    text = capture.portable_text("VLLM_X=1 /home/a/cache/venv/bin/python -m vllm.entrypoints.openai.api_server "
-                                 "--model /home/a/cache/store/m-1/model --dtype float32 --download-dir=/home/a/x")
-    assert "/home/a" not in text
+    text = capture.portable_text(f"VLLM_X=1 {SUBMITTER_ROOT}/cache/venv/bin/python -m "
+                                 f"vllm.entrypoints.openai.api_server --model {SUBMITTER_ROOT}/cache/store/m-1/model "
+                                 f"--dtype float32 --download-dir={SUBMITTER_ROOT}/x")
+    assert SUBMITTER_ROOT not in text
     assert text.startswith("VLLM_X=1 python -m vllm.entrypoints.openai.api_server --model <...>/model")
     assert " --download-dir=<...>/x" in text and "'" not in text
 
@@ -154,4 +155,4 @@ def test_a_command_not_typed_at_cm_is_rebuilt_from_the_request(tmp_path):
     assert rec.command["argv"][:4] == ["cm", "run", "script", "--tags=run-mlperf,inference,_full,_embedded"]
     assert "--adr.dataset.tags=_size.8" in rec.command["argv"]
     assert "--hf_token=<secret>" not in rec.command["portable"] and "hf_abcdef" not in str(rec.command)
-    assert "/home/alice" not in rec.command["portable"]
+    assert SUBMITTER_ROOT not in rec.command["portable"]

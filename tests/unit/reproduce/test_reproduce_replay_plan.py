@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from mlperf_llm.reproduce import replay
-from recfix import make_record
+from recfix import SUBMITTER_ROOT, make_record
 
 
 def opts(tmp_path, **kw):
@@ -22,7 +22,7 @@ def test_the_replay_runs_the_recorded_chain_into_its_own_folders(tmp_path):
     assert r["adr"] == {"dataset": {"tags": "_size.8"}} and r["env"] == {"CM_VLLM_DTYPE": "float32"}
     assert "inference_src" not in r and "hf_token" not in r
     said = "\n".join(p.substitutions)
-    assert "--inference_src=/home/alice/src/inference is a folder of the submitter's machine" in said
+    assert f"--inference_src={SUBMITTER_ROOT}/src/inference is a folder of the submitter's machine" in said
     assert "--hf_token: a secret" in said and "--env.MY_API_KEY: a secret" in said
     assert not p.refusals
 
