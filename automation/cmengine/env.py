@@ -11,16 +11,13 @@ import os
 import re
 from typing import Iterable
 
+from cmcontract.secret import is_secret
+
 _REF = re.compile(r"<<<([A-Za-z0-9_]+)>>>")
-SECRET_PATTERNS = ("*TOKEN*", "*SECRET*", "*PASSWORD*", "*API_KEY*", "*APIKEY*")
 
 
 def matches(key: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(key, p) for p in patterns)
-
-
-def is_secret(key: str) -> bool:
-    return matches(key.upper(), SECRET_PATTERNS)
 
 
 def merge(env: dict, layer: dict) -> None:

@@ -15,24 +15,17 @@ import shlex
 import sys
 from typing import Callable, Optional
 
+from cmcontract.secret import is_secret
+
 from ..models.smollm2 import PROVENANCE_FILE
 from .record import RECORD_FORMAT, Record
 
 PROJECT = "cm4mlperf-llm"
 PROJECT_PARTS = ("automation", "script", "cmr.yaml")      # what the wheel installs, as in the checkout
 SKIP_DIRS = {"__pycache__", ".git", ".pytest_cache", "build", "dist"}
-SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "API_KEY")
 KNOWN_SECRETS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")   # read from the environment by the model steps
 SEED_KEYS = ("effective_qsl_rng_seed", "effective_sample_index_rng_seed", "effective_schedule_rng_seed")
 PATH_INPUTS_REPLACED = ("results_dir", "submission_dir")  # the replay writes where it is told
-
-
-def is_secret(name: str) -> bool:
-    """A token, password or key (never written); `max_new_tokens` and `tokenizer_path` are not."""
-    n = name.upper()
-    if re.search(r"TOKENS\b|TOKENS_|TOKENIZER|_TOKEN_ID\b", n):
-        return False
-    return any(w in n for w in SECRET_WORDS)
 
 
 # -- content hashes ---------------------------------------------------------------------------

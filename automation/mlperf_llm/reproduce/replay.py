@@ -12,9 +12,10 @@ import shutil
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from cmcontract.secret import is_secret
+
 from . import compare as cmp
 from . import record as recmod
-from .capture import is_secret
 from .record import RECORD_NAME, Record, RecordError
 from .source import SourceError, Measured, measured_tests, open_submission, the_record
 

@@ -13,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from cmcontract.secret import is_secret
+
 from . import memory, records, server, tuning
 from .command import ServeConfig, ServeConfigError, api_server_argv, ray_guidance, redact, server_env, shell_command
 from .inputs import config_from_env, parse_bool, run_options_from_env
@@ -123,7 +125,7 @@ def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] =
     proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, api_key, log,
                         lambda r: records.save(folder, replace(r, keep=opts.keep_server)))
     proc.record = replace(proc.record, keep=opts.keep_server)
-    public = {k: v for k, v in added.items() if k != 'VLLM_API_KEY'}
+    public = {k: v for k, v in added.items() if not is_secret(k)}
     proc.record.save(record_path)
     return {'CM_VLLM_SERVER_URL': proc.url, 'CM_VLLM_SERVER_MODEL_NAME': expected_name(cfg),
             'CM_VLLM_SERVER_STARTED': 'yes', 'CM_VLLM_SERVER_RECORD': str(record_path),
@@ -140,7 +142,7 @@ def _start_ready(argv, cfg: ServeConfig, added: dict, log_path: Path, timeout_s:
     When vLLM refuses the KV cache size (not enough memory on its NUMA node), retry once with the size it
     reported available; `added` is updated in place."""
     for attempt in (1, 2):
-        public = {k: v for k, v in added.items() if k != 'VLLM_API_KEY'}
+        public = {k: v for k, v in added.items() if not is_secret(k)}
         log(f'starting: {" ".join(f"{k}={v}" for k, v in sorted(public.items()))} {shell_command(redact(argv))}')
         offset = log_path.stat().st_size if log_path.exists() else 0
         proc = server.start(argv, host=cfg.host, port=cfg.port, model_name=expected_name(cfg), log_path=log_path,

@@ -272,6 +272,21 @@ def test_secret_never_written_to_entry(tmp_path):
                 assert b"hf_supersecret" not in open(p, "rb").read(), p
 
 
+def test_token_counts_tokenizers_and_token_ids_survive_a_cached_replay(tmp_path):
+    # the secret rule is cmcontract/secret.py: a name holding TOKEN is a secret, but not a count,
+    # a tokenizer or an id; a cached replay hands back every output but the secret
+    outputs = {"CM_DATASET_MAX_NEW_TOKENS": "1024", "CM_X_TOKENIZER_PATH": "/t", "CM_X_EOS_TOKEN_ID": "2",
+               "CM_X_TOKEN_IDS": "yes", "CM_X_HF_TOKEN": "hf_supersecret"}
+    run_sh = "".join(f'echo "{k}={v}" >> tmp-run-env.out\n' for k, v in outputs.items())
+    r = runner(tmp_path, {"t": ({"tags": ["t"], "cache": True, "new_env_keys": sorted(outputs)},
+                                {"run.sh": run_sh})})
+    fresh = r.run("t")
+    assert fresh["return"] == 0 and fresh["new_env"] == outputs, fresh
+    again = r.run("t")
+    assert again["cached"] is True
+    assert again["new_env"] == {k: v for k, v in outputs.items() if k != "CM_X_HF_TOKEN"}
+
+
 def test_corrupt_entry_is_evicted_with_warning(tmp_path, capsys):
     r = runner(tmp_path, {"c": {"tags": ["c"], "cache": True}})
     r.run("c")
