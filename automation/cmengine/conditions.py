@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-TRUTHY = {"yes", "on", "true", "1"}
-FALSY = {"no", "off", "false", "0", ""}
+from cmcontract.yesno import NO, YES
 
 
 def _matches(actual: Optional[str], allowed: tuple[str, ...]) -> bool:
@@ -18,12 +17,12 @@ def _matches(actual: Optional[str], allowed: tuple[str, ...]) -> bool:
     missing value; anything else is compared as text, case aside."""
     want = {str(v).strip().lower() for v in allowed}
     if actual is None:
-        return bool(want & FALSY)
+        return bool(want & NO)
     a = str(actual).strip().lower()
-    if want & TRUTHY:
-        return a not in FALSY
-    if want & (FALSY - {""}):
-        return a in FALSY
+    if want & YES:
+        return a not in NO
+    if want & (NO - {""}):
+        return a in NO
     return a in want
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 
+from cmcontract.yesno import is_yes
+
 from . import outcomes
 
 MODELS = ("llama2-70b-99", "llama2-70b-99.9")
@@ -35,7 +37,7 @@ def submitter_notice(env: dict) -> str:
     """A line for the start of a run whose submission will carry the placeholder submitter ('' otherwise)."""
     from .submission.errors import SubmissionError
     from .submission.inputs import placeholder_note, resolve_submitter
-    if env.get("CM_MLPERF_GENERATE_SUBMISSION") != "yes" or env.get("CM_MLPERF_SUBMITTER"):
+    if not is_yes(env.get("CM_MLPERF_GENERATE_SUBMISSION")) or env.get("CM_MLPERF_SUBMITTER"):
         return ""
     try:
         name = resolve_submitter("", env.get("CM_MLPERF_SUBMISSION_DIVISION", ""), env.get("CM_MLPERF_EXECUTION_MODE", ""))
@@ -76,7 +78,7 @@ def check_inputs(env: dict) -> list[str]:
     for url in [u.strip() for u in env.get("CM_MLPERF_API_SERVER", "").split(",") if u.strip()]:
         if not url.startswith(("http://", "https://")):
             problems.append(f"--api_server={url} must be a URL such as http://localhost:8000")
-    if env.get("CM_MLPERF_EMBEDDED") == "yes" and env.get("CM_MLPERF_SUBMISSION_DIVISION") == "closed":
+    if is_yes(env.get("CM_MLPERF_EMBEDDED")) and env.get("CM_MLPERF_SUBMISSION_DIVISION") == "closed":
         problems.append("--division=closed cannot be used with _embedded: the embedded model is "
                         "SmolLM2-135M, not Llama-2-70B, so the run is an open-division run; "
                         "use --division=open")
@@ -86,7 +88,7 @@ def check_inputs(env: dict) -> list[str]:
         problems.append(f"--device={device}: PyPI has no vLLM build for it (only {', '.join(VLLM_BUILDS)}), "
                         "so this run cannot install one; build vLLM for it and pass --env.CM_VLLM_PYTHON=PATH "
                         "(its python), or --api_server=URL of a vLLM server that runs")
-    if env.get("CM_MLPERF_GENERATE_SUBMISSION") == "yes":
+    if is_yes(env.get("CM_MLPERF_GENERATE_SUBMISSION")):
         try:
             resolve_submitter(env.get("CM_MLPERF_SUBMITTER", ""), env.get("CM_MLPERF_SUBMISSION_DIVISION", ""),
                               env.get("CM_MLPERF_EXECUTION_MODE", ""))
@@ -203,7 +205,7 @@ def summary(env: dict, state: dict) -> str:
     division, mode = env.get("CM_MLPERF_SUBMISSION_DIVISION", ""), env.get("CM_MLPERF_EXECUTION_MODE", "")
     lines = ["", RULE, f"MLPerf Inference v{env.get('CM_MLPERF_INFERENCE_VERSION', '?')} "
              f"{env.get('CM_MLPERF_MODEL', '')} ({division} division, {mode} run)"]
-    if env.get("CM_MLPERF_EMBEDDED") == "yes":
+    if is_yes(env.get("CM_MLPERF_EMBEDDED")):
         lines.append("weights: the embedded SmolLM2-135M-Instruct standing in for Llama-2-70B "
                      "(open division)")
 
@@ -218,14 +220,14 @@ def summary(env: dict, state: dict) -> str:
             (outcomes.TEST06, "CM_MLPERF_RUN_COMPLIANCE", "TEST06 (compliance):", _test06_lines,
              "run-mlperf-compliance-test06")):
         found, problem = _records(state, key)
-        if found or problem or env.get(flag) == "yes":
+        if found or problem or is_yes(env.get(flag)):
             lines += ["", title] + render(found)
             if problem or not found:
                 lines.append(f"  no verdict ({problem or step + ' reported none'})")
 
     submission, problem = _records(state, outcomes.SUBMISSION)
     checker, checker_problem = _records(state, outcomes.CHECKER)
-    wanted = env.get("CM_MLPERF_GENERATE_SUBMISSION") == "yes"
+    wanted = is_yes(env.get("CM_MLPERF_GENERATE_SUBMISSION"))
     if checker is not None:
         lines += [""] + _checker_lines(checker)
     elif wanted or checker_problem:

@@ -2,6 +2,8 @@
 accelerator (CM_GPU_VENDOR=none, CM_GPU_COUNT=0); a tool that fails gives CM_GPU_VENDOR=unknown and
 the reason, and `--env.CM_GPU_REQUIRED=yes` turns either into an error."""
 import sys
+
+from cmcontract.yesno import is_yes
 from mlperf_llm.sysinfo.envmap import gpu_env
 from mlperf_llm.sysinfo.probe import SystemFacts, detect_accelerators, run_command
 
@@ -15,7 +17,7 @@ def preprocess(i):
     i['state']['gpu_detection_gaps'] = gaps
     for gap in gaps:
         print(f'detect-gpu: not detected: {gap}', file=sys.stderr)
-    if env.get('CM_GPU_REQUIRED', '') == 'yes' and env.get('CM_GPU_COUNT', '') in ('', '0'):
+    if is_yes(env.get('CM_GPU_REQUIRED')) and env.get('CM_GPU_COUNT', '') in ('', '0'):
         why = '; '.join(gaps) or 'no nvidia-smi, amd-smi or rocm-smi on PATH'
         return {'return': 1, 'error': f'an accelerator is required (CM_GPU_REQUIRED=yes) but none was '
                 f'detected: {why}. Install the vendor driver tools, or drop --env.CM_GPU_REQUIRED'}

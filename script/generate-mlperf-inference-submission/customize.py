@@ -1,6 +1,8 @@
 """Thin hooks: CM env -> BuildRequest -> mlperf_llm.submission.tree.build_submission (docs/submission.md)."""
 import os
 
+from cmcontract.yesno import is_yes
+
 
 def preprocess(i):
     from mlperf_llm import outcomes as records
@@ -23,9 +25,9 @@ def preprocess(i):
         report = build_submission(BuildRequest(
             results_dir=results, system_json=sut_desc_path(env), metadata=meta, submission_dir=target,
             inference_src=env.get('CM_MLPERF_INFERENCE_SOURCE') or None,
-            clean=env.get('CM_MLPERF_SUBMISSION_CLEAN', '').lower() in ('yes', 'true', '1', 'on')))
+            clean=is_yes(env.get('CM_MLPERF_SUBMISSION_CLEAN'))))
         tarball = pack(report.submission_dir, meta.submitter) \
-            if env.get('CM_MLPERF_SUBMISSION_TAR', 'yes').lower() in ('yes', 'true', '1', 'on') else None
+            if is_yes(env.get('CM_MLPERF_SUBMISSION_TAR', 'yes')) else None
     except (SubmissionError, OSError) as e:
         return {'return': 1, 'error': f'generate-mlperf-inference-submission: {e}'}
     for w in report.warnings:

@@ -4,6 +4,7 @@ Later steps install into it through get-generic-python-lib, which reads CM_VENV_
 import os
 import sys
 
+from cmcontract.yesno import is_yes
 from mlperf_llm.sysinfo.pyenv import PyEnvError, check_venv_name, create_venv, installed_version
 
 
@@ -13,7 +14,7 @@ def preprocess(i):
         name = check_venv_name(env.get('CM_VENV_NAME', 'default'))
         dest = os.path.join(os.getcwd(), f'venv-{name}')
         python = create_venv(env['CM_PYTHON_BIN_WITH_PATH'], dest,
-                             system_site_packages=env.get('CM_VENV_SYSTEM_SITE_PACKAGES') == 'yes')
+                             system_site_packages=is_yes(env.get('CM_VENV_SYSTEM_SITE_PACKAGES')))
         pip_version = installed_version(python, 'pip')
     except PyEnvError as e:
         return {'return': 1, 'error': str(e)}

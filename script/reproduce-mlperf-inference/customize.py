@@ -2,7 +2,7 @@
 The work is in mlperf_llm.reproduce.replay; the recorded chain runs through the engine (i['run_script'])."""
 import os
 
-YES = ('yes', 'true', '1', 'on')
+from cmcontract.yesno import is_yes
 
 
 def validate(i):
@@ -19,7 +19,7 @@ def preprocess(i):
     env = i['env']
     opts = Options(source=env['CM_REPRODUCE_FROM'], results_dir=os.path.abspath(env['CM_REPRODUCE_RESULTS_DIR']),
                    work_dir=i['work_dir'],
-                   allow_device_change=env.get('CM_REPRODUCE_ALLOW_DEVICE_CHANGE', '').lower() in YES,
+                   allow_device_change=is_yes(env.get('CM_REPRODUCE_ALLOW_DEVICE_CHANGE')),
                    inference_src=env.get('CM_REPRODUCE_INFERENCE_SRC', ''))
     try:
         c = reproduce(opts, i.get('run_script'))

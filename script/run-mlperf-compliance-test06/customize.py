@@ -1,12 +1,14 @@
 """Thin hooks: audit.config for the TEST06 run (preprocess), its verification (postprocess)."""
 import os
 
+from cmcontract.yesno import is_yes
+
 
 def preprocess(i):
     from mlperf_llm.accuracy.test06_config import AuditConfigError, audit_config
 
     env = i['env']
-    if env.get('CM_MLPERF_TEST06_VERIFY_ONLY', '').lower() in ('yes', 'on', 'true', '1'):
+    if is_yes(env.get('CM_MLPERF_TEST06_VERIFY_ONLY')):
         return {'return': 0}
     if not env.get('CM_MLPERF_AUDIT_CONF'):
         try:

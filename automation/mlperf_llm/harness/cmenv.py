@@ -6,6 +6,8 @@ import json
 import os
 import sys
 
+from cmcontract.yesno import is_yes
+
 from ..outcomes import TestOutcome
 from .driver import HarnessInputError, HarnessRequest, RunOutcome
 
@@ -45,10 +47,6 @@ def _names(raw: str, table: dict[str, str], what: str, key: str) -> tuple[str, .
     return tuple(dict.fromkeys(out))
 
 
-def _yes(env: dict, key: str) -> bool:
-    return str(env.get(key, "")).strip().lower() in ("yes", "on", "true", "1")
-
-
 def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
     """Build the request from the script's env (see docs/harness.md for every key)."""
     scen_raw = env.get("CM_MLPERF_LOADGEN_SCENARIO") or env.get("CM_MLPERF_LOADGEN_SCENARIOS") or "Offline"
@@ -84,9 +82,9 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         max_test_duration_s=duration,
         total_sample_count=_num(env, "CM_MLPERF_TOTAL_SAMPLE_COUNT", int),
         accuracy_sample_count=_accuracy_count(env),
-        find_performance=_yes(env, "CM_MLPERF_FIND_PERFORMANCE"),
+        find_performance=is_yes(env.get("CM_MLPERF_FIND_PERFORMANCE")),
         audit_conf=env.get("CM_MLPERF_AUDIT_CONF") or "",
-        skip_tokenizer_check=_yes(env, "CM_MLPERF_SKIP_TOKENIZER_CHECK"),
+        skip_tokenizer_check=is_yes(env.get("CM_MLPERF_SKIP_TOKENIZER_CHECK")),
         token_ids_via=env.get("CM_MLPERF_VLLM_TOKEN_IDS") or "return_token_ids",
         batch_size=_num(env, "CM_MLPERF_BATCH_SIZE", int) or 1,
         dtype=env.get("CM_MLPERF_DTYPE") or "float32",
@@ -94,7 +92,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         python=(env.get("CM_LOADGEN_PYTHON") or env.get("CM_VENV_PYTHON") or env.get("CM_PYTHON_BIN_WITH_PATH")
                 or sys.executable),
         loadgen_path=env.get("CM_LOADGEN_PYTHONPATH") or "",
-        progress=not _yes(env, "CM_MLPERF_NO_PROGRESS"),
+        progress=not is_yes(env.get("CM_MLPERF_NO_PROGRESS")),
     )
 
 

@@ -4,12 +4,10 @@ the description builder, so editing it does not re-key what is built on detectio
 
 from __future__ import annotations
 
+from cmcontract.yesno import yes_no
+
 from .gpu import AcceleratorInfo, format_gpu_memory
 from .probe import SystemFacts
-
-
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
 
 
 def host_env(facts: SystemFacts) -> dict[str, str]:
@@ -24,8 +22,8 @@ def host_env(facts: SystemFacts) -> dict[str, str]:
             "CM_HOST_CPU_MAX_MHZ": cpu.max_mhz,
             "CM_HOST_CPU_HYPERVISOR": cpu.hypervisor,
             "CM_HOST_CPU_FLAGS_KEY": ",".join(cpu.key_flags),
-            "CM_HOST_CPU_HAS_AVX512": _yes(any(f.startswith("avx512") for f in cpu.flags)),
-            "CM_HOST_CPU_HAS_AMX": _yes(any(f.startswith("amx") for f in cpu.flags)),
+            "CM_HOST_CPU_HAS_AVX512": yes_no(any(f.startswith("avx512") for f in cpu.flags)),
+            "CM_HOST_CPU_HAS_AMX": yes_no(any(f.startswith("amx") for f in cpu.flags)),
             "CM_HOST_CPU_CACHES": cpu.caches_text,
         })
         for key, value in (("SOCKETS", cpu.sockets), ("PHYSICAL_CORES_PER_SOCKET", cpu.cores_per_socket),

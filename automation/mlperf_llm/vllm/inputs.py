@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from cmcontract.yesno import YesNoError, parse_yes_no
+
 from .command import ServeConfig, ServeConfigError, parse_extra_args
 
 PREFIX = 'CM_VLLM_'
-_TRUE = ('1', 'yes', 'true', 'on', 'y')
-_FALSE = ('', '0', 'no', 'false', 'off', 'n')
 
 
 def env_key(field_name: str) -> str:
@@ -19,14 +19,11 @@ def env_key(field_name: str) -> str:
 
 
 def parse_bool(key: str, text: str | None, default: bool = False) -> bool:
-    if text is None:
-        return default
-    t = str(text).strip().lower()
-    if t in _TRUE:
-        return True
-    if t in _FALSE:
-        return False
-    raise ServeConfigError(f'{key}={text!r} is not a yes/no value; use yes or no')
+    """The contract's yes/no (cmcontract/yesno.py); a value that is neither, as a ServeConfigError."""
+    try:
+        return parse_yes_no(key, text, default)
+    except YesNoError as e:
+        raise ServeConfigError(str(e)) from None
 
 
 def _parse_int(key, text):
