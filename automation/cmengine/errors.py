@@ -65,10 +65,6 @@ class CycleError(EngineError):
                          "Remove one of these dependencies, or guard it with enable_if_env/skip_if_env.")
 
 
-class VersionError(EngineError):
-    exit_code = 2
-
-
 class HookError(EngineError):
     """An exception raised, or an error returned, by a script's customize.py."""
 

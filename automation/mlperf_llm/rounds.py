@@ -88,7 +88,7 @@ class Round:
         return " + ".join(" or ".join(alt) for alt in self.required_scenarios)
 
     def loadgen_in_range(self, version: str) -> bool:
-        from cmengine.versions import compare
+        from cmcontract.versions import compare
         return bool(version) and compare(version, self.loadgen_min) >= 0 and compare(version, self.loadgen_max) <= 0
 
 

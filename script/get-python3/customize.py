@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from cmengine.versions import Constraint
+from cmcontract.versions import Constraint
 
 
 def preprocess(i):

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from cmengine.versions import compare          # the project's one version ordering (0.32.0rc1 < 0.32.0)
+from cmcontract.versions import compare          # the project's one version ordering (0.32.0rc1 < 0.32.0)
 
 PIP_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?$")
 VENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

@@ -95,14 +95,15 @@ def test_editing_sysinfo_sut_leaves_install_vllm_cached_and_pyenv_renews_it(copy
     assert "the step's code: changed automation/mlperf_llm/sysinfo/pyenv.py" in step["reason"]
 
 
-def test_editing_a_cmengine_module_a_hook_imports_rekeys_that_step_and_no_other(copy, tmp_path, edits):
+def test_editing_the_contract_module_a_hook_imports_rekeys_that_step_and_the_engine_none(copy, tmp_path, edits):
     cache = built(copy, tmp_path, "get,python3")
     edits("automation/cmengine/executor.py")             # the engine, imported by no hook
+    edits("automation/cmengine/versions.py")             # the engine's version choice, the same
     assert plan(copy, cache, "get,python3")["get-python3"]["verdict"] == "cached"
-    edits("automation/cmengine/versions.py")             # get-python3's hook imports Constraint
+    edits("automation/cmcontract/versions.py")           # get-python3's hook imports Constraint
     step = plan(copy, cache, "get,python3")["get-python3"]
     assert step["verdict"] == "run"
-    assert "the step's code: changed automation/cmengine/versions.py" in step["reason"]
+    assert "the step's code: changed automation/cmcontract/versions.py" in step["reason"]
 
 
 def test_a_module_only_named_in_an_error_message_is_not_in_the_key(copy, tmp_path, edits):

@@ -1,3 +1,4 @@
+from cmcontract.versions import Constraint
 from cmengine import conditions, env, versions
 from cmengine.errors import describe_exit
 
@@ -35,13 +36,11 @@ def test_conditions():
     assert conditions.evaluate(cond("enable_if_env", A=["1"]), {}, lambda k: k == "A") is None
 
 
-def test_versions():
-    assert versions.compare("3.11.7", "3.9") == 1
-    assert versions.compare("0.32.0rc1", "0.32.0") == -1
-    c = versions.Constraint(version_min="3.10", version_max="3.12.99")
-    assert c.allows("3.11.7") and not c.allows("3.9.1")
-    assert versions.Constraint(version="4.1").allows("4.1.3")
-    assert versions.choose(["1.0", "2.0", "3.0"], "", versions.Constraint(version_max="2.5")) == "2.0"
+def test_a_version_is_chosen_from_the_manifest_table_under_the_constraint():
+    assert versions.choose(["1.0", "2.0", "3.0"], "", Constraint(version_max="2.5")) == "2.0"
+    assert versions.choose(["1.0", "2.0", "3.0"], "3.0", Constraint(version_min="1.5")) == "3.0"
+    assert versions.choose(["1.0"], "", Constraint(version="4.1")) == "4.1"
+    assert versions.choose(["1.0", "2.0"], "", Constraint(version_min="5")) == ""
 
 
 def test_exit_status_is_decoded():
