@@ -21,6 +21,8 @@ import time
 
 from typing import Callable, Iterator, NamedTuple, Optional
 
+from cmcontract.places import cache_root as default_root
+
 from . import env as envmod
 from .fingerprint import changed_files
 
@@ -30,14 +32,6 @@ ENTRY_META = "cm-entry.json"
 def _rmtree(path: str, ignore_errors: bool = False) -> None:
     import shutil  # imported on demand: it pulls in the compression modules
     shutil.rmtree(path, ignore_errors=ignore_errors)
-
-
-def default_root() -> str:
-    explicit = os.environ.get("CM4MLPERF_CACHE_DIR", "").strip()
-    if explicit:
-        return os.path.abspath(os.path.expanduser(explicit))
-    repos = os.environ.get("CM_REPOS", "").strip() or os.path.join(os.path.expanduser("~"), "CM")
-    return os.path.join(repos, "cm4mlperf-llm-cache")
 
 
 class Entry(NamedTuple):

@@ -343,7 +343,7 @@ class Executor:
                     self.out.flush()
                 rc = proc.wait()
             except BaseException:   # interrupted: the step's processes go too (SIGTERM, then SIGKILL)
-                from .interrupt import STOP_GRACE_S, stop_tree
+                from cmcontract.proctree import STOP_GRACE_S, stop_tree
                 stop_tree(proc, STOP_GRACE_S)
                 raise
         if rc != 0:

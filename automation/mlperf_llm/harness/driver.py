@@ -198,7 +198,7 @@ def _run_logged(cmd: list[str], log_path: Path, loadgen_path: str = "") -> int:
         except BaseException:
             # interrupted (a signal to this process alone, not its group, or an error here): the test's
             # process goes too, SIGTERM then SIGKILL, instead of running on without its parent
-            from cmengine.interrupt import STOP_GRACE_S, stop_tree
+            from cmcontract.proctree import STOP_GRACE_S, stop_tree
             stop_tree(proc, STOP_GRACE_S)
             raise
 

@@ -15,6 +15,7 @@ import shlex
 import sys
 from typing import Callable, Optional
 
+from cmcontract.places import cache_root
 from cmcontract.secret import is_secret
 
 from ..models.smollm2 import PROVENANCE_FILE
@@ -431,12 +432,7 @@ def this_run(i: dict) -> Record:
         version = metadata.version(PROJECT)
     except Exception:
         version = "unknown (not installed)"
-    memo = None
-    try:
-        from cmengine.cache import default_root
-        memo = os.path.join(default_root(), "memo", "content-hashes.json")
-    except Exception:
-        pass
+    memo = os.path.join(cache_root(), "memo", "content-hashes.json")
     return build(request=i.get("request") or {"inputs": dict(i.get("input") or {})},
                  variations=list(i.get("variation_tags") or []), steps=list(i.get("steps") or []),
                  env=env, results_dir=env.get("CM_MLPERF_RESULTS_DIR", ""), argv=list(sys.argv),

@@ -18,12 +18,12 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 
 PLAN = r"""
 import json, os, sys
-root, cache_dir, tags, publish = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "publish"
+root, cache_dir, tags, publish, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "publish", sys.argv[5]
 sys.path.insert(0, os.path.join(root, "automation"))
 from cmengine import cli
 s = cli.Session([], cache_dir=cache_dir)
 assert os.path.realpath(s.registry.repos[0].path) == os.path.realpath(root)
-plan = s.plan({"action": "run", "tags": tags, "quiet": True})
+plan = s.plan({"action": "run", "tags": tags, "quiet": True, **json.loads(inputs)})
 out = {}
 for node in plan.nodes.values():
     if publish and node.manifest.cache and not node.verdict.cached:
@@ -46,20 +46,20 @@ def copy(tmp_path_factory):
     return dest
 
 
-def plan(copy, cache, tags, publish=False):
+def plan(copy, cache, tags, publish=False, inputs=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CM_", "CM4MLPERF_"))}
     out = subprocess.run([sys.executable, "-c", PLAN, str(copy), str(cache), tags,
-                          "publish" if publish else "plan"],
+                          "publish" if publish else "plan", json.dumps(inputs or {})],
                          capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 
-def built(copy, tmp_path, tags):
+def built(copy, tmp_path, tags, inputs=None):
     """A cache in which every cached step of `tags` has an entry; the plan says all cached."""
     cache = tmp_path / "cache"
-    plan(copy, cache, tags, publish=True)
-    steps = plan(copy, cache, tags)
+    plan(copy, cache, tags, publish=True, inputs=inputs)
+    steps = plan(copy, cache, tags, inputs=inputs)
     assert all(s["verdict"] == "cached" for s in steps.values() if s["reason"] != "not cached "
                "(cache: false)"), steps
     return cache
@@ -104,6 +104,26 @@ def test_editing_the_contract_module_a_hook_imports_rekeys_that_step_and_the_eng
     step = plan(copy, cache, "get,python3")["get-python3"]
     assert step["verdict"] == "run"
     assert "the step's code: changed automation/cmcontract/versions.py" in step["reason"]
+
+
+# the README's command
+README_TAGS = "run-mlperf,inference,_full,_embedded"
+README_INPUTS = {"model": "llama2-70b-99.9", "division": "open", "device": "cpu", "execution_mode": "test"}
+
+
+def test_editing_an_engine_module_leaves_every_cached_step_of_the_readme_plan_cached(copy, tmp_path, edits):
+    # no step and no library module imports cmengine (tests/unit/contract/test_import_layers.py), so
+    # an engine edit, an error message in errors.py included, changes no key
+    cache = built(copy, tmp_path, README_TAGS, README_INPUTS)
+    before = plan(copy, cache, README_TAGS, inputs=README_INPUTS)
+    cached = sorted(a for a, s in before.items() if s["verdict"] == "cached")
+    assert len(cached) >= 7 and "install-vllm" in cached, before
+    assert not [f for s in before.values() for f in s["files"] if "/cmengine/" in f]
+    for name in sorted(os.listdir(copy / "automation" / "cmengine")):
+        if name.endswith(".py"):
+            edits(f"automation/cmengine/{name}")
+    after = plan(copy, cache, README_TAGS, inputs=README_INPUTS)
+    assert sorted(a for a, s in after.items() if s["verdict"] == "cached") == cached, after
 
 
 def test_a_module_only_named_in_an_error_message_is_not_in_the_key(copy, tmp_path, edits):
