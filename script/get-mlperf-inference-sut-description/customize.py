@@ -11,7 +11,7 @@ import sys
 
 from mlperf_llm.sysinfo.sutenv import software_from_env, sut_inputs_from_env
 from mlperf_llm.sysinfo.probe import collect
-from mlperf_llm.files import write_json_atomic
+from mlperf_llm.files import write_atomic, write_json_atomic
 from mlperf_llm.sysinfo.sut import SutInputError, build_sut_description, load_user_json
 
 
@@ -29,9 +29,7 @@ def preprocess(i):
     path = os.path.join(out_dir, f'{inputs.hw_name}.json')
     review_path = os.path.join(out_dir, f'review-{inputs.hw_name}.txt')
     write_json_atomic(path, desc.fields)
-    with open(review_path + '.tmp', 'w') as f:
-        f.write(desc.review_text())
-    os.replace(review_path + '.tmp', review_path)
+    write_atomic(review_path, desc.review_text())
     env['CM_HW_NAME'] = inputs.hw_name
     env['CM_MLPERF_SUT_DESC_PATH'] = path
     env['CM_MLPERF_SUT_DESC_REVIEW_PATH'] = review_path

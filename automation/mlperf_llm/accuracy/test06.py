@@ -19,6 +19,8 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from cmcontract.publish import staged_file
+
 from .log import AccuracyLogError, parse_entry, read_log
 from ..files import write_atomic
 
@@ -106,9 +108,8 @@ def write_verification(result: Test06Result, accuracy_log: str, output_dir: str)
     test_dir = os.path.join(output_dir, "TEST06")
     accuracy_dir = os.path.join(test_dir, "accuracy")
     os.makedirs(accuracy_dir, exist_ok=True)
-    tmp = os.path.join(accuracy_dir, ".tmp-mlperf_log_accuracy.json")
-    shutil.copyfile(accuracy_log, tmp)
-    os.replace(tmp, os.path.join(accuracy_dir, "mlperf_log_accuracy.json"))
+    with staged_file(os.path.join(accuracy_dir, "mlperf_log_accuracy.json")) as tmp:
+        shutil.copyfile(accuracy_log, tmp)
     write_atomic(os.path.join(test_dir, "verify_accuracy.txt"), result.text())
     return test_dir
 

@@ -10,6 +10,8 @@ import os
 import shutil
 from typing import Tuple
 
+from cmcontract.publish import staged_file, write_text
+
 CANDIDATES = ("compliance/nvidia/TEST06/audit.config", "compliance/TEST06/audit.config")
 
 # TEST06 settings (mlcommons/inference v5.1 compliance/nvidia/TEST06/audit.config)
@@ -47,15 +49,13 @@ def audit_config(source: str, output_dir: str) -> Tuple[str, str]:
     """(path of audit.config inside output_dir, where it came from)."""
     os.makedirs(output_dir, exist_ok=True)
     target = os.path.join(output_dir, "audit.config")
-    tmp = target + ".tmp"
     if source:
         origin_path = find_in_source(source)
-        shutil.copyfile(origin_path, tmp)
+        with staged_file(target) as tmp:
+            shutil.copyfile(origin_path, tmp)
         origin = f"audit.config from the inference source: {origin_path}"
     else:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(render_settings())
+        write_text(target, render_settings())
         origin = ("no inference source given: audit.config written with TEST06's settings of "
                   "mlcommons/inference v5.1")
-    os.replace(tmp, target)
     return target, origin

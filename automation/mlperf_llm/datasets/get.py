@@ -3,11 +3,11 @@ check the schema, cut a deterministic subset, and say where the result is."""
 from __future__ import annotations
 
 import gzip
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from cmcontract.publish import staged_file
 
 from . import embedded, r2, rclone
 from .schema import CALIBRATION_ROWS, VALIDATION_ROWS, DatasetError, deterministic_subset, load_processed, \
@@ -90,15 +90,10 @@ def fetch_split(req: DatasetRequest, name: str, out_dir: Path) -> Path:
 
 
 def gunzip_atomic(src: Path, dest: Path) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=dest.name + ".", suffix=".tmp", dir=dest.parent)
     try:
-        with gzip.open(src, "rb") as fin, os.fdopen(fd, "wb") as fout:
+        with staged_file(dest) as tmp, gzip.open(src, "rb") as fin, open(tmp, "wb") as fout:
             shutil.copyfileobj(fin, fout, 1 << 20)
-        os.replace(tmp, dest)
     except (OSError, EOFError) as e:
         raise DatasetError(f"{src} is not a complete gzip file ({type(e).__name__}: {e}); delete it and "
                            "download again.") from e
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return dest

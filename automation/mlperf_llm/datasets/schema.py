@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import numbers
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from cmcontract.publish import staged_file
 
 COLUMNS = (
     "id", "system_prompt", "question", "output", "input",
@@ -75,15 +75,8 @@ def save_processed(df, path) -> Path:
     """Check `df` and write it as a pickle atomically (temp file in the same folder, then rename)."""
     check_frame(df, where=f"frame for {path}")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with staged_file(path) as tmp:
         df.to_pickle(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 

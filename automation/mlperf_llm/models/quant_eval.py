@@ -7,6 +7,8 @@ import json
 import os
 from dataclasses import dataclass
 
+from cmcontract.publish import write_json
+
 METRICS = ("rouge1", "rouge2", "rougeL", "tokens_per_sample")
 
 
@@ -58,7 +60,6 @@ def compare(work_dir: str, scheme: str, dataset_file: str, offset: int, tokenize
     same = sum(a == b for a, b in zip(base_ids, q_ids))
     pick = lambda d: {m: d[m] for m in METRICS}  # noqa: E731
     result = QuantComparison(scheme, len(base_ids), pick(scores["unquantized"]), pick(scores[scheme]), same)
-    with open(os.path.join(work_dir, "quant-accuracy.json.tmp"), "w") as f:
-        json.dump({**result.__dict__, "offset": offset, "dataset": dataset_file}, f, indent=2)
-    os.replace(os.path.join(work_dir, "quant-accuracy.json.tmp"), os.path.join(work_dir, "quant-accuracy.json"))
+    write_json(os.path.join(work_dir, "quant-accuracy.json"),
+               {**result.__dict__, "offset": offset, "dataset": dataset_file})
     return result

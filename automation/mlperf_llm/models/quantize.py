@@ -22,6 +22,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from cmcontract.publish import replace_dir
+
 from ..files import write_json_atomic
 from .errors import ModelError
 
@@ -196,9 +198,7 @@ def quantize(req: QuantRequest, log=print) -> QuantRecord:
             record.fp8_scale_check = fp8_scale_check(base, qmodel, prompts)
         (tmp / RECORD_FILE).write_text(json.dumps(asdict(record), indent=2) + "\n")
         os.chmod(tmp, 0o755)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        replace_dir(tmp, out)      # the old folder renamed aside, the new one in, then the old removed
         return record
     finally:
         if tmp.exists():

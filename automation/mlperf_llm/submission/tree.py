@@ -30,6 +30,8 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 
+from cmcontract.publish import replace_dir
+
 from ..reproduce.record import RECORD_NAME
 from . import documents
 from .accuracy_log import truncate_with_hash
@@ -180,12 +182,7 @@ def _place(build_root: str, target: str, clean: bool) -> None:
         if os.listdir(target) and not ours and not clean:
             raise SubmissionError(f"submission folder {target}", "exists and was not made by this tool",
                                   "choose another --submission_dir or pass --clean to replace it")
-        old = tempfile.mkdtemp(prefix=os.path.basename(target) + "-old-", dir=os.path.dirname(target))
-        os.rename(target, os.path.join(old, "tree"))
-        os.rename(build_root, target)
-        shutil.rmtree(old)
-    else:
-        os.rename(build_root, target)
+    replace_dir(build_root, target)
 
 
 def build_submission(req: BuildRequest) -> BuildReport:

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from cmcontract.publish import replace_dir
 from cmcontract.versions import compare          # the project's one version ordering (0.32.0rc1 < 0.32.0)
 
 PIP_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?$")
@@ -151,8 +152,7 @@ def pip_install_into(python: str, req: PackageRequest, folder: str, extra_args: 
     if res.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         raise _pip_failed(req, f"for {python}", res)
-    shutil.rmtree(folder, ignore_errors=True)
-    os.replace(tmp, folder)
+    replace_dir(tmp, folder)
     have = installed_version(python, req.dist_name, folder)
     if not have or not req.allows(have):
         raise PyEnvError(f"after pip install {req.pip_spec()} into {folder}, {python} sees {req.dist_name} "
