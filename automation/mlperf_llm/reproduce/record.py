@@ -3,7 +3,9 @@
 It sits in every measurement folder of a submission (measurements/<system>/<model>/<Scenario>/ up
 to v5.1, results/<system>/<model>/<Scenario>/ from v6.0), the folder whose README.md and user.conf
 the official checkers require; they accept other files there. Its name starts with no system name,
-so the checkers' search for `<system>*.json` never picks it.
+so the checkers' search for `<system>*.json` never picks it. The submission layer owns that name
+(submission/spec.py: RECORD_NAME), since a submission carries the record; this package builds on
+the submission, never the reverse.
 
 Sections (all plain JSON values):
     format        RECORD_FORMAT
@@ -31,8 +33,8 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ..files import write_json_atomic
 from ..harness.userconf import TARGET_INPUTS
+from ..submission.spec import RECORD_NAME
 
-RECORD_NAME = "cm4mlperf-record.json"
 RECORD_FORMAT = 1
 RESULTS_RECORD = RECORD_NAME          # the copy the run keeps in its results folder
 

@@ -50,7 +50,7 @@ def reproducing_command(argv: list | None = None) -> str:
     """The command line that started this process (`cm run script ...`) as another machine can paste
     it: options whose value is a path of this machine are left out (named in a trailing comment),
     so the defaults or the other machine's own folders apply. The exact argv is in the record."""
-    from ..reproduce.capture import portable_argv
+    from ..portable import portable_argv
     portable, dropped = portable_argv(list(argv if argv is not None else sys.argv))
     text = " ".join(shlex.quote(a) for a in portable)
     return text + (f"   # left out (paths of the submitting machine): {', '.join(dropped)}" if dropped else "")
@@ -82,7 +82,7 @@ def metadata_from_env(env: dict) -> Metadata:
     server_env = sorted((k[len("CM_VLLM_SERVER_ENV_"):], v) for k, v in env.items()
                         if k.startswith("CM_VLLM_SERVER_ENV_"))
     if data.get("vllm_serve_command"):      # no folder of the submitting machine in what others read
-        from ..reproduce.capture import portable_text
+        from ..portable import portable_text
         data["vllm_serve_command"] = portable_text(data["vllm_serve_command"])
     if server_env and data.get("vllm_serve_command") and env.get("CM_VLLM_SERVER_COMMAND"):
         # the variables the server started with (threads, KV cache, one process) belong to its command

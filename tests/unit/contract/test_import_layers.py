@@ -2,7 +2,9 @@
 
 - the library (automation/mlperf_llm) and the steps (script/*) never import the engine (cmengine):
   a step is keyed on the code it imports, so an engine edit would re-key steps it cannot change;
-- the contract (automation/cmcontract) imports the standard library only.
+- the contract (automation/cmcontract) imports the standard library only;
+- in the library, submission/ does not import reproduce/ (a submission carries the record; the
+  replay is built on the submission, not the reverse).
 """
 import ast
 import os
@@ -71,6 +73,12 @@ def test_the_contract_imports_the_standard_library_only():
     assert len(files) >= 6
     assert offenders(files, lambda m: not _under(m, "cmcontract") and m.split(".")[0] not in
                      sys.stdlib_module_names and m != "__future__.annotations") == []
+
+
+def test_submission_does_not_import_reproduce():
+    files = list(python_files(os.path.join(AUTOMATION, "mlperf_llm", "submission")))
+    assert len(files) > 10
+    assert offenders(files, lambda m: _under(m, "mlperf_llm.reproduce")) == []
 
 
 @pytest.mark.parametrize("source, line, found", [

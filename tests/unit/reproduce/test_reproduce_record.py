@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from mlperf_llm.portable import portable_argv, portable_text
 from mlperf_llm.reproduce import capture, record
 from recfix import SUBMITTER_ROOT, make_env, make_record
 
@@ -130,13 +131,13 @@ def test_the_portable_command_has_no_path_of_the_submitting_machine():
     argv = [f"{SUBMITTER_ROOT}/venv/bin/cm", "run", "script", "--tags=run-mlperf,inference,_full,_embedded",
             f"--results_dir={SUBMITTER_ROOT}/r", "--inference_src", f"{SUBMITTER_ROOT}/inference", "--quiet",
             "--sut_json=~/sut.json", "--hf_token=x"]
-    out, dropped = capture.portable_argv(argv)
+    out, dropped = portable_argv(argv)
     assert out == ["cm", "run", "script", "--tags=run-mlperf,inference,_full,_embedded", "--quiet"]
     assert dropped == ["--results_dir", "--inference_src", "--sut_json", "--hf_token"]
 
 
 def test_the_server_command_shown_keeps_no_folder_of_the_submitter():
-    text = capture.portable_text(f"VLLM_X=1 {SUBMITTER_ROOT}/cache/venv/bin/python -m "
+    text = portable_text(f"VLLM_X=1 {SUBMITTER_ROOT}/cache/venv/bin/python -m "
                                  f"vllm.entrypoints.openai.api_server --model {SUBMITTER_ROOT}/cache/store/m-1/model "
                                  f"--dtype float32 --download-dir={SUBMITTER_ROOT}/x")
     assert SUBMITTER_ROOT not in text
