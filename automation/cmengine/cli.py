@@ -15,7 +15,8 @@ from typing import Optional
 from . import cache as cachemod
 from .errors import EngineError, InputError
 from .fingerprint import Fingerprints
-from .graph import Planner, Request, render
+from .graph import Planner, Request
+from .plantext import render
 from .registry import Registry, Repo
 from .versions import Constraint
 

@@ -429,25 +429,3 @@ def _apply_add_deps(dep_lists: dict, add: dict) -> None:
                 spec = add.get(name)
                 if isinstance(spec, dict):
                     deps[i] = _apply_adr(d, {name: spec})
-
-
-def render(plan: Plan, inputs_note: str = "") -> str:
-    """The printed plan: one line per node with its cache verdict and the reason."""
-    lines = [f"Plan for '{plan.root.name}' ({len(plan.nodes)} distinct steps):"]
-    for depth, edge, node, first in plan.walk():
-        pad = "  " * depth
-        phase = "" if edge is None or edge.phase == "deps" else f"[{edge.phase}] "
-        if not first:
-            lines.append(f"{pad}- {phase}{node.name}  (shared: planned above)")
-            continue
-        v = node.verdict
-        verdict = f"{v.action:7s} {v.reason}" if v else ""
-        cond = f"  ({edge.reason})" if edge is not None and edge.reason else ""
-        lines.append(f"{pad}- {phase}{node.name}  [{node.key[:12]}]  {verdict}{cond}")
-    for _, edge, node, _ in plan.walk():
-        for e in node.edges:
-            if e.node is None:
-                lines.append(f"  (not planned under {node.alias}: {','.join(e.dep.tags)} — {e.reason})")
-    if inputs_note:
-        lines.append(inputs_note)
-    return "\n".join(dict.fromkeys(lines))
