@@ -135,7 +135,7 @@ class Plan(NamedTuple):
     base_env: dict                  # what the top step receives (CM_RUN_CWD)
 
     def walk(self) -> list[tuple[int, Edge | None, Node, bool]]:
-        """(depth, edge, node, first time seen) in execution order, for printing."""
+        """(depth, edge, node, first time seen) in execution order: -j and the plan's #N (plantext.py)."""
         out, seen = [], set()
 
         def visit(node: Node, edge: Optional[Edge], depth: int) -> None:
