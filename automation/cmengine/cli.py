@@ -15,7 +15,8 @@ from typing import Optional
 from . import cache as cachemod
 from .errors import EngineError, InputError
 from .fingerprint import Fingerprints
-from .graph import Planner, Request, render
+from .graph import Planner, Request
+from .plantext import render
 from .registry import Registry, Repo
 from .versions import Constraint
 
@@ -25,7 +26,7 @@ CONTROL_KEYS = {
     "parsed_artifact", "parsed_artifacts", "quiet", "silent", "s", "v", "verbose", "new", "renew",
     "dry_run", "plan", "j", "json", "env", "adr", "add_deps_recursive", "version", "version_min",
     "version_max", "debug", "help", "h", "save_to_json", "f", "force", "orphans", "unparsed_cmd",
-    "common", "ignore_inheritance", "repos", "cache_dir", "explain",
+    "common", "ignore_inheritance", "repos", "cache_dir",
     # CM's daily flags (docs/cm4mlops.md): fake_run/prepare, print_env, print_deps, silent,
     # extra_cache_tags; skip_remembered_selections is accepted (no selection is remembered here)
     "fake_run", "prepare", "print_env", "print_deps", "extra_cache_tags",

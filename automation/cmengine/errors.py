@@ -27,17 +27,18 @@ class ManifestError(EngineError):
     """A `_cm.yaml` that cannot be used: names the file, line and key."""
 
     def __init__(self, path: str, message: str, line: Optional[int] = None,
-                 key: Optional[str] = None, hint: str = ""):
+                 key: Optional[str] = None, hint: str = "", names: tuple[str, ...] = ()):
         self.path = path
         self.line = line
         self.key = key
         self.reason = message
+        self.names = names    # the alias and tags it could still be read to have, for lookups
         where = f"{path}:{line}" if line else path
         super().__init__(f"{where}: {message}", hint)
 
     def __reduce__(self):
         # the registry's memo pickles these; Exception's default rebuilds from str(self) alone
-        return (type(self), (self.path, self.reason, self.line, self.key, self.hint))
+        return (type(self), (self.path, self.reason, self.line, self.key, self.hint, self.names))
 
 
 class InputError(EngineError):
@@ -82,10 +83,6 @@ class ScriptFailed(EngineError):
                f"log: {log_path}\n"
                f"--- last lines of the log ---\n{tail.rstrip()}\n-----------------------------")
         super().__init__(msg, f"Rerun just this step with:\n  {rerun}")
-
-
-class CacheError(EngineError):
-    pass
 
 
 def describe_exit(returncode: int) -> str:

@@ -141,9 +141,6 @@ class Fingerprints:
             graph = self._graphs[automation_dir] = Graph([automation_dir], self.records)
         return graph.closure(step_sources(folder))
 
-    def digest(self, folder: str, extra_globs: Iterable[str] = ()) -> str:
-        return files_digest(self.folder(folder, extra_globs))
-
     def save(self) -> None:
         if not (self.memo_path and self._dirty):
             return

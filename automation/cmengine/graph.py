@@ -1,31 +1,25 @@
 """The dependency graph: every node resolved, keyed and checked for cycles before anything runs.
 
 A node is one script with its selected variations, version constraint and static env. Its key
-is the sha256 of its canonical description (see `cache.py` for what it is used for):
-script identity and folder fingerprint, variations, version, the env keys the script declares,
-and the keys of its dependencies. Identical nodes share one object, so `detect,os` runs once.
+names its result (what the key covers: keys.py; what it is used for: cache.py). Identical nodes
+share one object, so `detect,os` runs once.
 """
 from __future__ import annotations
 
 import copy
-import json
 import os
-import re
 from typing import Any, NamedTuple, Optional
 
-from . import conditions, env as envmod
+from . import conditions, env as envmod, keys
 from .errors import CycleError, EngineError, InputError, did_you_mean
-from .fingerprint import Fingerprints, files_digest, sha256
+from .fingerprint import Fingerprints
+from .keys import LOCAL_TO_STEP, canon, const_env, overlap
 from .manifest import DEP_LISTS, Dep, Manifest
 from .registry import Query, Registry
 from .variations import Selection, select
 from .versions import Constraint, choose
 
-KEY_FORMAT = 1
-AUTOMATION_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_DEPTH = 64
-# keys local to one step (as CM's local_env_keys): never inherited by its dependencies
-_DROP_INHERITED = ("CM_VERSION", "CM_VERSION_MIN", "CM_VERSION_MAX", "CM_TMP_", "CM_EXTRA_CACHE_TAGS")
 
 
 class Request:
@@ -106,7 +100,7 @@ class Node:
 
     def build_env(self, inbound: dict, user_env: dict) -> dict:
         """The node's env from the env it receives (at plan time or at run time)."""
-        out = {k: copy.copy(v) for k, v in inbound.items() if not k.startswith(_DROP_INHERITED)}
+        out = {k: copy.copy(v) for k, v in inbound.items() if not k.startswith(LOCAL_TO_STEP)}
         for op, layer in self.layers:
             (envmod.fill_defaults if op == "defaults" else envmod.merge)(out, layer)
         envmod.merge(out, user_env)
@@ -141,7 +135,7 @@ class Plan(NamedTuple):
     base_env: dict                  # what the top step receives (CM_RUN_CWD)
 
     def walk(self) -> list[tuple[int, Edge | None, Node, bool]]:
-        """(depth, edge, node, first time seen) in execution order, for printing."""
+        """(depth, edge, node, first time seen) in execution order: -j and the plan's #N (plantext.py)."""
         out, seen = [], set()
 
         def visit(node: Node, edge: Optional[Edge], depth: int) -> None:
@@ -160,22 +154,6 @@ class Plan(NamedTuple):
         return out
 
 
-def _overlap(a: str, b: str) -> bool:
-    """Can a key matching pattern a also match pattern b?"""
-    pa, pb = a.split("*", 1)[0], b.split("*", 1)[0]
-    if "*" in a and "*" in b:
-        return pa.startswith(pb) or pb.startswith(pa)
-    if "*" in a:
-        return envmod.matches(b, [a])
-    if "*" in b:
-        return envmod.matches(a, [b])
-    return a == b
-
-
-def _canon(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-
-
 def _input_value(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
@@ -189,7 +167,7 @@ def _input_value(v: Any) -> str:
 class Planner:
     def __init__(self, registry: Registry, fingerprints: Fingerprints, request: Request):
         self.registry = registry
-        self.fp = fingerprints
+        self.keys = keys.Keys(fingerprints)
         self.req = request
         self.nodes: dict[str, Node] = {}
         self.used_inputs: set[str] = set()
@@ -199,7 +177,6 @@ class Planner:
         self.warnings: list[str] = []
         self.root_inputs: set[str] = set()   # the inputs the top script takes itself
         self.dep_inputs: dict[str, list[str]] = {}   # input -> the dependencies it went to
-        self._code_memo: dict[tuple, tuple[dict, str]] = {}
 
     # -- entry point ----------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -239,7 +216,7 @@ class Planner:
                  dep_inputs: tuple = ()) -> Node:
         sel = select(m, q.variations, q.exclude_variations)
         ident = (m.repo, m.alias, tuple(sel.names))
-        memo_key = _canon([ident, constraint, inbound, dep_env_keys, adr, pending, dep_inputs])
+        memo_key = canon([ident, constraint, inbound, dep_env_keys, adr, pending, dep_inputs])
         if memo_key in self._memo:
             return self._memo[memo_key]
         chain = [s[1] for s in stack] + [m.alias]
@@ -277,8 +254,6 @@ class Planner:
                     f"Inputs '{m.alias}' takes: " + (", ".join(sorted(im)) or "none"))
             mapped[im[name]] = _input_value(value)
         layers.append(("merge", mapped))
-        declared = set(m.get("cache_key_env") or []) | set(mapped) | set(im.values())
-        declared |= set(m.get("default_env") or {}) | set(m.get("env") or {}) | set(dep_env_keys)
         new_env_keys = list(m.get("new_env_keys") or [])
         new_state_keys = list(m.get("new_state_keys") or [])
         dep_lists = {p: list(m.deps[p]) for p in DEP_LISTS}
@@ -288,11 +263,8 @@ class Planner:
             layers.append(("defaults", v.get("default_env") or {}))
             layers.append(("merge", v.get("env") or {}))
             # CM's `const` (env no later layer of this step may change) and `state`
-            layers.append(("merge", _const(v.get("const"))))
-            declared |= set(_const(v.get("const")))
+            layers.append(("merge", const_env(v.get("const"))))
             static_state = _merged_state(static_state, v.get("state"))
-            declared |= set(v.get("env") or {}) | set(v.get("default_env") or {})
-            declared |= set(v.get("cache_key_env") or [])
             new_env_keys += list(v.get("new_env_keys") or [])
             new_state_keys += list(v.get("new_state_keys") or [])
             for p in DEP_LISTS:
@@ -301,35 +273,33 @@ class Planner:
             _apply_add_deps(dep_lists, v.get("add_deps") or v.get("ad") or {})
         versions = m.get("versions") or {}
         version = choose(list(versions), str(m.get("default_version") or ""), constraint)
+        version_env = versions[version]["env"] if version in versions else {}
         if version in versions:
-            layers.append(("merge", versions[version]["env"]))
-            declared |= set(versions[version]["env"])
+            layers.append(("merge", version_env))
             for p in DEP_LISTS:
                 dep_lists[p] += versions[version]["_deps"][p]
-        layers.append(("merge", _const(m.get("const"))))
-        declared |= set(_const(m.get("const")))
+        layers.append(("merge", const_env(m.get("const"))))
         vconstraint = Constraint(version or constraint.version, constraint.version_min,
                                  constraint.version_max)
         layers.append(("merge", vconstraint.env()))
-        declared |= {"CM_VERSION", "CM_VERSION_MIN", "CM_VERSION_MAX"}
+        declared = keys.declared(m, sel.applied, version_env, mapped, dep_env_keys)
 
         node = Node(manifest=m, selection=sel, constraint=vconstraint, version=version,
                     layers=layers, env={}, new_env_keys=new_env_keys,
-                    new_state_keys=new_state_keys, declared=sorted(declared), chain=chain)
+                    new_state_keys=new_state_keys, declared=declared, chain=chain)
         node.static_state = static_state
         node.env = node.build_env(inbound, self.req.env)
         # the node's own outputs coming back to it (from an earlier run of the same step) are
         # not inputs: only other producers count, for its key and for its deps' conditions
-        pending = [(kept, pk) for pats, pk in pending
-                   if (kept := [p for p in pats if not envmod.matches(p, new_env_keys)])]
-        pre_key = self._key_of(node, pending, [])
+        pending = keys.received_from_others(pending, new_env_keys)
+        pre_key = self.keys.key(node, pending, [])
         stack = stack + [ident]
 
         own_pending = list(pending)
         # read customize.py only for a step with dependencies after its hooks (few have any)
-        setters = env_setters(m.folder) if any(dep_lists[p] for p in DEP_LISTS[1:]) else set()
+        setters = keys.env_setters(m.folder) if any(dep_lists[p] for p in DEP_LISTS[1:]) else set()
         for phase in DEP_LISTS:
-            if SET_BEFORE[phase] & setters:
+            if keys.SET_BEFORE[phase] & setters:
                 # what its preprocess (run.sh, postprocess) may set for the later dependencies:
                 # its outputs and the keys it names in hook_env_keys
                 own_pending.append((new_env_keys + list(m.get("hook_env_keys") or []), pre_key))
@@ -338,7 +308,7 @@ class Planner:
                 node.edges.append(edge)
                 if edge.node is not None:
                     own_pending.append((edge.node.new_env_keys, edge.node.key))
-        node.key = self._key_of(node, pending, node.edges)
+        node.key = self.keys.key(node, pending, node.edges)
         node = self.nodes.setdefault(node.key, node)
         self._memo[memo_key] = node
         return node
@@ -350,7 +320,7 @@ class Planner:
         penv = parent.env
 
         def is_pending(k: str) -> bool:
-            return any(_overlap(k, p) for pats, _ in pending for p in pats)
+            return any(overlap(k, p) for pats, _ in pending for p in pats)
 
         decided = conditions.evaluate(dep.conditions, penv, is_pending)
         if decided is False:
@@ -400,88 +370,6 @@ class Planner:
         if chosen_because:
             reason = "; ".join(x for x in (reason, "taken: " + chosen_because) if x)
         return Edge(phase, dep, child, decided, reason)
-
-    def _code(self, m: Manifest) -> tuple[dict, str]:
-        """The step's code files {path: sha256} and their digest, once per script and plan (a
-        step is keyed several times while its dependencies are resolved)."""
-        globs = list(m.get("cache_key_files") or [])
-        memo_key = (m.folder, tuple(globs))
-        hit = self._code_memo.get(memo_key)
-        if hit is None:
-            files = self.fp.folder(m.folder, globs, self.fp.library_files(m.folder, AUTOMATION_DIR))
-            hit = self._code_memo[memo_key] = (files, files_digest(files))
-        return hit
-
-    def _key_of(self, node: Node, pending: list, edges: list[Edge]) -> str:
-        m = node.manifest
-        env_part = {}
-        for k in node.declared:
-            if "*" in k:
-                for kk, vv in node.env.items():
-                    if envmod.matches(kk, [k]):
-                        env_part[kk] = vv
-            elif k in node.env:
-                env_part[k] = node.env[k]
-        for k in list(env_part):
-            if envmod.is_secret(k):  # a secret changes the key without being written anywhere
-                env_part[k] = "sha256:" + sha256(str(env_part[k]).encode()).hexdigest()
-        # a key the node's own layers set (env, inputs, variations, version) cannot come from
-        # an earlier dependency of its caller; default_env and cache_key_env keys can
-        forced = {k for op, layer in node.layers if op == "merge" for k in layer}
-        # what the node's own dependencies produce overrides what it received, before its
-        # hooks run: such keys are keyed through those dependencies' keys
-        own_outputs = [p for e in edges if e.phase == "deps" and e.node is not None
-                       and e.decided is True for p in e.node.new_env_keys]
-        from_deps = {}
-        for k in node.declared:
-            if k in forced or k.startswith(_DROP_INHERITED) \
-                    or any(_overlap(k, p) for p in own_outputs):
-                continue
-            producers = [pk for pats, pk in pending if any(_overlap(k, p) for p in pats)]
-            if producers:
-                from_deps[k] = producers[-1]
-        node.code_files, content = self._code(m)
-        node.components = {
-            "format": KEY_FORMAT,
-            "script": f"{m.repo}:{m.alias}",
-            "content": content,
-            "variations": node.selection.names,
-            "version": [node.version, node.constraint.version_min, node.constraint.version_max],
-            "env": env_part,
-            "env_from_deps": from_deps,
-            "deps": [[e.phase, e.node.alias, e.node.key, e.decided is None]
-                     for e in edges if e.node is not None],
-        }
-        return sha256(_canon(node.components).encode()).hexdigest()
-
-
-# which of a step's own parts have run, and may have set env, before each list of dependencies
-SET_BEFORE = {"deps": set(), "prehook_deps": {"preprocess"}, "posthook_deps": {"preprocess", "run"},
-              "post_deps": {"preprocess", "run", "postprocess"}}
-_HOOK_DEF = re.compile(r"^(?:async\s+)?def\s+(preprocess|postprocess)\b|^(preprocess|postprocess)\s*=|"
-                       r"^from\s.*\bimport\b.*\b(preprocess|postprocess)\b", re.M)
-
-
-def env_setters(folder: str) -> set[str]:
-    """The parts of a step that run before some of its dependencies and can set env for them:
-    'preprocess'/'postprocess' when customize.py defines them, 'run' when there is a run.sh."""
-    out = set()
-    try:
-        with open(os.path.join(folder, "customize.py"), encoding="utf-8", errors="replace") as f:
-            out = {next(g for g in m.groups() if g) for m in _HOOK_DEF.finditer(f.read())}
-    except OSError:
-        pass
-    if os.path.isfile(os.path.join(folder, "run.sh")):
-        out.add("run")
-    return out
-
-
-def _const(value: Any) -> dict:
-    """CM's `const`: env values, applied after the step's env and variations."""
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): ("yes" if v is True else "no" if v is False else str(v))
-            for k, v in value.items()}
 
 
 def _merged_state(base: dict, more: Any) -> dict:
@@ -541,25 +429,3 @@ def _apply_add_deps(dep_lists: dict, add: dict) -> None:
                 spec = add.get(name)
                 if isinstance(spec, dict):
                     deps[i] = _apply_adr(d, {name: spec})
-
-
-def render(plan: Plan, inputs_note: str = "") -> str:
-    """The printed plan: one line per node with its cache verdict and the reason."""
-    lines = [f"Plan for '{plan.root.name}' ({len(plan.nodes)} distinct steps):"]
-    for depth, edge, node, first in plan.walk():
-        pad = "  " * depth
-        phase = "" if edge is None or edge.phase == "deps" else f"[{edge.phase}] "
-        if not first:
-            lines.append(f"{pad}- {phase}{node.name}  (shared: planned above)")
-            continue
-        v = node.verdict
-        verdict = f"{v.action:7s} {v.reason}" if v else ""
-        cond = f"  ({edge.reason})" if edge is not None and edge.reason else ""
-        lines.append(f"{pad}- {phase}{node.name}  [{node.key[:12]}]  {verdict}{cond}")
-    for _, edge, node, _ in plan.walk():
-        for e in node.edges:
-            if e.node is None:
-                lines.append(f"  (not planned under {node.alias}: {','.join(e.dep.tags)} — {e.reason})")
-    if inputs_note:
-        lines.append(inputs_note)
-    return "\n".join(dict.fromkeys(lines))

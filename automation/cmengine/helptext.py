@@ -3,6 +3,7 @@ versions, dependencies), read from its manifest. Nothing is planned or run."""
 from __future__ import annotations
 
 from .graph import Request
+from .plantext import LEGEND
 from .registry import Query, Registry
 
 
@@ -46,6 +47,7 @@ def script_help(registry: Registry, req: Request) -> str:
         for d in deps:
             names = f" [{','.join(d.names)}]" if d.names else ""
             lines.append(f"  {','.join(d.tags)}{names}")
+    lines.append("Plan (--dry-run, or cm plan script): " + LEGEND)
     return "\n".join(lines)
 
 

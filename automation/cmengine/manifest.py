@@ -84,10 +84,6 @@ class Dep(NamedTuple):
     inputs: tuple[tuple[str, Any], ...] = ()   # other keys: inputs of the script it names (CM)
     adr: tuple[tuple[str, Any], ...] = ()      # add_deps_recursive for that script's own deps
 
-    @property
-    def env_dict(self) -> dict[str, Any]:
-        return dict(self.env)
-
 
 class Variation(NamedTuple):
     """One entry of `variations` (its settings are in `data`)."""
@@ -146,7 +142,8 @@ def load_manifest(folder: str) -> Manifest:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise ManifestError(path, f"not valid YAML: {getattr(e, 'problem', e)}",
-                            line=(mark.line + 1) if mark else None) from None
+                            line=(mark.line + 1) if mark else None,
+                            names=_names_in_broken_yaml(text, folder)) from None
     except (OSError, ValueError) as e:
         raise ManifestError(path, f"cannot be read: {e}") from None
     if not isinstance(data, dict):
@@ -156,7 +153,29 @@ def load_manifest(folder: str) -> Manifest:
     except _SchemaProblem as p:
         line = _line_of(path, text, p.key_path) if not path.endswith(".json") else None
         raise ManifestError(path, p.message, line=line, key=".".join(map(str, p.key_path)),
-                            hint=p.hint) from None
+                            hint=p.hint, names=_names(data, folder)) from None
+
+
+def _names(data: dict, folder: str) -> tuple[str, ...]:
+    """What a manifest that cannot be used would be asked for by: its folder, alias and tags."""
+    tags = data.get("tags")
+    tags = tags.split(",") if isinstance(tags, str) else tags if isinstance(tags, list) else []
+    return tuple(dict.fromkeys([os.path.basename(folder), str(data.get("alias") or "")]
+                               + [str(t).strip() for t in tags]))
+
+
+def _names_in_broken_yaml(text: str, folder: str) -> tuple[str, ...]:
+    """_names from the top-level `alias:` and `tags:` entries of a manifest whose YAML fails
+    elsewhere (each entry, with its indented lines, read on its own)."""
+    data: dict = {}
+    for m in re.finditer(r"^(alias|tags):.*(?:\n[ \t]+\S.*)*", text, re.M):
+        try:
+            part = yaml.load(m.group(0), Loader=_Loader)
+        except yaml.YAMLError:
+            continue
+        if isinstance(part, dict):
+            data.update(part)
+    return _names(data, folder)
 
 
 _INPUT_NAME = re.compile(r"^[a-z][a-z0-9_]*$")

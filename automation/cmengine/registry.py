@@ -169,7 +169,18 @@ class Registry:
 
     def check(self) -> list[str]:
         """One line per manifest this engine cannot use, with its reason (cm check script)."""
-        return [f"{getattr(e, 'repo', '')}: {str(e).splitlines()[0]}" for e in self.broken]
+        return [_check_line(e) for e in self.broken]
+
+    def skipped_for(self, q: Query) -> list[ManifestError]:
+        """The manifests that were skipped and that the query names: by alias or folder name, or
+        by tags they could still be read to have."""
+        def named(e: ManifestError) -> bool:
+            folder = e.path if os.path.isdir(e.path) else os.path.dirname(e.path)
+            names = set(getattr(e, "names", ()) or ()) | {os.path.basename(folder)}
+            if q.alias:
+                return q.alias in names
+            return bool(q.tags) and set(q.tags) <= names
+        return [e for e in self.broken if named(e)]
 
     def all_tags(self) -> set[str]:
         return {t for m in self.scripts for t in m.tags}
@@ -225,6 +236,15 @@ class Registry:
             return ranked[0]
         who = f" (needed by {asked_by})" if asked_by else ""
         if not found:
+            skipped = self.skipped_for(q)
+            if skipped:
+                raise ScriptNotFound(
+                    f"no usable script matches {q.describe()}{who}: the manifest that does was "
+                    "skipped, as `cm check script` says:\n" + "\n".join(
+                        "  " + _check_line(e) for e in skipped),
+                    "\n".join([e.hint for e in skipped if e.hint]
+                              + ["Fix it there (the line named), then run again; `cm check script` "
+                                 "lists every manifest that is still skipped."]))
             raise ScriptNotFound(f"no script matches {q.describe()}{who}.", self._hint(q))
         if not quiet:
             chosen = _prompt_choice(found)
@@ -250,12 +270,17 @@ class Registry:
             if partial:
                 hints.append("Scripts with some of these tags: " + ", ".join(sorted(partial)[:8]))
         for e in self.broken[:LISTED_BROKEN]:
-            hints.append(f"Note: a broken manifest was skipped: {e.path}")
+            hints.append(f"Note: a manifest was skipped: {_check_line(e)}")
         if len(self.broken) > LISTED_BROKEN:
             hints.append(f"Note: {len(self.broken)} manifests this engine cannot use were skipped; "
                          "list them with: cm check script")
         return "\n".join(hints) + f"\n({len(self.scripts)} scripts in {len(self.repos)} repositories; " \
             "list them with: cm find script)"
+
+
+def _check_line(e: ManifestError) -> str:
+    """How `cm check script` names a skipped manifest: repository, file:line, reason."""
+    return f"{getattr(e, 'repo', '')}: {str(e).splitlines()[0]}"
 
 
 def _sort_key(m: Manifest) -> float:

@@ -29,7 +29,8 @@ def preprocess(i):
     except PyEnvError as e:
         return {'return': 1, 'error': str(e)}
     key = name.split('[')[0].upper().replace('-', '_').replace('.', '_')
-    env[f'CM_PYTHONLIB_{key}_VERSION'] = version
+    env['CM_GENERIC_PYTHON_PACKAGE_VERSION_KEY'] = f'CM_PYTHONLIB_{key}_VERSION'   # new_env_keys names it
+    env[env['CM_GENERIC_PYTHON_PACKAGE_VERSION_KEY']] = version
     env['CM_GENERIC_PYTHON_PACKAGE_VERSION'] = version
     env['CM_GENERIC_PYTHON_PACKAGE_PYTHON'] = python
     if name.split('[')[0].lower() in KNOWN_KEYS:

@@ -106,6 +106,8 @@ def test_help_lists_inputs_variations_and_groups(tmp_path, monkeypatch):
     for text in ("--model", "CM_MODEL", "which model", "group precision (default _fp16)",
                  "_fp32", "_batch.VALUE"):
         assert text in r.output, text
+    from cmengine.plantext import LEGEND
+    assert "Plan (--dry-run, or cm plan script): " + LEGEND in r.output   # how to read a plan
 
 
 def test_json_output_is_clean_on_stdout(tmp_path, monkeypatch, capsys):

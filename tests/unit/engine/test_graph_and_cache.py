@@ -104,12 +104,12 @@ def test_keys_produced_by_own_deps_or_own_outputs_do_not_couple_to_siblings(tmp_
 
 
 def test_library_code_a_hook_imports_is_part_of_the_key(tmp_path, monkeypatch):
-    import cmengine.graph as graph
+    import cmengine.keys as keys
     auto = tmp_path / "automation"
     (auto / "mlperf_llm" / "area").mkdir(parents=True)
     lib = auto / "mlperf_llm" / "area" / "work.py"
     lib.write_text("X = 1\n")
-    monkeypatch.setattr(graph, "AUTOMATION_DIR", str(auto))
+    monkeypatch.setattr(keys, "AUTOMATION_DIR", str(auto))
     r = make_repo(str(tmp_path), {"s": ({"tags": ["s"], "cache": True},
                                         {"customize.py": "from mlperf_llm.area import work\n"})})
     (auto / "mlperf_llm" / "area" / "unrelated.py").write_text("Y = 1\n")

@@ -1,0 +1,130 @@
+"""Which steps of the README's plan get a new key for each kind of change (docs/engine.md, "The key").
+
+Each row plans the README's command (nothing runs: `cm run script ... --dry-run` does the same) in
+a copy of automation/, script/ and cmr.yaml, once as it is and once with the change, in a
+subprocess that imports the copy's engine (a step's hooks import the library beside the engine
+that plans, so an edit must be made in that copy), and compares the key of every step.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+README = "run-mlperf,inference,_full,_embedded"
+README_INPUTS = {"model": "llama2-70b-99.9", "division": "open", "device": "cpu", "execution_mode": "test"}
+
+KEYS = r"""
+import json, os, sys
+root, cache_dir, request = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+sys.path.insert(0, os.path.join(root, "automation"))
+from cmengine import cli
+s = cli.Session([], cache_dir=cache_dir or None)
+assert os.path.realpath(s.registry.repos[0].path) == os.path.realpath(root)
+plan = s.plan(dict(request, action="run", quiet=True))
+print(json.dumps(sorted([n.alias + " " + ",".join(n.selection.names), n.key, n.manifest.cache]
+                        for n in plan.nodes.values())))
+"""
+
+CACHED = {"get-python3 ", "install-python-venv name.ml", "install-vllm ", "get-ml-model-smollm2 fp32",
+          "get-mlperf-inference-src r6.1", "get-mlperf-inference-loadgen r6.1",
+          "get-preprocessed-dataset-openorca embedded,r2-downloader"}
+# the steps that read the results folder and the test's size, and the ones that run on them
+BENCHMARK = {"app-mlperf-inference r6.1,vllm", "process-mlperf-accuracy embedded,open-orca",
+             "run-mlperf-compliance-test06 ", "generate-mlperf-inference-submission r6.1",
+             "run-mlperf-inference-submission-checker r6.1", "run-mlperf-inference-app embedded,full,r6.1"}
+# every step whose key holds the inference source's or LoadGen's (they import mlperf_llm.rounds)
+ROUND_AWARE = BENCHMARK | {"get-mlperf-inference-src r6.1", "get-mlperf-inference-loadgen r6.1"}
+# the data set step and the steps whose dependencies hold it (the submission steps run after the
+# benchmark, as the top step's posthook_deps, and do not)
+DATASET_AND_USERS = {"get-preprocessed-dataset-openorca embedded,r2-downloader", "app-mlperf-inference r6.1,vllm",
+                     "process-mlperf-accuracy embedded,open-orca", "run-mlperf-compliance-test06 ",
+                     "run-mlperf-inference-app embedded,full,r6.1"}
+
+NEW_ROUND_ROW = '''    Round("4.0", LLAMA2, _SERVER_AND_OFFLINE,
+          Seeds(1, 2, 3), "4.0.0", "4.0.9", "4.0.9", "v4.0", "v4.0", "script", "v4",
+          mlperf_conf_in_measurements=True, calibration_doc=False, interactive="none", latency_limits_ms=_LIMITS),
+'''
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    dest = tmp_path_factory.mktemp("keytable") / "cm4mlperf-llm"
+    for name in ("automation", "script"):
+        shutil.copytree(os.path.join(ROOT, name), dest / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copy(os.path.join(ROOT, "cmr.yaml"), dest / "cmr.yaml")
+    return dest
+
+
+def keys(repo, cwd, inputs=None, cache_dir="", home=None):
+    """{step (alias and variations): (set of keys, cached)} of the README's plan."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CM_", "CM4MLPERF_"))}
+    env["CM_REPOS"] = str(home or cwd / "CM")
+    request = {"tags": README, **README_INPUTS, **(inputs or {})}
+    out = subprocess.run([sys.executable, "-c", KEYS, str(repo), cache_dir, json.dumps(request)],
+                         capture_output=True, text=True, env=env, cwd=str(cwd), timeout=120)
+    assert out.returncode == 0, out.stderr
+    steps: dict = {}
+    for label, key, cached in json.loads(out.stdout):
+        steps.setdefault(label, (set(), cached))[0].add(key)
+    return steps
+
+
+def edited(path, text):
+    before = path.read_text()
+    path.write_text(text(before))
+    return lambda: path.write_text(before)
+
+
+def add_round_row(text):
+    anchor = '    Round("4.1", LLAMA2'
+    assert anchor in text
+    return text.replace(anchor, NEW_ROUND_ROW + anchor, 1)
+
+
+def comment(text):
+    return text + "\n# edited by a test\n"
+
+
+ROWS = [   # (change, inputs, file edited in the copy and how, another CM home, steps that re-key)
+    ("--results_dir", {"results_dir": "/elsewhere/results"}, None, False, BENCHMARK),
+    ("--test_query_count", {"test_query_count": "7"}, None, False, BENCHMARK),
+    ("an engine module that plans (cmengine/graph.py)", {}, ("cmengine/graph.py", comment), False, set()),
+    ("the engine's key rules (cmengine/keys.py)", {}, ("cmengine/keys.py", comment), False, set()),
+    ("an engine module that runs steps (cmengine/executor.py)", {}, ("cmengine/executor.py", comment),
+     False, set()),
+    ("a library module the dataset step imports (datasets/embedded.py)", {},
+     ("mlperf_llm/datasets/embedded.py", comment), False, DATASET_AND_USERS),
+    ("a new row in the round table (rounds.py)", {}, ("mlperf_llm/rounds.py", add_round_row), False,
+     ROUND_AWARE),
+    ("a new CM home (CM_REPOS)", {}, None, True, set()),
+]
+
+
+@pytest.mark.parametrize("change, inputs, edit, new_home, rekeyed", ROWS, ids=[r[0] for r in ROWS])
+def test_which_steps_rekey(repo, tmp_path, change, inputs, edit, new_home, rekeyed):
+    before = keys(repo, tmp_path)
+    assert CACHED | BENCHMARK <= set(before), sorted(before)
+    assert {s for s, (_, cached) in before.items() if cached} == CACHED
+    undo = edited(repo / "automation" / edit[0], edit[1]) if edit else None
+    try:
+        after = keys(repo, tmp_path, inputs, home=tmp_path / "other-home" if new_home else None)
+    finally:
+        if undo:
+            undo()
+    assert set(after) == set(before), f"{change}: the plan's steps changed"
+    changed = {s for s in before if before[s][0] != after[s][0]}
+    assert changed == rekeyed, (f"{change}: re-keyed {sorted(changed - rekeyed)} that must not; "
+                                f"kept {sorted(rekeyed - changed)} that must re-key")
+
+
+def test_v41_plans_differing_only_in_results_dir_share_one_inference_source(repo, tmp_path):
+    plans = [keys(repo, tmp_path, {"tags": README + ",_r4.1", "results_dir": str(tmp_path / d)})
+             for d in ("a", "b")]
+    sources = [p["get-mlperf-inference-src r4.1"][0] for p in plans]
+    assert len(sources[0]) == 1, "a v4.1 run plans its inference source twice: " + str(sources[0])
+    assert sources[0] == sources[1]
