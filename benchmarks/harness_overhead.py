@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "automation"))
+sys.path[:0] = [str(ROOT / "automation"), str(ROOT / "tests" / "fixtures" / "vllm")]   # the library; the stand-in
 
-from mlperf_llm.standin import StandinConfig, StandinProcess  # noqa: E402
-from mlperf_llm.standin.dataset import write_dataset  # noqa: E402
+from standin import StandinConfig, StandinProcess  # noqa: E402
+from standin.dataset import write_dataset  # noqa: E402
 
 MODEL = "standin-model"
 OUTPUT_TOKENS = 8

@@ -9,8 +9,8 @@ from mlperf_llm.harness.userconf import pick_targets
 from mlperf_llm.harness.driver import HarnessRequest, run_all
 from mlperf_llm.harness.results import HarnessStatus
 from mlperf_llm.harness.qsl import load_dataset
-from mlperf_llm.standin import StandinConfig, StandinProcess, generated_ids
-from mlperf_llm.standin.dataset import write_dataset
+from standin import StandinConfig, StandinProcess, generated_ids
+from standin.dataset import write_dataset
 
 ROWS = 24
 
