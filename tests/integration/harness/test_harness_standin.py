@@ -196,7 +196,7 @@ def test_a_failed_run_that_loadgen_would_keep_going_is_aborted(tmp_path, dataset
         t0 = time.monotonic()
         p = subprocess.run([sys.executable, "-m", "mlperf_llm.harness.run", "--scenario=Server",
                             f"--dataset-path={dataset}", f"--output-dir={out}", f"--user-conf={conf}",
-                            f"--api-server={sp.url}", "--api-model-name=standin-model", "--abort-grace-s=2",
+                            f"--api-servers={sp.url}", "--api-model-name=standin-model", "--abort-grace-s=2",
                             "--no-progress"], capture_output=True, text=True, timeout=50,
                            env={**__import__("os").environ, "PYTHONPATH": AUTOMATION_DIR})
         took = time.monotonic() - t0
