@@ -26,6 +26,7 @@ from .progress import Progress, Stats
 from .qsl import Dataset, DatasetError, check_tokenizer, load_dataset
 from .responder import Responder
 from .results import HarnessStatus
+from .serverwatch import ServerWatch
 from .rounds import RoundError, installed_loadgen_version, loadgen_check, loadgen_model_and_dirs
 from .testconfig import CONFIG_FILE, ConfigError, TestConfig, hints
 from ..rounds import round_for
@@ -80,7 +81,7 @@ def _make_client_factory(cfg: TestConfig):
     return make
 
 
-def _preflight_api(cfg: TestConfig, ds: Dataset, make_client) -> None:
+def _preflight_api(cfg: TestConfig, ds: Dataset, make_client, watch: ServerWatch) -> None:
     if not cfg.api_servers:
         raise Refused("api_server is empty; fix: pass --api_server=http://HOST:PORT (several: URL1,URL2)")
     if not cfg.api_model_name:
@@ -102,7 +103,7 @@ def _preflight_api(cfg: TestConfig, ds: Dataset, make_client) -> None:
     try:
         asyncio.run(go())
     except PreflightError as e:
-        raise Refused(str(e)) from None
+        raise Refused(watch.ended("before") or str(e)) from None
     except ApiError as e:
         raise Refused(f"checking the data set against the server's tokenizer failed ({e}); fix: serve with vLLM "
                       "(it has POST /tokenize) or set CM_MLPERF_SKIP_TOKENIZER_CHECK=yes") from None
@@ -144,9 +145,10 @@ def run(cfg: TestConfig) -> int:
             print(f"WARNING: {problem} (execution_mode=test goes on)", file=sys.stderr)
         ds = load_dataset(cfg.dataset_path, cfg.total_sample_count)
         streaming = lg_scenario == "Server"
+        watch = ServerWatch(cfg.managed_servers, f"{cfg.scenario} {cfg.mode}")
         if cfg.backend == "vllm":
             make_client = _make_client_factory(cfg)
-            _preflight_api(cfg, ds, make_client)
+            _preflight_api(cfg, ds, make_client, watch)
         else:
             _preflight_hf(cfg, ds)
         import mlperf_loadgen as lg
@@ -166,7 +168,7 @@ def run(cfg: TestConfig) -> int:
     responder = Responder(lg, stats)
     if cfg.backend == "vllm":
         from .sut_api import ApiSUT, ApiSutConfig
-        sut = ApiSUT(ds, ApiSutConfig(streaming, cfg.num_workers, cfg.max_inflight), make_client, responder)
+        sut = ApiSUT(ds, ApiSutConfig(streaming, cfg.num_workers, cfg.max_inflight), make_client, responder, watch)
     else:
         from .sut_hf import HfSUT, HfSutConfig
         sut = HfSUT(ds, HfSutConfig(cfg.model_path, streaming, cfg.batch_size, cfg.dtype, cfg.max_tokens), responder)
@@ -214,7 +216,7 @@ def run(cfg: TestConfig) -> int:
         os.chdir(cwd)
     write_status([])
     if not status.ok:
-        print(f"ERROR: the run failed: {status.errors[:3]}", file=sys.stderr)
+        print("ERROR: the run failed:\n" + "\n".join(status.errors[:3]), file=sys.stderr)
         return EXIT_FAILED
     return 0
 

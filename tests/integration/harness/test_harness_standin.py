@@ -129,6 +129,10 @@ def test_server_dying_mid_run_fails_the_run_and_keeps_logs(tmp_path, dataset, sc
     assert (d / "mlperf_log_detail.txt").exists() and (d / "harness.log").exists()
     status = HarnessStatus.read(d)
     assert not status.ok and status.failed_samples >= 1
+    # one error for the server (one this run did not start), not one per sample
+    assert len(status.errors) == 1 and perf.reasons == status.errors, status.errors
+    assert status.errors[0].startswith(f"{sp.url} stopped answering during the {scenario} performance test (")
+    assert "is the server still running?" in status.errors[0]
     assert not (d.parent / "run_1").exists()
     outcomes = json.loads((tmp_path / "results" / "harness_outcomes.json").read_text())
     assert [o["verdict"] for o in outcomes] == ["FAILED"]

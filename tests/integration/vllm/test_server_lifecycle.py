@@ -167,3 +167,22 @@ def test_group_cpu_seconds_counts_the_live_group(tmp_path):
     assert server.group_cpu_seconds(proc.record.pgid) > 0      # python start-up alone takes CPU time
     proc.stop(5)
     assert server.group_cpu_seconds(proc.record.pgid) == 0
+
+
+def test_process_end_says_how_a_server_ended_until_its_parent_collects_it(tmp_path):
+    proc = start_fake(tmp_path, '--exit-after-s', '0.5', '--exit-code', '7')
+    pid, ticks = proc.record.pid, proc.record.start_ticks
+    assert server.process_end(pid, ticks) is None                    # running
+    deadline = time.monotonic() + 30
+    while server.process_end(pid, ticks) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.process_end(pid, ticks) == 'exited with code 7'    # read while it awaits its parent
+    proc.popen.wait(5)
+    assert server.process_end(pid, ticks) == 'has exited (its exit status went to the process that started it)'
+    killed = start_fake(tmp_path / 'k')
+    os.kill(killed.record.pid, 9)
+    while server.process_end(killed.record.pid, killed.record.start_ticks) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.process_end(killed.record.pid, killed.record.start_ticks) == 'was killed by signal 9 (SIGKILL)'
+    killed.stop(1)
+    assert 'belongs to another process' in server.process_end(os.getpid(), 1)

@@ -2,6 +2,8 @@ import pytest
 
 from mlperf_llm.harness.cmenv import env_from_outcomes, request_from_env
 from mlperf_llm.harness.driver import HarnessInputError, HarnessRequest, RunOutcome
+from mlperf_llm.harness.testconfig import ManagedServer
+from mlperf_llm.vllm.server import ServerRecord
 
 BASE = {"CM_DATASET_PREPROCESSED_PATH": "/d/ds.pkl", "CM_MLPERF_API_SERVER": "http://a:1, http://b:2"}
 
@@ -23,6 +25,21 @@ def test_vllm_helper_names_are_fallbacks():
     r = request_from_env({"CM_DATASET_PREPROCESSED_PATH": "/d", "CM_VLLM_SERVER_URL": "http://v:8000",
                           "CM_VLLM_SERVER_MODEL_NAME": "smol"})
     assert r.api_servers == ("http://v:8000",) and r.api_model_name == "smol"
+
+
+def test_the_server_this_run_started_reaches_the_tests_and_a_given_one_does_not(tmp_path):
+    record = ServerRecord(pid=4242, pgid=4242, start_ticks=77, url="http://127.0.0.1:8000", model_name="smol",
+                          log_path="/w/vllm-server-8000.log")
+    record.save(tmp_path / "vllm-server-8000.json")
+    started = {"CM_DATASET_PREPROCESSED_PATH": "/d", "CM_VLLM_SERVER_URL": "http://127.0.0.1:8000",
+               "CM_VLLM_SERVER_STARTED": "yes", "CM_VLLM_SERVER_RECORD": str(tmp_path / "vllm-server-8000.json")}
+    assert request_from_env(started).managed_servers == (
+        ManagedServer(url="http://127.0.0.1:8000", pid=4242, start_ticks=77, log_path="/w/vllm-server-8000.log"),)
+    assert request_from_env(dict(started, CM_VLLM_SERVER_STARTED="no")).managed_servers == ()
+    # the tests use other servers (--api_server on the benchmark step): the started one is none of theirs
+    assert request_from_env(dict(started, CM_MLPERF_API_SERVER="http://b:2")).managed_servers == ()
+    with pytest.raises(HarnessInputError, match="CM_VLLM_SERVER_RECORD: cannot read server record"):
+        request_from_env(dict(started, CM_VLLM_SERVER_RECORD=str(tmp_path / "gone.json")))
 
 
 @pytest.mark.parametrize("env, word", [
