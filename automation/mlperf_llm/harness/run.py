@@ -26,9 +26,9 @@ from .progress import Progress, Stats
 from .qsl import Dataset, DatasetError, check_tokenizer, load_dataset
 from .responder import Responder
 from .results import HarnessStatus
-from .serverwatch import ServerWatch
 from .rounds import RoundError, installed_loadgen_version, loadgen_check, loadgen_model_and_dirs
-from .testconfig import CONFIG_FILE, ConfigError, TestConfig, hints
+from .serverwatch import ServerWatch
+from .testconfig import CONFIG_FILE, ConfigError, TestConfig, field_types
 from ..rounds import round_for
 
 EXIT_REFUSED, EXIT_FAILED = 2, 3
@@ -41,7 +41,7 @@ def _flag_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 argument_default=argparse.SUPPRESS)
     p.add_argument("--config", help="the test's settings as JSON (TestConfig); flags override its values")
-    kinds = hints(TestConfig)
+    kinds = field_types(TestConfig)
     for f in fields(TestConfig):
         flag, kind = "--" + f.name.replace("_", "-"), kinds[f.name]
         shown = f.default not in (MISSING, "", (), None)

@@ -109,7 +109,7 @@ class TestConfig(TestSettings):
         return _build(cls, data, source)
 
 
-def hints(cls) -> dict[str, type]:
+def field_types(cls) -> dict[str, type]:
     """Each field's type, an optional one (`int | None`) as its other type (`int`)."""
     return {name: _optional_of(hint)[0] for name, hint in get_type_hints(cls).items()}
 

@@ -9,7 +9,7 @@ import pytest
 from mlperf_llm.harness import driver, run
 from mlperf_llm.harness.driver import HarnessRequest
 from mlperf_llm.harness.testconfig import (CONFIG_FILE, ConfigError, ManagedServer, TestConfig, TestSettings,
-                                           hints)
+                                           field_types)
 
 VALID = {"model": "llama2-70b-99.9", "round": "5.1"}     # values other code checks (the round table)
 
@@ -18,7 +18,7 @@ def not_default(cls) -> dict:
     """A value for each field of cls that is not its default, made from the field's type alone: a field
     added later gets one too, so the round trips below cover it without an edit."""
     out = {}
-    kinds = hints(cls)
+    kinds = field_types(cls)
     for i, f in enumerate(fields(cls)):
         kind, default = kinds[f.name], None if f.default is MISSING else f.default
         choices = f.metadata.get("choices")
