@@ -297,7 +297,9 @@ def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: s
 
 
 def _group_stats(pgid: int):
-    """(state, utime+stime ticks) of each process in the group, read from /proc."""
+    """(state, utime+stime ticks) of each process in the group, read from /proc. A process whose main
+    thread has exited while another still runs is 'R': until its last thread ends it holds its files
+    (a server's listening port among them)."""
     out = []
     if not os.path.isdir('/proc'):
         return out
@@ -309,8 +311,23 @@ def _group_stats(pgid: int):
         except (OSError, IndexError):
             continue
         if len(f) > 12 and f[2] == str(pgid):
-            out.append((f[0], int(f[11]) + int(f[12])))
+            state = 'R' if f[0] in ('Z', 'X') and _a_thread_runs(entry) else f[0]
+            out.append((state, int(f[11]) + int(f[12])))
     return out
+
+
+def _a_thread_runs(pid: str) -> bool:
+    try:
+        tasks = os.listdir(f'/proc/{pid}/task')
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            if Path(f'/proc/{pid}/task/{task}/stat').read_text().rsplit(')', 1)[1].split()[0] not in ('Z', 'X'):
+                return True
+        except (OSError, IndexError):
+            continue
+    return False
 
 
 def group_cpu_seconds(pgid: int) -> float:

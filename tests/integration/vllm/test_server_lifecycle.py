@@ -186,3 +186,24 @@ def test_process_end_says_how_a_server_ended_until_its_parent_collects_it(tmp_pa
     assert server.process_end(killed.record.pid, killed.record.start_ticks) == 'was killed by signal 9 (SIGKILL)'
     killed.stop(1)
     assert 'belongs to another process' in server.process_end(os.getpid(), 1)
+
+
+def test_a_server_whose_main_thread_ended_is_stopped_only_when_its_port_is_free(tmp_path):
+    # vLLM and the stand-in are multi-threaded: after SIGTERM the main thread can show as a zombie while
+    # another thread still holds the listening socket; stop() must wait for that one too
+    port = free_port()
+    code = ('import ctypes, socket, threading, time\n'
+            f's = socket.socket(); s.bind(("127.0.0.1", {port})); s.listen()\n'
+            'threading.Thread(target=time.sleep, args=(600,)).start()\n'
+            'print("listening", flush=True)\n'
+            'ctypes.CDLL(None).pthread_exit(None)\n')
+    proc = server.start([sys.executable, '-c', code], host='127.0.0.1', port=port, model_name='m',
+                        log_path=tmp_path / 'server.log')
+    deadline = time.monotonic() + 30
+    while 'Z' != Path(f'/proc/{proc.record.pid}/stat').read_text().rsplit(')', 1)[1].split()[0]:
+        assert time.monotonic() < deadline, (tmp_path / 'server.log').read_text()
+        time.sleep(0.05)
+    assert server.port_taken_reason('127.0.0.1', port) is not None
+    assert proc.record.server_alive()          # its main thread is a zombie, the server is not
+    assert 'stopped (SIGTERM)' in proc.stop(grace_s=5)
+    assert server.port_taken_reason('127.0.0.1', port) is None
