@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "automation"))
+sys.path[:0] = [str(ROOT / "automation"), str(ROOT / "tests" / "fixtures" / "vllm")]   # the library; the stand-in
 
-from mlperf_llm.standin import StandinConfig, StandinProcess  # noqa: E402
-from mlperf_llm.standin.dataset import write_dataset  # noqa: E402
+from standin import StandinConfig, StandinProcess  # noqa: E402
+from standin.dataset import write_dataset  # noqa: E402
 
 MODEL = "standin-model"
 OUTPUT_TOKENS = 8
@@ -131,6 +131,7 @@ def trial(impl: str, url: str, qps: float, duration_s: float, dataset: str, out:
     from mlperf_llm.harness.qsl import load_dataset
     from mlperf_llm.harness.responder import Responder
     from mlperf_llm.harness.results import read_summary
+    from mlperf_llm.harness.serverwatch import ServerWatch
     from mlperf_llm.harness.sut_api import ApiSUT, ApiSutConfig
 
     ds = load_dataset(dataset)
@@ -144,7 +145,7 @@ def trial(impl: str, url: str, qps: float, duration_s: float, dataset: str, out:
     settings.mode = lg.TestMode.PerformanceOnly
     if impl == "ours":
         sut = ApiSUT(ds, ApiSutConfig(streaming=True), lambda: ApiClient([url], MODEL, GenerationParams()),
-                     Responder(lg, Stats()))
+                     Responder(lg, Stats()), ServerWatch((), "Server performance"))
     elif impl == "noop":
         sut = NoopSUT(lg)
     else:

@@ -17,13 +17,17 @@ import aiohttp
 
 
 class ApiError(Exception):
-    """A request failed. `retryable` is False for answers that will not change (4xx)."""
+    """A request failed. `retryable` is False for answers that will not change (4xx); `unreachable`
+    is True when no whole answer came (the connection was refused, lost or timed out)."""
 
-    def __init__(self, endpoint: str, message: str, status: int | None = None, retryable: bool = True):
+    def __init__(self, endpoint: str, message: str, status: int | None = None, retryable: bool = True,
+                 unreachable: bool = False):
         super().__init__(f"{endpoint}: {message}")
         self.endpoint = endpoint
+        self.message = message
         self.status = status
         self.retryable = retryable
+        self.unreachable = unreachable
 
 
 class PreflightError(Exception):
@@ -222,7 +226,10 @@ class ApiClient:
                     raise
             except (aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError) as e:
                 if attempt >= self.retries:
-                    raise ApiError(ep.url, f"{type(e).__name__}: {e}") from None
+                    # no whole answer: refused, reset, cut short, timed out
+                    lost = isinstance(e, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError,
+                                          asyncio.TimeoutError))
+                    raise ApiError(ep.url, f"{type(e).__name__}: {e}", unreachable=lost) from None
             finally:
                 ep.inflight -= 1
             attempt += 1
@@ -272,7 +279,8 @@ class ApiClient:
             if buf:
                 st.line(buf)
         if not st.done:
-            raise ApiError(url, f"stream ended before [DONE] after {len(st.ids)} tokens (server died?)")
+            raise ApiError(url, f"stream ended before [DONE] after {len(st.ids)} tokens (server died?)",
+                           unreachable=True)
         return Completion(st.ids, st.finish, st.first_s, url)
 
 

@@ -9,7 +9,9 @@ import sys
 from cmcontract.yesno import is_yes
 
 from ..outcomes import TestOutcome
+from ..vllm.server import ServerError, ServerRecord
 from .driver import HarnessInputError, HarnessRequest, RunOutcome
+from .testconfig import ManagedServer
 
 SCENARIO_NAMES = {"offline": "Offline", "server": "Server", "interactive": "Interactive"}
 MODE_NAMES = {"performance": "performance", "performanceonly": "performance", "accuracy": "accuracy",
@@ -47,6 +49,20 @@ def _names(raw: str, table: dict[str, str], what: str, key: str) -> tuple[str, .
     return tuple(dict.fromkeys(out))
 
 
+def managed_servers(env: dict, api_servers: list[str]) -> tuple[ManagedServer, ...]:
+    """The server run-vllm-server started for this run (CM_VLLM_SERVER_RECORD), when the tests use it."""
+    path = env.get("CM_VLLM_SERVER_RECORD") or ""
+    if env.get("CM_VLLM_SERVER_STARTED") != "yes" or not path:
+        return ()
+    try:
+        r = ServerRecord.load(path)
+    except ServerError as e:
+        raise HarnessInputError(f"CM_VLLM_SERVER_RECORD: {e}") from None
+    if r.url.rstrip("/") not in [u.rstrip("/") for u in api_servers]:
+        return ()
+    return (ManagedServer(url=r.url, pid=r.pid, start_ticks=r.start_ticks, log_path=r.log_path),)
+
+
 def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
     """Build the request from the script's env (see docs/harness.md for every key)."""
     scen_raw = env.get("CM_MLPERF_LOADGEN_SCENARIO") or env.get("CM_MLPERF_LOADGEN_SCENARIOS") or "Offline"
@@ -71,6 +87,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         execution_mode=(env.get("CM_MLPERF_EXECUTION_MODE") or "test").lower(),
         backend=(env.get("CM_MLPERF_BACKEND") or "vllm").lower(),
         api_servers=tuple(_split(servers)),
+        managed_servers=managed_servers(env, _split(servers)),
         api_model_name=env.get("CM_MLPERF_API_MODEL_NAME") or env.get("CM_VLLM_SERVER_MODEL_NAME") or "",
         model_path=env.get("CM_ML_MODEL_PATH") or "",
         num_workers=_num(env, "CM_MLPERF_NUM_WORKERS", int) or 1,

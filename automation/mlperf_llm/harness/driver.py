@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
 from .rounds import loadgen_model_and_dirs
+from .testconfig import BACKENDS, CONFIG_FILE, MODES, TestConfig, TestSettings
 from ..rounds import LLAMA2_LATENCY_LIMITS_MS, Round, round_for
 from ..files import write_atomic
 from ..sysinfo.pyenv import with_path
@@ -37,45 +38,27 @@ MAX_LOWERING = 4             # ... each at most this many times lower than the o
 TEST_MODE_MAX_ISSUE_S = 600
 
 AUTOMATION_DIR = str(Path(__file__).resolve().parents[2])
-MODES = ("performance", "accuracy", "TEST06")
 
 
 class HarnessInputError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class HarnessRequest:
+@dataclass(frozen=True, kw_only=True)
+class HarnessRequest(TestSettings):
+    """The tests to run: the settings each test shares (TestSettings), and the request's own."""
     results_dir: str
-    dataset_path: str
     scenarios: tuple[str, ...] = ("Offline",)
     modes: tuple[str, ...] = ("performance", "accuracy")
-    model: str = "llama2-70b-99"
-    round: str = ""                   # "" = the newest round that has the model (mlperf_llm.rounds)
-    execution_mode: str = "test"
-    backend: str = "vllm"
-    api_servers: tuple[str, ...] = ()
-    api_model_name: str = ""
-    model_path: str = ""
-    num_workers: int = 1
-    max_inflight: int = 1024
     offline_target_qps: float | None = None
     server_target_qps: float | None = None
     interactive_target_qps: float | None = None
     test_query_count: int | None = None
     max_test_duration_s: float | None = None
-    total_sample_count: int | None = None
     accuracy_sample_count: int | None = None   # 0 = the whole data set; None = test_query_count in test mode
     find_performance: bool = False
-    audit_conf: str = ""              # TEST06's audit.config
-    skip_tokenizer_check: bool = False
-    token_ids_via: str = "return_token_ids"
-    batch_size: int = 1
-    dtype: str = "float32"
-    max_tokens: int = 1024
     python: str = sys.executable
     loadgen_path: str = ""          # the round's LoadGen (get-mlperf-inference-loadgen site/), first on PYTHONPATH
-    progress: bool = True
 
     def validate(self) -> None:
         for s in self.scenarios:
@@ -86,8 +69,8 @@ class HarnessRequest:
         if "TEST06" in self.modes and not os.path.isfile(self.audit_conf):
             raise HarnessInputError(f"TEST06 needs its audit.config: audit_conf={self.audit_conf!r} is not a file; "
                                     "fix: pass the path of compliance/TEST06/audit.config from the inference source")
-        if self.backend not in ("vllm", "transformers"):
-            raise HarnessInputError(f"backend {self.backend!r}: choose vllm or transformers")
+        if self.backend not in BACKENDS:
+            raise HarnessInputError(f"backend {self.backend!r}: choose {' or '.join(BACKENDS)}")
         if self.backend == "vllm" and not self.api_servers:
             raise HarnessInputError("api_server is empty; fix: pass --api_server=http://HOST:PORT[,URL2...]")
         if self.backend == "transformers" and not self.model_path:
@@ -152,27 +135,12 @@ def _dataset_rows(req: HarnessRequest) -> int:
 
 
 def _command(req: HarnessRequest, scenario: str, mode: str, out: Path, user_conf: Path) -> list[str]:
-    cmd = [req.python, "-m", "mlperf_llm.harness.run", f"--scenario={scenario}", f"--mode={mode}",
-           f"--dataset-path={req.dataset_path}", f"--output-dir={out}", f"--user-conf={user_conf}",
-           f"--backend={req.backend}", f"--model={req.model}", f"--round={req.rnd.name}",
-           f"--execution-mode={req.execution_mode}", f"--num-workers={req.num_workers}",
-           f"--max-inflight={req.max_inflight}", f"--max-tokens={req.max_tokens}",
-           f"--token-ids-via={req.token_ids_via}", f"--batch-size={req.batch_size}", f"--dtype={req.dtype}"]
-    if req.api_servers:
-        cmd.append(f"--api-server={','.join(req.api_servers)}")
-    if req.api_model_name:
-        cmd.append(f"--api-model-name={req.api_model_name}")
-    if req.model_path:
-        cmd.append(f"--model-path={req.model_path}")
-    if req.total_sample_count:
-        cmd.append(f"--total-sample-count={req.total_sample_count}")
-    if mode == "TEST06":
-        cmd.append(f"--audit-conf={req.audit_conf}")
-    if req.skip_tokenizer_check:
-        cmd.append("--skip-tokenizer-check")
-    if not req.progress:
-        cmd.append("--no-progress")
-    return cmd
+    """The test's command line; its settings go in `out`/harness_config.json (kept with its logs)."""
+    cfg = TestConfig.of(req, scenario=scenario, mode=mode, output_dir=str(out), user_conf=str(user_conf),
+                        round=req.rnd.name, audit_conf=req.audit_conf if mode == "TEST06" else "")
+    path = out / CONFIG_FILE
+    write_atomic(str(path), cfg.to_json())
+    return [req.python, "-m", "mlperf_llm.harness.run", f"--config={path}"]
 
 
 def _run_logged(cmd: list[str], log_path: Path, loadgen_path: str = "") -> int:

@@ -33,9 +33,11 @@ class Responder:
         self.stats.completed += 1
         self.stats.tokens += n
 
-    def fail(self, query_id: int, reason: str, first_token_sent: bool, streaming: bool) -> None:
-        """Complete the sample empty (so LoadGen can finish) and mark the run failed."""
-        if len(self.errors) < self.max_errors_kept:
+    def fail(self, query_id: int, reason: str | None, first_token_sent: bool, streaming: bool) -> None:
+        """Complete the sample empty (so LoadGen can finish) and mark the run failed. A reason is kept
+        once (a server's failure is one error, whatever the number of samples it failed); None: the
+        sample only follows an earlier failure."""
+        if reason is not None and reason not in self.errors and len(self.errors) < self.max_errors_kept:
             self.errors.append(reason)
         self.stats.failed += 1
         self.failed.set()

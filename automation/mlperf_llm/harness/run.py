@@ -1,8 +1,11 @@
-"""One LoadGen test in this process: python -m mlperf_llm.harness.run --scenario=Offline ...
+"""One LoadGen test in this process: python -m mlperf_llm.harness.run --config=harness_config.json
 
-Checks everything it can before LoadGen starts (data set, servers, model name, tokenizer),
-runs the test with its cwd in --output-dir (so no stray audit.config is picked up), and
-writes harness_status.json there. Exit: 0 done, 2 refused before LoadGen, 3 the run failed.
+The test's settings are one `TestConfig` (testconfig.py): the driver writes it as JSON and passes
+`--config`; by hand, each setting can also be given (or a --config file's value overridden) as a flag
+named after its field (`--scenario=Offline --dataset-path=... --api-servers=URL1,URL2`; `--help` lists
+them). Checks everything it can before LoadGen starts (data set, servers, model name, tokenizer),
+runs the test with its cwd in the output dir (so no stray audit.config is picked up), and writes
+harness_status.json there. Exit: 0 done, 2 refused before LoadGen, 3 the run failed.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import MISSING, fields
 from pathlib import Path
+from typing import get_args, get_origin
 
 from .client import ApiClient, ApiError, GenerationParams, PreflightError
 from .progress import Progress, Stats
@@ -23,82 +27,52 @@ from .qsl import Dataset, DatasetError, check_tokenizer, load_dataset
 from .responder import Responder
 from .results import HarnessStatus
 from .rounds import RoundError, installed_loadgen_version, loadgen_check, loadgen_model_and_dirs
+from .serverwatch import ServerWatch
+from .testconfig import CONFIG_FILE, ConfigError, TestConfig, field_types
 from ..rounds import round_for
 
 EXIT_REFUSED, EXIT_FAILED = 2, 3
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    scenario: str
-    mode: str                        # performance | accuracy | TEST06 (accuracy with audit.config)
-    dataset_path: str
-    output_dir: str
-    user_conf: str
-    backend: str = "vllm"
-    api_servers: tuple[str, ...] = ()
-    api_model_name: str = ""
-    model_path: str = ""
-    model: str = "llama2-70b-99"
-    round: str = ""                 # "" = the newest round that has the model
-    execution_mode: str = "test"
-    num_workers: int = 1
-    max_inflight: int = 1024
-    total_sample_count: int | None = None
-    max_tokens: int = 1024
-    token_ids_via: str = "return_token_ids"
-    batch_size: int = 1
-    dtype: str = "float32"
-    audit_conf: str = ""
-    enable_log_trace: bool = False
-    check_tokenizer: bool = True
-    progress: bool = True
-    abort_grace_s: float = 30.0
-    request_timeout_s: float = 3600.0
+def _flag_parser() -> argparse.ArgumentParser:
+    """--config, and one flag per TestConfig field (a list of strings as a comma list; a list of
+    records, managed_servers, only in --config)."""
+    p = argparse.ArgumentParser(prog="python -m mlperf_llm.harness.run", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                argument_default=argparse.SUPPRESS)
+    p.add_argument("--config", help="the test's settings as JSON (TestConfig); flags override its values")
+    kinds = field_types(TestConfig)
+    for f in fields(TestConfig):
+        flag, kind = "--" + f.name.replace("_", "-"), kinds[f.name]
+        shown = f.default not in (MISSING, "", (), None)
+        help = " ".join(filter(None, [f.metadata.get("help", ""), f"(default: {f.default})" if shown else ""]))
+        if kind is bool:
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, help=help)
+        elif get_origin(kind) is tuple and get_args(kind)[0] is str:
+            p.add_argument(flag, type=lambda v: [u.strip() for u in v.split(",") if u.strip()], help=help)
+        elif get_origin(kind) is not tuple:
+            p.add_argument(flag, type=kind, choices=f.metadata.get("choices"), help=help)
+    return p
 
 
-def parse_args(argv: list[str] | None = None) -> RunConfig:
-    p = argparse.ArgumentParser(prog="python -m mlperf_llm.harness.run", description=__doc__)
-    a = p.add_argument
-    a("--scenario", required=True, choices=["Offline", "Server", "Interactive"])
-    a("--mode", default="performance", choices=["performance", "accuracy", "TEST06"])
-    a("--dataset-path", required=True)
-    a("--output-dir", required=True)
-    a("--user-conf", required=True)
-    a("--backend", default="vllm", choices=["vllm", "transformers"])
-    a("--api-server", default="", help="URL[,URL2,...]")
-    a("--api-model-name", default="")
-    a("--model-path", default="", help="model (transformers) or tokenizer folder")
-    a("--model", default="llama2-70b-99")
-    a("--round", default="", help="6.1, 6.0, ... (default: the newest round that has --model)")
-    a("--execution-mode", default="test", choices=["test", "valid"])
-    a("--num-workers", type=int, default=1)
-    a("--max-inflight", type=int, default=1024)
-    a("--total-sample-count", type=int, default=None)
-    a("--max-tokens", type=int, default=1024)
-    a("--token-ids-via", default="return_token_ids", choices=["return_token_ids", "logprobs"])
-    a("--batch-size", type=int, default=1)
-    a("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    a("--audit-conf", default="", help="audit.config to copy into the output dir (compliance tests)")
-    a("--enable-log-trace", action="store_true")
-    a("--skip-tokenizer-check", action="store_true")
-    a("--no-progress", action="store_true")
-    a("--abort-grace-s", type=float, default=30.0)
-    a("--request-timeout-s", type=float, default=3600.0)
-    n = p.parse_args(argv)
-    servers = tuple(u.strip() for u in n.api_server.split(",") if u.strip())
-    return RunConfig(n.scenario, n.mode, n.dataset_path, n.output_dir, n.user_conf, n.backend, servers,
-                     n.api_model_name, n.model_path, n.model, n.round, n.execution_mode, n.num_workers,
-                     n.max_inflight, n.total_sample_count, n.max_tokens, n.token_ids_via, n.batch_size, n.dtype,
-                     n.audit_conf, n.enable_log_trace, not n.skip_tokenizer_check, not n.no_progress,
-                     n.abort_grace_s, n.request_timeout_s)
+def parse_args(argv: list[str] | None = None) -> TestConfig:
+    given = vars(_flag_parser().parse_args(argv))
+    path = given.pop("config", None)
+    if not path:
+        return TestConfig.from_dict(given, "the command line (a key k_k is the flag --k-k)")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"--config {path}: cannot read it ({e.strerror}); fix: pass the "
+                          f"{CONFIG_FILE} the driver wrote in the test's folder") from None
+    return TestConfig.from_json(text, path, overrides=given)
 
 
 class Refused(Exception):
     """The test cannot start; the message names the input, the reason and the fix."""
 
 
-def _make_client_factory(cfg: RunConfig):
+def _make_client_factory(cfg: TestConfig):
     params = GenerationParams(max_tokens=cfg.max_tokens, token_ids_via=cfg.token_ids_via)
     per_endpoint = max(1, cfg.max_inflight)
 
@@ -107,7 +81,7 @@ def _make_client_factory(cfg: RunConfig):
     return make
 
 
-def _preflight_api(cfg: RunConfig, ds: Dataset, make_client) -> None:
+def _preflight_api(cfg: TestConfig, ds: Dataset, make_client, watch: ServerWatch) -> None:
     if not cfg.api_servers:
         raise Refused("api_server is empty; fix: pass --api_server=http://HOST:PORT (several: URL1,URL2)")
     if not cfg.api_model_name:
@@ -120,7 +94,7 @@ def _preflight_api(cfg: RunConfig, ds: Dataset, make_client) -> None:
                 if max_len and ds.max_input_len + 1 > max_len:
                     raise Refused(f"api_server {url} serves at most {max_len} tokens but the longest prompt has "
                                   f"{ds.max_input_len}; fix: start vLLM with a larger --max-model-len")
-            if cfg.check_tokenizer:
+            if not cfg.skip_tokenizer_check:
                 cache: dict[tuple[str, bool], list[int]] = {}
                 for i in sorted({min(ds.count - 1, k * max(1, ds.count // 8)) for k in range(8)}):
                     for special in (False, True):
@@ -129,23 +103,23 @@ def _preflight_api(cfg: RunConfig, ds: Dataset, make_client) -> None:
     try:
         asyncio.run(go())
     except PreflightError as e:
-        raise Refused(str(e)) from None
+        raise Refused(watch.ended("before") or str(e)) from None
     except ApiError as e:
         raise Refused(f"checking the data set against the server's tokenizer failed ({e}); fix: serve with vLLM "
                       "(it has POST /tokenize) or set CM_MLPERF_SKIP_TOKENIZER_CHECK=yes") from None
 
 
-def _preflight_hf(cfg: RunConfig, ds: Dataset) -> None:
+def _preflight_hf(cfg: TestConfig, ds: Dataset) -> None:
     if not cfg.model_path or not os.path.isdir(cfg.model_path):
         raise Refused(f"model_path {cfg.model_path!r} is not a folder; fix: pass --model_path=<HF model folder>")
-    if cfg.check_tokenizer:
+    if not cfg.skip_tokenizer_check:
         from .sut_hf import load_tokenizer
         tok = load_tokenizer(cfg.model_path)
         check_tokenizer(ds, lambda text, special: list(tok(text, add_special_tokens=special)["input_ids"]),
                         bos_id=tok.bos_token_id, vocab_size=len(tok))
 
 
-def _settings(lg, cfg: RunConfig, lg_model: str, lg_scenario: str):
+def _settings(lg, cfg: TestConfig, lg_model: str, lg_scenario: str):
     s = lg.TestSettings()
     s.scenario = getattr(lg.TestScenario, lg_scenario)
     if not os.path.isfile(cfg.user_conf):
@@ -155,7 +129,7 @@ def _settings(lg, cfg: RunConfig, lg_model: str, lg_scenario: str):
     return s
 
 
-def run(cfg: RunConfig) -> int:
+def run(cfg: TestConfig) -> int:
     out = Path(cfg.output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -171,9 +145,10 @@ def run(cfg: RunConfig) -> int:
             print(f"WARNING: {problem} (execution_mode=test goes on)", file=sys.stderr)
         ds = load_dataset(cfg.dataset_path, cfg.total_sample_count)
         streaming = lg_scenario == "Server"
+        watch = ServerWatch(cfg.managed_servers, f"{cfg.scenario} {cfg.mode}")
         if cfg.backend == "vllm":
             make_client = _make_client_factory(cfg)
-            _preflight_api(cfg, ds, make_client)
+            _preflight_api(cfg, ds, make_client, watch)
         else:
             _preflight_hf(cfg, ds)
         import mlperf_loadgen as lg
@@ -193,7 +168,7 @@ def run(cfg: RunConfig) -> int:
     responder = Responder(lg, stats)
     if cfg.backend == "vllm":
         from .sut_api import ApiSUT, ApiSutConfig
-        sut = ApiSUT(ds, ApiSutConfig(streaming, cfg.num_workers, cfg.max_inflight), make_client, responder)
+        sut = ApiSUT(ds, ApiSutConfig(streaming, cfg.num_workers, cfg.max_inflight), make_client, responder, watch)
     else:
         from .sut_hf import HfSUT, HfSutConfig
         sut = HfSUT(ds, HfSutConfig(cfg.model_path, streaming, cfg.batch_size, cfg.dtype, cfg.max_tokens), responder)
@@ -241,13 +216,18 @@ def run(cfg: RunConfig) -> int:
         os.chdir(cwd)
     write_status([])
     if not status.ok:
-        print(f"ERROR: the run failed: {status.errors[:3]}", file=sys.stderr)
+        print("ERROR: the run failed:\n" + "\n".join(status.errors[:3]), file=sys.stderr)
         return EXIT_FAILED
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(parse_args(argv))
+    try:
+        cfg = parse_args(argv)
+    except ConfigError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return EXIT_REFUSED
+    return run(cfg)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 Each of `num_workers` loops runs in its own thread with its own `ApiClient` (one
 connection pool spread over all endpoints). Offline sends every sample as its own
 request (the server batches); Server and Interactive stream, reporting the first token.
-After the first failed sample the run is failed and later samples complete at once, empty.
+After the first failed sample the run is failed and later samples complete at once, empty. A failure
+the server caused (it ended, or stopped answering) is one error for all the samples it failed
+(serverwatch.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Callable
 from .client import ApiClient, ApiError
 from .qsl import Dataset
 from .responder import Responder
+from .serverwatch import ServerWatch
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,11 @@ class _Worker:
 
 
 class ApiSUT:
-    def __init__(self, ds: Dataset, cfg: ApiSutConfig, make_client: Callable[[], ApiClient], responder: Responder):
+    def __init__(self, ds: Dataset, cfg: ApiSutConfig, make_client: Callable[[], ApiClient], responder: Responder,
+                 watch: ServerWatch):
         if cfg.num_workers < 1:
             raise ValueError(f"num_workers={cfg.num_workers}: must be at least 1")
-        self.ds, self.cfg, self.responder = ds, cfg, responder
+        self.ds, self.cfg, self.responder, self.watch = ds, cfg, responder, watch
         self.workers = [_Worker(f"sut-loop-{i}", make_client, cfg.max_inflight) for i in range(cfg.num_workers)]
         self._next = 0
 
@@ -118,8 +122,8 @@ class ApiSUT:
         r = self.responder
         streaming = self.cfg.streaming
         first_sent = False
-        if r.failed.is_set():
-            r.fail(qid, "skipped: the run had already failed", first_sent, streaming)
+        if r.failed.is_set():         # skipped: the run had already failed
+            r.fail(qid, None, first_sent, streaming)
             return
 
         def on_first(tok: int) -> None:
@@ -132,7 +136,7 @@ class ApiSUT:
             try:
                 comp = await w.client.complete(self.ds.tok_input[idx], streaming, on_first if streaming else None)
             except ApiError as e:
-                r.fail(qid, f"sample {idx}: {e}", first_sent, streaming)
+                r.fail(qid, await self.watch.explain(e) or f"sample {idx}: {e}", first_sent, streaming)
                 return
             except Exception as e:  # a bug or an unexpected answer must not hang LoadGen
                 r.fail(qid, f"sample {idx}: {type(e).__name__}: {e}", first_sent, streaming)

@@ -28,6 +28,8 @@ from .command import redact, shell_command
 
 LOG_TAIL_LINES = 40
 STOP_GRACE_S = 5.0
+SIGKILL_HINT = ('A process of the server was killed by SIGKILL: on Linux usually the kernel\'s OOM killer '
+                '(see dmesg); give the KV cache less memory (--kv_cache_space=GiB).')
 
 
 class ServerError(RuntimeError):
@@ -147,6 +149,31 @@ def _proc_start_ticks(pid: int) -> int | None:
         return None
 
 
+def process_end(pid: int, start_ticks: int | None) -> str | None:
+    """None while the process `pid` that started at `start_ticks` runs; else how it ended, in words:
+    'exited with code 3', 'was killed by signal 9 (SIGKILL)' (read from /proc while it waits for its
+    parent to collect it), or, once collected, that it has exited (its status went to its parent)."""
+    try:
+        fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    except (OSError, IndexError):
+        return 'has exited (its exit status went to the process that started it)'
+    if start_ticks is not None and fields[19:20] != [str(start_ticks)]:
+        return 'has exited (its PID now belongs to another process)'
+    if fields[0] not in ('Z', 'X'):
+        return None
+    if len(fields) < 50:                       # exit_code: Linux 3.5 and later
+        return 'has exited (this kernel does not show its exit status)'
+    status = int(fields[49])
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = 'unknown'
+        return f'was killed by signal {number} ({name})'
+    return f'exited with code {os.WEXITSTATUS(status)}'
+
+
 def http_get_json(url: str, timeout: float = 5.0, api_key: str | None = None):
     """GET url; return (status, parsed JSON or None). Raises OSError/URLError on connection failure."""
     req = urllib.request.Request(url, headers={'Authorization': f'Bearer {api_key}'} if api_key else {})
@@ -216,9 +243,7 @@ class ServerProcess:
             code = self.returncode()
             if code is not None:
                 tail = log_tail(self.record.log_path)
-                killed = ('\nA process of the server was killed by SIGKILL: on Linux usually the kernel\'s OOM '
-                          'killer (see dmesg); give the KV cache less memory (--kv_cache_space=GiB).'
-                          if code == -9 or ': -9}' in tail else '')
+                killed = '\n' + SIGKILL_HINT if code == -9 or ': -9}' in tail else ''
                 raise EarlyExitError(
                     f'vLLM server exited with code {code} after {time.monotonic() - t0:.0f} s, before it was ready.\n'
                     f'Command: {shell_command(redact(self.record.argv))}\n'
@@ -272,7 +297,9 @@ def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: s
 
 
 def _group_stats(pgid: int):
-    """(state, utime+stime ticks) of each process in the group, read from /proc."""
+    """(state, utime+stime ticks) of each process in the group, read from /proc. A process whose main
+    thread has exited while another still runs is 'R': until its last thread ends it holds its files
+    (a server's listening port among them)."""
     out = []
     if not os.path.isdir('/proc'):
         return out
@@ -284,8 +311,23 @@ def _group_stats(pgid: int):
         except (OSError, IndexError):
             continue
         if len(f) > 12 and f[2] == str(pgid):
-            out.append((f[0], int(f[11]) + int(f[12])))
+            state = 'R' if f[0] in ('Z', 'X') and _a_thread_runs(entry) else f[0]
+            out.append((state, int(f[11]) + int(f[12])))
     return out
+
+
+def _a_thread_runs(pid: str) -> bool:
+    try:
+        tasks = os.listdir(f'/proc/{pid}/task')
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            if Path(f'/proc/{pid}/task/{task}/stat').read_text().rsplit(')', 1)[1].split()[0] not in ('Z', 'X'):
+                return True
+        except (OSError, IndexError):
+            continue
+    return False
 
 
 def group_cpu_seconds(pgid: int) -> float:

@@ -10,10 +10,10 @@ from mlperf_llm.accuracy.process import Test06Request as Request06, verify_test0
 from mlperf_llm.accuracy.test06_config import audit_config
 from mlperf_llm.harness.driver import HarnessRequest, run_all
 from mlperf_llm.harness.qsl import load_dataset
-from mlperf_llm.standin import StandinConfig, StandinProcess
-from mlperf_llm.standin.dataset import write_dataset
-from mlperf_llm.standin.server import prompt_key
-from mlperf_llm.standin import toytok
+from standin import StandinConfig, StandinProcess
+from standin.dataset import write_dataset
+from standin.server import prompt_key
+from standin import toytok
 
 ROWS = 24
 

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from mlperf_llm.harness.client import ApiClient, ApiError, GenerationParams, PreflightError
-from mlperf_llm.standin import StandinConfig, StandinThread, generated_ids
+from standin import StandinConfig, StandinThread, generated_ids
 
 PROMPT = [1, 40, 41, 42]
 

@@ -9,8 +9,8 @@ from mlperf_llm.harness.userconf import pick_targets
 from mlperf_llm.harness.driver import HarnessRequest, run_all
 from mlperf_llm.harness.results import HarnessStatus
 from mlperf_llm.harness.qsl import load_dataset
-from mlperf_llm.standin import StandinConfig, StandinProcess, generated_ids
-from mlperf_llm.standin.dataset import write_dataset
+from standin import StandinConfig, StandinProcess, generated_ids
+from standin.dataset import write_dataset
 
 ROWS = 24
 
@@ -129,6 +129,10 @@ def test_server_dying_mid_run_fails_the_run_and_keeps_logs(tmp_path, dataset, sc
     assert (d / "mlperf_log_detail.txt").exists() and (d / "harness.log").exists()
     status = HarnessStatus.read(d)
     assert not status.ok and status.failed_samples >= 1
+    # one error for the server (one this run did not start), not one per sample
+    assert len(status.errors) == 1 and perf.reasons == status.errors, status.errors
+    assert status.errors[0].startswith(f"{sp.url} stopped answering during the {scenario} performance test (")
+    assert "is the server still running?" in status.errors[0]
     assert not (d.parent / "run_1").exists()
     outcomes = json.loads((tmp_path / "results" / "harness_outcomes.json").read_text())
     assert [o["verdict"] for o in outcomes] == ["FAILED"]
@@ -196,7 +200,7 @@ def test_a_failed_run_that_loadgen_would_keep_going_is_aborted(tmp_path, dataset
         t0 = time.monotonic()
         p = subprocess.run([sys.executable, "-m", "mlperf_llm.harness.run", "--scenario=Server",
                             f"--dataset-path={dataset}", f"--output-dir={out}", f"--user-conf={conf}",
-                            f"--api-server={sp.url}", "--api-model-name=standin-model", "--abort-grace-s=2",
+                            f"--api-servers={sp.url}", "--api-model-name=standin-model", "--abort-grace-s=2",
                             "--no-progress"], capture_output=True, text=True, timeout=50,
                            env={**__import__("os").environ, "PYTHONPATH": AUTOMATION_DIR})
         took = time.monotonic() - t0

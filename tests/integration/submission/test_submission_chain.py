@@ -11,8 +11,8 @@ from mlperf_llm.accuracy.test06_config import audit_config
 from mlperf_llm.harness.driver import HarnessRequest, run_all
 from mlperf_llm.harness.rounds import installed_loadgen_version
 from mlperf_llm.rounds import ROUNDS
-from mlperf_llm.standin import StandinConfig, StandinProcess
-from mlperf_llm.standin.dataset import write_dataset
+from standin import StandinConfig, StandinProcess
+from standin.dataset import write_dataset
 from mlperf_llm.submission.checker import format_report, run_checker
 from mlperf_llm.submission.rules import find_violations
 from mlperf_llm.submission.tree import BuildRequest, build_submission

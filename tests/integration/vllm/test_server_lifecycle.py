@@ -1,4 +1,4 @@
-"""The managed lifecycle against a fake server process on loopback (real processes, real HTTP)."""
+"""The managed lifecycle against the stand-in server process on loopback (real processes, real HTTP)."""
 import os
 import socket
 import sys
@@ -9,8 +9,7 @@ import pytest
 
 from mlperf_llm.vllm import server
 from mlperf_llm.vllm.loadtest import run_completions
-
-FAKE = str(Path(__file__).resolve().parents[2] / 'fixtures' / 'vllm' / 'fake_vllm_server.py')
+from standin import StandinConfig, generated_ids, standin_env
 
 
 def free_port():
@@ -21,8 +20,9 @@ def free_port():
 
 def start_fake(tmp_path, *extra, model='smollm2', port=None):
     port = port or free_port()
-    argv = [sys.executable, FAKE, '--port', str(port), '--model', model, *extra]
-    return server.start(argv, host='127.0.0.1', port=port, model_name=model, log_path=tmp_path / 'server.log')
+    argv = [sys.executable, '-m', 'standin', '--port', str(port), '--model-name', model, *extra]
+    return server.start(argv, host='127.0.0.1', port=port, model_name=model, log_path=tmp_path / 'server.log',
+                        env=standin_env())
 
 
 def wait_answering(proc, deadline_s=30):
@@ -42,7 +42,7 @@ def alive(pid):
 
 def test_start_wait_ready_use_and_stop(tmp_path):
     messages = []
-    proc = start_fake(tmp_path, '--ready-after', '2')
+    proc = start_fake(tmp_path, '--ready-after-s', '2')
     try:
         waited = proc.wait_ready(30, progress=messages.append, interval_s=0.2, progress_every_s=0.5)
         assert waited >= 1.5
@@ -51,7 +51,8 @@ def test_start_wait_ready_use_and_stop(tmp_path):
                    for m in messages)
         assert messages[-1].startswith(f'vLLM server ready at {proc.url}')
         result = run_completions(proc.url, 'smollm2', [[5, 6], [7]], 3)
-        assert [c.token_ids for c in result.completions] == [(5, 6, 5), (7, 7, 7)]
+        expected = [tuple(generated_ids(StandinConfig(), p, 3)[0]) for p in ([5, 6], [7])]
+        assert [c.token_ids for c in result.completions] == expected
     finally:
         outcome = proc.stop(grace_s=5)
     assert 'stopped (SIGTERM)' in outcome
@@ -72,7 +73,7 @@ def test_taken_port_is_refused_with_a_clear_message(tmp_path):
 
 
 def test_early_death_reports_exit_code_and_log_tail(tmp_path):
-    proc = start_fake(tmp_path, '--never-ready', '--die-after', '0.5', '--exit-code', '7')
+    proc = start_fake(tmp_path, '--never-ready', '--exit-after-s', '0.5', '--exit-code', '7')
     with pytest.raises(server.EarlyExitError) as e:
         proc.wait_ready(30, progress=lambda m: None, interval_s=0.1)
     msg = str(e.value)
@@ -166,3 +167,43 @@ def test_group_cpu_seconds_counts_the_live_group(tmp_path):
     assert server.group_cpu_seconds(proc.record.pgid) > 0      # python start-up alone takes CPU time
     proc.stop(5)
     assert server.group_cpu_seconds(proc.record.pgid) == 0
+
+
+def test_process_end_says_how_a_server_ended_until_its_parent_collects_it(tmp_path):
+    proc = start_fake(tmp_path, '--exit-after-s', '0.5', '--exit-code', '7')
+    pid, ticks = proc.record.pid, proc.record.start_ticks
+    assert server.process_end(pid, ticks) is None                    # running
+    deadline = time.monotonic() + 30
+    while server.process_end(pid, ticks) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.process_end(pid, ticks) == 'exited with code 7'    # read while it awaits its parent
+    proc.popen.wait(5)
+    assert server.process_end(pid, ticks) == 'has exited (its exit status went to the process that started it)'
+    killed = start_fake(tmp_path / 'k')
+    os.kill(killed.record.pid, 9)
+    while server.process_end(killed.record.pid, killed.record.start_ticks) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.process_end(killed.record.pid, killed.record.start_ticks) == 'was killed by signal 9 (SIGKILL)'
+    killed.stop(1)
+    assert 'belongs to another process' in server.process_end(os.getpid(), 1)
+
+
+def test_a_server_whose_main_thread_ended_is_stopped_only_when_its_port_is_free(tmp_path):
+    # vLLM and the stand-in are multi-threaded: after SIGTERM the main thread can show as a zombie while
+    # another thread still holds the listening socket; stop() must wait for that one too
+    port = free_port()
+    code = ('import ctypes, socket, threading, time\n'
+            f's = socket.socket(); s.bind(("127.0.0.1", {port})); s.listen()\n'
+            'threading.Thread(target=time.sleep, args=(600,)).start()\n'
+            'print("listening", flush=True)\n'
+            'ctypes.CDLL(None).pthread_exit(None)\n')
+    proc = server.start([sys.executable, '-c', code], host='127.0.0.1', port=port, model_name='m',
+                        log_path=tmp_path / 'server.log')
+    deadline = time.monotonic() + 30
+    while 'Z' != Path(f'/proc/{proc.record.pid}/stat').read_text().rsplit(')', 1)[1].split()[0]:
+        assert time.monotonic() < deadline, (tmp_path / 'server.log').read_text()
+        time.sleep(0.05)
+    assert server.port_taken_reason('127.0.0.1', port) is not None
+    assert proc.record.server_alive()          # its main thread is a zombie, the server is not
+    assert 'stopped (SIGTERM)' in proc.stop(grace_s=5)
+    assert server.port_taken_reason('127.0.0.1', port) is None

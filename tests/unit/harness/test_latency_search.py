@@ -53,7 +53,8 @@ def _recorder(tmp_path, results):
 def test_a_chosen_target_is_lowered_until_the_bounds_are_met(tmp_path, monkeypatch, capsys):
     calls, run_one = _recorder(tmp_path, [True])
     monkeypatch.setattr(driver, "run_one", run_one)
-    req = HarnessRequest(str(tmp_path), "ds.pkl", scenarios=("Server",), server_target_qps=1.32)
+    req = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
+                         server_target_qps=1.32)
     sources = {"Server": "derived from the Offline performance test of this run (1.89 samples/s)"}
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
     req, out = driver._meet_latency_bounds(req, "Server", 211, first, sources)
@@ -68,7 +69,8 @@ def test_a_chosen_target_is_lowered_until_the_bounds_are_met(tmp_path, monkeypat
 def test_the_search_stops_after_its_retries(tmp_path, monkeypatch):
     calls, run_one = _recorder(tmp_path, [False] * 10)
     monkeypatch.setattr(driver, "run_one", run_one)
-    req = HarnessRequest(str(tmp_path), "ds.pkl", scenarios=("Server",), server_target_qps=1.0)
+    req = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
+                         server_target_qps=1.0)
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
     _, out = driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
     assert len(calls) == driver.LATENCY_RETRIES and out.verdict == "INVALID"
@@ -80,7 +82,8 @@ def test_the_search_stops_after_its_retries(tmp_path, monkeypatch):
 def test_a_given_target_or_an_early_stopping_miss_is_not_searched(tmp_path, monkeypatch):
     calls, run_one = _recorder(tmp_path, [True])
     monkeypatch.setattr(driver, "run_one", run_one)
-    req = HarnessRequest(str(tmp_path), "ds.pkl", scenarios=("Server",), server_target_qps=9.2)
+    req = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
+                         server_target_qps=9.2)
     missed = _outcome(tmp_path / "a", False)
     assert driver._meet_latency_bounds(req, "Server", 211, missed, {"Server": "given"})[1] is missed
     early = _outcome(tmp_path / "b", True)
@@ -92,7 +95,8 @@ def test_a_test_mode_search_never_lowers_the_target_below_its_issue_time_bound(t
     # 10 test queries (211 rows): below 10/600 queries/s they would take over TEST_MODE_MAX_ISSUE_S
     calls, run_one = _recorder(tmp_path, [False] * 10)
     monkeypatch.setattr(driver, "run_one", run_one)
-    req = HarnessRequest(str(tmp_path), "ds.pkl", scenarios=("Server",), server_target_qps=0.03)
+    req = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
+                         server_target_qps=0.03)
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
     _, out = driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
     floor = 10 / driver.TEST_MODE_MAX_ISSUE_S
@@ -104,8 +108,8 @@ def test_a_test_mode_search_never_lowers_the_target_below_its_issue_time_bound(t
 def test_a_valid_mode_search_has_no_issue_time_bound(tmp_path, monkeypatch):
     calls, run_one = _recorder(tmp_path, [False] * 10)
     monkeypatch.setattr(driver, "run_one", run_one)
-    req = HarnessRequest(str(tmp_path), "ds.pkl", scenarios=("Server",), server_target_qps=0.03,
-                         execution_mode="valid")
+    req = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
+                         server_target_qps=0.03, execution_mode="valid")
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
     driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
     assert calls == [0.02, 0.0133, 0.00886]

@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 
 from mlperf_llm.harness.qsl import DatasetError, _matches, check_tokenizer, load_dataset
-from mlperf_llm.standin import toytok
-from mlperf_llm.standin.dataset import make_rows, write_dataset
+from standin import toytok
+from standin.dataset import make_rows, write_dataset
 
 
 def test_loads_token_ids_without_retokenizing(tmp_path):

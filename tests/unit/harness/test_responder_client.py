@@ -46,6 +46,17 @@ def test_a_failure_completes_empty_and_marks_the_run_failed():
     assert r.failed.is_set() and r.errors == ["server died"] and stats.failed == 1
 
 
+def test_a_reason_is_kept_once_and_a_follower_sample_adds_none():
+    lg, stats = FakeLG(), Stats()
+    r = Responder(lg, stats)
+    for qid in (1, 2, 3):
+        r.fail(qid, "the server ended", first_token_sent=False, streaming=False)
+    r.fail(4, "sample 4: HTTP 400", first_token_sent=False, streaming=False)
+    r.fail(5, None, first_token_sent=False, streaming=False)          # skipped: the run had already failed
+    assert r.errors == ["the server ended", "sample 4: HTTP 400"]
+    assert stats.failed == 5 and [q for q, _, _ in lg.done] == [1, 2, 3, 4, 5]
+
+
 def test_request_body_asks_for_token_ids():
     b = GenerationParams().body("m", [1, 2], stream=True)
     assert b["prompt"] == [1, 2] and b["return_token_ids"] is True and b["stream"] is True

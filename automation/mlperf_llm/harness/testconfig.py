@@ -1,0 +1,167 @@
+"""The settings of a LoadGen test, declared once, as the document that crosses the process boundary.
+
+`TestSettings` holds what every test of a request shares (the driver's `HarnessRequest` is one);
+`TestConfig` is one test: those settings and the test's own (scenario, mode, folders). The driver
+writes a TestConfig as JSON into the test's folder (`harness_config.json`) and starts
+`python -m mlperf_llm.harness.run --config=<that file>`; the child reads it back with `from_json`,
+which refuses an unknown key, a missing one and a value of the wrong type, each by name. Defaults
+live here only; a new field travels without any other edit (run.py's flags are made from these
+fields too).
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from typing import Union, get_args, get_origin, get_type_hints
+
+CONFIG_FILE = "harness_config.json"
+SCENARIOS = ("Offline", "Server", "Interactive")
+MODES = ("performance", "accuracy", "TEST06")      # TEST06: accuracy with the compliance test's audit.config
+BACKENDS = ("vllm", "transformers")
+EXECUTION_MODES = ("test", "valid")
+TOKEN_IDS_VIA = ("return_token_ids", "logprobs")
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+class ConfigError(ValueError):
+    """A test's settings that cannot be read: names the source, the key, the reason and the fix."""
+
+
+def _choices(default: str, choices: tuple[str, ...], help: str = ""):
+    return field(default=default, metadata={"choices": choices, "help": help})
+
+
+def _help(default, help: str):
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class ManagedServer:
+    """A server this run started (vllm.server.ServerRecord): a test that loses it names its end."""
+    url: str
+    pid: int
+    start_ticks: int | None       # the process's start time: a reused PID is not this server
+    log_path: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestSettings:
+    """What every test of a request shares."""
+    __test__ = False              # not a pytest class, whatever its name
+
+    dataset_path: str = field(metadata={"help": "the processed data set (.pkl)"})
+    model: str = "llama2-70b-99"
+    round: str = _help("", "6.1, 6.0, ... ('': the newest round that has the model)")
+    execution_mode: str = _choices("test", EXECUTION_MODES)
+    backend: str = _choices("vllm", BACKENDS)
+    api_servers: tuple[str, ...] = _help((), "URL[,URL2,...]")
+    api_model_name: str = ""
+    model_path: str = _help("", "model (transformers) or tokenizer folder")
+    managed_servers: tuple[ManagedServer, ...] = ()   # the api_servers this run started
+    num_workers: int = 1
+    max_inflight: int = 1024
+    total_sample_count: int | None = None
+    max_tokens: int = 1024
+    token_ids_via: str = _choices("return_token_ids", TOKEN_IDS_VIA)
+    batch_size: int = 1
+    dtype: str = _choices("float32", DTYPES)
+    audit_conf: str = _help("", "audit.config to copy into the output dir (compliance tests)")
+    skip_tokenizer_check: bool = False
+    progress: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestConfig(TestSettings):
+    """One LoadGen test, as `python -m mlperf_llm.harness.run` runs it."""
+    scenario: str = field(metadata={"choices": SCENARIOS})
+    mode: str = _choices("performance", MODES)
+    output_dir: str
+    user_conf: str
+    enable_log_trace: bool = False
+    abort_grace_s: float = 30.0
+    request_timeout_s: float = 3600.0
+
+    @classmethod
+    def of(cls, settings: TestSettings, **test) -> TestConfig:
+        """The test `test` describes, with every shared setting taken from `settings`."""
+        shared = {f.name: getattr(settings, f.name) for f in fields(TestSettings)}
+        return cls(**{**shared, **test})
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "the harness config", overrides: dict | None = None) -> TestConfig:
+        """The config `text` holds, with `overrides` (values as JSON has them) put over its keys."""
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise ConfigError(f"{source}: not valid JSON ({e}); fix: write it as the driver does "
+                              f"(TestConfig.to_json in mlperf_llm/harness/testconfig.py)") from None
+        if overrides and isinstance(data, dict):
+            data = {**data, **overrides}
+        return cls.from_dict(data, source)
+
+    @classmethod
+    def from_dict(cls, data, source: str = "the harness config") -> TestConfig:
+        return _build(cls, data, source)
+
+
+def field_types(cls) -> dict[str, type]:
+    """Each field's type, an optional one (`int | None`) as its other type (`int`)."""
+    return {name: _optional_of(hint)[0] for name, hint in get_type_hints(cls).items()}
+
+
+def _optional_of(hint) -> tuple[type, bool]:
+    if get_origin(hint) in (Union, types.UnionType):
+        args = get_args(hint)
+        (other,) = [a for a in args if a is not type(None)]
+        return other, type(None) in args
+    return hint, False
+
+
+def _build(cls, data, where: str):
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; fix: use the keys of {cls.__name__}: "
+                          f"{', '.join(known)}")
+    types_of = get_type_hints(cls)
+    values = {}
+    for name, f in known.items():
+        if name not in data:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise ConfigError(f"{where}: the key {name!r} is missing; fix: give it (it has no default)")
+            continue
+        value = _typed(types_of[name], data[name], f"{where}: {name}")
+        choices = f.metadata.get("choices")
+        if choices and value not in choices:
+            raise ConfigError(f"{where}: {name}={value!r}; fix: choose from {', '.join(choices)}")
+        values[name] = value
+    return cls(**values)
+
+
+def _typed(hint, raw, where: str):
+    """raw (parsed JSON) as a value of type `hint`, or a ConfigError naming where and what was expected."""
+    hint, optional = _optional_of(hint)
+    if raw is None and optional:
+        return None
+    if get_origin(hint) is tuple:
+        if not isinstance(raw, list):
+            raise ConfigError(f"{where}={raw!r} is not a list; fix: give a list (JSON)")
+        return tuple(_typed(get_args(hint)[0], x, f"{where}[{i}]") for i, x in enumerate(raw))
+    if is_dataclass(hint):
+        return _build(hint, raw, where)
+    ok = {bool: isinstance(raw, bool), str: isinstance(raw, str),
+          int: isinstance(raw, int) and not isinstance(raw, bool),
+          float: isinstance(raw, (int, float)) and not isinstance(raw, bool)}[hint]
+    if not ok:
+        raise ConfigError(f"{where}={raw!r} is not {_KIND[hint]}; fix: give {_KIND[hint]} (JSON)")
+    return float(raw) if hint is float else raw
+
+
+_KIND = {bool: "true or false", str: "a string", int: "an integer", float: "a number"}

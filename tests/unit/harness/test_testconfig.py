@@ -1,0 +1,108 @@
+"""A test's settings as one document: every field crosses the process boundary (JSON, --config) and
+reaches the child's config; the driver hands each test every shared setting; bad documents are named."""
+import json
+from dataclasses import MISSING, fields, replace
+from typing import get_args, get_origin
+
+import pytest
+
+from mlperf_llm.harness import driver, run
+from mlperf_llm.harness.driver import HarnessRequest
+from mlperf_llm.harness.testconfig import (CONFIG_FILE, ConfigError, ManagedServer, TestConfig, TestSettings,
+                                           field_types)
+
+VALID = {"model": "llama2-70b-99.9", "round": "5.1"}     # values other code checks (the round table)
+
+
+def not_default(cls) -> dict:
+    """A value for each field of cls that is not its default, made from the field's type alone: a field
+    added later gets one too, so the round trips below cover it without an edit."""
+    out = {}
+    kinds = field_types(cls)
+    for i, f in enumerate(fields(cls)):
+        kind, default = kinds[f.name], None if f.default is MISSING else f.default
+        choices = f.metadata.get("choices")
+        if f.name in VALID:
+            value = VALID[f.name]
+        elif choices:
+            value = choices[-1] if default == choices[0] else choices[0]
+        elif kind is bool:
+            value = not default
+        elif kind is int:
+            value = 100 + i
+        elif kind is float:
+            value = 0.5 + i
+        elif kind is str:
+            value = f"{f.name}-value"
+        elif get_origin(kind) is tuple and get_args(kind)[0] is ManagedServer:
+            value = (ManagedServer("http://127.0.0.1:8123", 4321, 99, "/logs/vllm-server-8123.log"),)
+        elif get_origin(kind) is tuple:
+            value = (f"http://{f.name}-1", f"http://{f.name}-2")
+        else:
+            raise AssertionError(f"no test value for {f.name}: {kind}; teach not_default this type")
+        assert value != default, f.name
+        out[f.name] = value
+    return out
+
+
+def test_every_field_round_trips_through_the_json_and_reaches_the_childs_config(tmp_path):
+    cfg = TestConfig(**not_default(TestConfig))
+    assert TestConfig.from_json(cfg.to_json()) == cfg
+    path = tmp_path / CONFIG_FILE
+    path.write_text(cfg.to_json())
+    assert run.parse_args([f"--config={path}"]) == cfg
+
+
+def test_the_driver_hands_each_test_every_shared_setting(tmp_path):
+    values = not_default(TestSettings)
+    req = HarnessRequest(results_dir=str(tmp_path), **values)
+    cmd = driver._command(req, "Server", "TEST06", tmp_path, tmp_path / "user.conf")
+    assert cmd == [req.python, "-m", "mlperf_llm.harness.run", f"--config={tmp_path / CONFIG_FILE}"]
+    child = run.parse_args(cmd[3:])
+    for name, value in values.items():
+        assert getattr(child, name) == value, name
+    assert (child.scenario, child.mode, child.output_dir) == ("Server", "TEST06", str(tmp_path))
+    # only the compliance test gets the audit.config; a request without a round: the one it settled
+    newest = replace(req, round="")
+    other = run.parse_args(driver._command(newest, "Server", "accuracy", tmp_path, tmp_path / "user.conf")[3:])
+    assert other.audit_conf == "" and other.round == newest.rnd.name != ""
+
+
+def test_flags_alone_make_a_config_and_override_a_config_file(tmp_path):
+    base = ["--scenario=Offline", "--mode=accuracy", "--dataset-path=ds.pkl", "--output-dir=out",
+            "--user-conf=user.conf"]
+    cfg = run.parse_args(base + ["--api-servers=http://a:1, http://b:2", "--no-progress", "--max-tokens=7",
+                                 "--abort-grace-s=2"])
+    assert cfg.api_servers == ("http://a:1", "http://b:2") and cfg.progress is False
+    assert (cfg.max_tokens, cfg.abort_grace_s, cfg.backend) == (7, 2.0, "vllm")
+    path = tmp_path / CONFIG_FILE
+    path.write_text(cfg.to_json())
+    over = run.parse_args([f"--config={path}", "--scenario=Server", "--progress"])
+    assert over == replace(cfg, scenario="Server", progress=True)
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"max_tokens_typo": 1}, "unknown key 'max_tokens_typo'"),
+    ({"max_tokens": "many"}, "max_tokens='many' is not an integer; fix: give an integer"),
+    ({"progress": "yes"}, "progress='yes' is not true or false"),
+    ({"abort_grace_s": None}, "abort_grace_s=None is not a number"),
+    ({"backend": "tensorrt"}, "backend='tensorrt'; fix: choose from vllm, transformers"),
+    ({"api_servers": "http://a"}, "api_servers='http://a' is not a list"),
+    ({"managed_servers": [{"url": "http://a", "pid": "1", "start_ticks": None, "log_path": "l"}]},
+     "managed_servers[0]: pid='1' is not an integer"),
+])
+def test_a_bad_document_is_named_with_the_key_and_the_fix(change, words):
+    good = TestConfig(scenario="Offline", mode="performance", dataset_path="d", output_dir="o", user_conf="u")
+    data = {**json.loads(good.to_json()), **change}
+    with pytest.raises(ConfigError) as e:
+        TestConfig.from_dict(data, "f.json")
+    assert str(e.value).startswith("f.json: ") and words in str(e.value)
+
+
+def test_a_missing_setting_or_an_unreadable_file_refuses_the_test(tmp_path, capsys):
+    with pytest.raises(ConfigError, match="the key 'user_conf' is missing"):
+        TestConfig.from_dict({"scenario": "Offline", "dataset_path": "d", "output_dir": "o"})
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        TestConfig.from_json("{", "f.json")
+    assert run.main([f"--config={tmp_path / 'missing.json'}"]) == run.EXIT_REFUSED
+    assert f"--config {tmp_path / 'missing.json'}: cannot read it" in capsys.readouterr().err
