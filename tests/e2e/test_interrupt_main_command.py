@@ -1,22 +1,24 @@
 """SIGTERM to the README's main command during the benchmark (what `timeout`, CI runners, Slurm and
 Kubernetes send), through the real `cm` command with the real vLLM server: within 10 s no server is left
-and `cm` has said so (exit 143); the same command then runs to the end."""
+and `cm` has said so (exit 143); the same command then runs to the end.
+
+The run is interrupted as soon as its first LoadGen test has started (its harness log exists), so the
+size of its workload costs nothing. The next run is the session's smallest run of the same command
+(`small_run`, tests/e2e/conftest.py), asked for after the SIGTERM; where another test made it first
+(another order, `-k`), this test runs its own. Both run in the session's cache, CM home and server
+records folder."""
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+import chain
+from costs import LEDGER, work_in
 from mlperf_llm.vllm import server
 
 pytestmark = pytest.mark.e2e
-
-CM = os.path.join(os.path.dirname(sys.executable), "cm")
-MAIN = ["run", "script", "--tags=run-mlperf,inference,_full,_embedded", "--model=llama2-70b-99",
-        "--division=open", "--device=cpu", "--execution_mode=test", "--quiet"]
 
 
 def alive(pid):
@@ -35,27 +37,34 @@ def group_alive(pgid):
     return True
 
 
-def main_command(tmp_path, name, records):
-    base = tmp_path.parent
-    env = dict(os.environ, CM_VLLM_SERVER_RECORDS_DIR=str(records))
-    env.setdefault("CM4MLPERF_CACHE_DIR", str(base / "cm-cache"))
-    env.setdefault("CM_REPOS", str(base / "CM"))
-    log = open(tmp_path / f"{name}.log", "w")
-    argv = [CM, *MAIN, f"--results_dir={tmp_path / name}-results", f"--submission_dir={tmp_path / name}-submission"]
-    return subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True), tmp_path / f"{name}.log"
+NAME = "test_sigterm_during_the_benchmark"
 
 
-def test_sigterm_during_the_benchmark_leaves_no_server_and_the_next_run_works(tmp_path):
-    records = tmp_path / "records"
-    proc, log = main_command(tmp_path, "interrupted", records)
-    deadline = time.monotonic() + 3600
-    while "vLLM server ready at" not in log.read_text(errors="replace"):
-        assert proc.poll() is None, f"the run ended before its server was ready:\n{log.read_text()[-4000:]}"
-        assert time.monotonic() < deadline, "no vLLM server after an hour"
-        time.sleep(1)
-    time.sleep(5)                                   # the benchmark is under way
+def benchmark_started(results: Path) -> bool:
+    """A LoadGen test is under way: the harness has written its log in the results folder."""
+    return any(p.stat().st_size > 0 for p in results.rglob("harness.log")) if results.is_dir() else False
+
+
+def test_sigterm_during_the_benchmark_leaves_no_server_and_the_next_run_works(tmp_path, cm_env, pace, readme_run,
+                                                                             server_records, request):
+    # after the session's full run (readme_run): every step before the benchmark is cached, so the
+    # wait for the benchmark to start is a server start's
+    records, env = server_records, cm_env
+    assert list(records.glob("*.json")) == [], "a server of an earlier run is still recorded"
+    made_before = "small_run" in chain.MADE
+    results = tmp_path / "interrupted-results"
+    log = tmp_path / "interrupted.log"
+    t_start = time.monotonic()
+    proc = chain.start_cm(chain.main_command(results, tmp_path / "interrupted-submission", with_source=False), env, log)
+    deadline = t_start + pace.limit_s(queries=0, server_starts=1)
+    while not benchmark_started(results):
+        assert proc.poll() is None, f"the run ended before its benchmark started:\n{log.read_text()[-4000:]}"
+        assert time.monotonic() < deadline, f"no LoadGen test started within {deadline - t_start:.0f} s, what a " \
+            f"server start allows on this host:\n{log.read_text()[-4000:]}"
+        time.sleep(0.5)
+    time.sleep(1)                                   # the benchmark is under way
     assert proc.poll() is None, log.read_text()[-4000:]
+    assert "vLLM server ready at" in log.read_text(errors="replace")
     (record,) = [server.ServerRecord.load(p) for p in records.glob("*.json")]
     assert alive(record.pid)
     port = int(record.url.rsplit(":", 1)[1])
@@ -76,11 +85,17 @@ def test_sigterm_during_the_benchmark_leaves_no_server_and_the_next_run_works(tm
     assert "interrupted by SIGTERM, exit code 143" in out and "nothing incomplete was published" in out
     assert server.port_taken_reason("127.0.0.1", port) is None
     assert list(records.glob("*.json")) == []
+    LEDGER.charge(NAME, work_in(results, out, cm_runs=1, seconds=time.monotonic() - t_start))
 
-    t1 = time.monotonic()
-    again, log2 = main_command(tmp_path, "again", records)
-    assert again.wait(timeout=3600) == 0, log2.read_text()[-6000:]
-    out2 = log2.read_text(errors="replace")
-    print(f"next run: {time.monotonic() - t1:.0f} s, exit 0")
-    assert "vLLM server ready at" in out2 and "found a vLLM server" not in out2
+    if made_before:
+        again_results = tmp_path / "again-results"
+        again = chain.run_cm(chain.main_command(again_results, tmp_path / "again-submission", *chain.SMALL,
+                                                with_source=False),
+                             env, tmp_path / "again.log", NAME, pace, chain.SMALL_RUN_QUERIES,
+                             results_dir=again_results)
+        assert again.returncode == 0, again.tail()
+    else:
+        again = request.getfixturevalue("small_run").run      # the session's smallest run, made now
+    print(f"next run: {again.seconds:.0f} s, exit 0")
+    assert "vLLM server ready at" in again.output and "found a vLLM server" not in again.output
     assert list(records.glob("*.json")) == []

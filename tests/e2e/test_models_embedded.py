@@ -5,18 +5,16 @@ import os
 
 import pytest
 
-from cmengine.registry import Repo
-from enginefixtures import Runner
 from mlperf_llm.models.smollm2 import GGUF_SHA256
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def runner(tmp_path_factory):
-    # one cache for the module: the quantization reuses the converted model and its venv
-    return Runner([Repo("cm4mlperf-llm", ROOT)], str(tmp_path_factory.mktemp("cache")), include_project=True)
+def runner(engine_runner):
+    # the session's cache: the conversion is the one every e2e test uses (made once, here or by
+    # the first test that needed the model), and the quantization reuses it and its venv
+    return engine_runner
 
 
 def test_conversion_answers_paris(runner):

@@ -1,9 +1,12 @@
 """Seed 003's command, as the submitter typed it, with `_embedded` added, against a vLLM server that
 was started beforehand (as in the seed) and serves the embedded model under the seed's name.
 
-Two changes from the seed, both forced by this machine: the server's port is a free one instead of
-8000, and `--execution_mode=test` replaces `valid` (a valid Offline run issues 24,576 samples: about
-an hour here). Everything else is the seed's: its targets, `--test_query_count=600`,
+Three changes from the seed: the server's port is a free one instead of 8000 and
+`--execution_mode=test` replaces `valid` (a valid Offline run issues 24,576 samples: about an hour
+here), both forced by this machine; and `--test_query_count` is the suite's smallest size
+(tests/e2e/chain.py: SMALL) instead of the seed's 600, whose only effect is time (600 queries per
+test, 211 accuracy samples each: about a third of the whole suite on a slow host): what is tested
+here is the command line, not the load. Everything else is the seed's: its targets,
 `--max_test_duration=500`, `--num_workers=12`, `--scenario=Server` beside `_all-scenarios`, and the
 `--adr.mlperf-implementation.tags=_repo...,_branch.vllm` override (offline here: the run must say
 that the repository cannot be cloned and go on with ours). With `_r4.1` the run uses v4.1's LoadGen
@@ -11,16 +14,15 @@ wheel, which cannot log TEST06's sampled accuracy: the compliance step says so a
 import glob
 import json
 import os
-import socket
-import subprocess
-import sys
 
 import pytest
 
+import chain
+
 pytestmark = pytest.mark.e2e
 
-CM = os.path.join(os.path.dirname(sys.executable), "cm")
 NAME = "neuralmagic/Llama-2-7b-chat-hf-FP8"
+SEED_QUERIES = 600     # the seed's --test_query_count, replaced by chain.SMALL_QUERIES (docstring)
 
 
 def seed_command(url, results, submission):
@@ -28,22 +30,16 @@ def seed_command(url, results, submission):
             "--model=llama2-70b-99", "--implementation=reference", "--division=open",
             "--category=datacenter", "--device=cpu", "--quiet", f"--api_server={url}",
             "--adr.mlperf-implementation.tags=_repo.https://github.com/gateoverflow/inference_temp,_branch.vllm",
-            f"--vllm_model_name={NAME}", "--server_target_qps=9.2", "--test_query_count=600",
+            f"--vllm_model_name={NAME}", "--server_target_qps=9.2", f"--test_query_count={chain.SMALL_QUERIES}",
             "--max_test_duration=500", "--execution_mode=test", "--scenario=Server", "--num_workers=12",
             "--offline_target_qps=10", f"--results_dir={results}", f"--submission_dir={submission}"]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+WHO = "test_seed003_command"
 
 
-def cm(args, env, log, timeout=3600):
-    r = subprocess.run([CM, *args], env=env, capture_output=True, text=True, timeout=timeout,
-                       stdin=subprocess.DEVNULL)
-    log.write_text(r.stdout + "\n--- stderr ---\n" + r.stderr)
-    return r
+def cm(args, env, log, pace, queries=0, results=None, server_starts=1):
+    return chain.run_cm(args, env, log, WHO, pace, queries, results_dir=results, server_starts=server_starts)
 
 
 def loadgen_version():
@@ -64,22 +60,22 @@ def venv_loadgen_untouched():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, cm_env, pace, readme_run):
+    # after the session's full run (readme_run): the server step's dependencies are cached
     base = tmp_path_factory.mktemp("seed003")
-    env = dict(os.environ)
-    env.setdefault("CM4MLPERF_CACHE_DIR", str(base.parent / "cm-cache"))
-    env.setdefault("CM_REPOS", str(base.parent / "CM"))
-    port = free_port()
-    r = cm(["run", "script", "--tags=run,vllm-server,_embedded", f"--served_model_name={NAME}",
-            f"--port={port}", "--keep_server=yes", "--quiet"], env, base / "server.log", timeout=1800)
-    assert r.returncode == 0, f"server start failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    env = cm_env
+    port = chain.free_port()
+    # --device=cpu as the seed's command says: the vLLM install of the session's runs is reused
+    r = cm(["run", "script", "--tags=run,vllm-server,_embedded", "--device=cpu", f"--served_model_name={NAME}",
+            f"--port={port}", "--keep_server=yes", "--quiet"], env, base / "server.log", pace)
+    assert r.returncode == 0, f"server start failed:\n{r.tail(8000)}"
     records = glob.glob(os.path.join(env["CM4MLPERF_CACHE_DIR"], "runs", "*", "*", f"vllm-server-{port}.json"))
     assert records, "the server step left no record"
     record = max(records, key=os.path.getmtime)
     yield env, f"http://localhost:{port}", base
     stop = cm(["run", "script", "--tags=run,vllm-server,_stop", f"--server_record={record}", "--quiet"],
-              env, base / "stop.log", timeout=300)
-    assert stop.returncode == 0, stop.stdout[-2000:] + stop.stderr[-2000:]
+              env, base / "stop.log", pace, server_starts=0)
+    assert stop.returncode == 0, stop.tail(4000)
 
 
 def inference_source_v41():
@@ -91,12 +87,13 @@ def inference_source_v41():
 V41_SRC = inference_source_v41()
 
 
-def test_seed003_command_runs_to_the_end_against_the_running_server(server):
+def test_seed003_command_runs_to_the_end_against_the_running_server(server, pace):
     env, url, base = server
     results, submission = base / "results", base / "submission"
-    r = cm(seed_command(url, results, submission) + [f"--inference_src={V41_SRC}"], env, base / "seed003.log")
-    out = r.stdout + r.stderr
-    assert r.returncode == 0, f"seed 003's command failed:\n{r.stdout[-6000:]}\n{r.stderr[-4000:]}"
+    r = cm(seed_command(url, results, submission) + [f"--inference_src={V41_SRC}"], env, base / "seed003.log",
+           pace, chain.SMALL_RUN_QUERIES, results)
+    out = r.output
+    assert r.returncode == 0, f"seed 003's command failed:\n{r.tail(10000)}"
     assert "vLLM server ready" not in out                    # it used the running server, started none
     assert "inference_temp" in out and "continuing without it" in out   # the override, said plainly
     model = results / "llama2-70b-99"

@@ -1,21 +1,16 @@
 """Real venv creation and real pip installs of mlcommons-loadgen per round (package index needed):
 the seed each pinned wheel applies must be the round's."""
-import os
-
 import pytest
 
-from cmengine.registry import Repo
-from enginefixtures import Runner
 from mlperf_llm.sysinfo.pyenv import installed_version
 from mlperf_llm.rounds import ROUNDS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    runner = Runner([Repo("cm4mlperf-llm", ROOT)], str(tmp_path_factory.mktemp("cache")), include_project=True)
+def setup(engine_runner):
+    runner = engine_runner      # the session's cache: a round's wheel another e2e test used is reused
     r = runner.run("install,python-venv,_name.lgtest")
     assert r["return"] == 0, r.get("error")
     return runner, r["new_env"]["CM_VENV_PYTHON"]

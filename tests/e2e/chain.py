@@ -1,0 +1,137 @@
+"""The real `cm` command as the e2e tests run it: the README's main command, its sizes, and one way
+to run it (a log per run, a limit from the work it issues, the work charged to the ledger).
+
+Sizes, set here and nowhere else:
+- FULL: the README's command as a user pastes it (test mode, 32 queries per test). It runs exactly
+  once per session (the `readme_run` fixture) and every test that only reads its outputs shares it.
+- SMALL: the smallest run that still goes through every step of the chain (both scenarios,
+  performance, accuracy, TEST06, submission, checker step): 4 queries per test, TEST06's included. The cached second
+  run (given no inference source: the checker step says why it gave no verdict), the interrupted
+  run's successor, the run that is replayed and seed 003's command use it.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from costs import LEDGER, Pace, work_in
+
+CM = os.path.join(os.path.dirname(sys.executable), "cm")
+ROOT = Path(__file__).resolve().parents[2]
+
+MODEL = "llama2-70b-99.9"        # the newest round's (v6.1 has only -99.9): the README's command
+ROUND = "6.1"                    # what the run takes for it: the newest round that has MODEL
+MAIN = ["run", "script", "--tags=run-mlperf,inference,_full,_embedded", f"--model={MODEL}",
+        "--division=open", "--device=cpu", "--execution_mode=test", "--quiet"]
+FULL_QUERIES = 32                # the embedded variation's default test_query_count
+SMALL_QUERIES = 4
+# a short TEST06 too: its audit.config asks for 100 queries whatever the test's count (at a Server
+# target derived from a 4-query Offline test, ~0.2 QPS, that alone was 8 minutes)
+SMALL = [f"--test_query_count={SMALL_QUERIES}", f"--test06_query_count={SMALL_QUERIES}"]
+# LoadGen tests of one _full run: Offline and Server x performance and accuracy, up to 3 latency-search
+# retries of Server's performance test, and two TEST06 tests of 100 queries unless shortened
+TESTS_PER_FULL_RUN = 2 * 2 + 3
+TEST06_QUERIES = 100
+
+MADE: set[str] = set()          # the session's shared runs made so far (conftest.py: readme_run, small_run)
+
+
+def queries_of(test_query_count: int, test06_queries: int = TEST06_QUERIES) -> int:
+    return TESTS_PER_FULL_RUN * test_query_count + 2 * test06_queries
+
+
+SMALL_RUN_QUERIES = queries_of(SMALL_QUERIES, SMALL_QUERIES)
+
+
+@dataclass
+class CmRun:
+    returncode: int
+    output: str
+    seconds: float
+    log: Path
+
+    def tail(self, n: int = 6000) -> str:
+        return self.output[-n:]
+
+
+@dataclass
+class MainRun:
+    """A finished main command: its run, results folder and submission folder."""
+    run: CmRun
+    results: Path
+    submission: Path
+
+    @property
+    def output(self) -> str:
+        return self.run.output
+
+
+def cm_env(cache_dir: str, cm_home: str, **extra: str) -> dict:
+    env = dict(os.environ, CM4MLPERF_CACHE_DIR=cache_dir, CM_REPOS=cm_home, **extra)
+    os.makedirs(cm_home, exist_ok=True)
+    return env
+
+
+def register_checkout(env: dict) -> None:
+    """An editable install is not found by cmind's automatic registration (`pip install .`, as CI
+    does, is): a fresh CM home then learns the checkout as the README says."""
+    import pkgutil
+    if not any(m.name == "cm4mlperf_llm" for m in pkgutil.iter_modules()):
+        subprocess.run([CM, "add", "repo", f"--path={ROOT}"], env=env, capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
+
+
+def start_cm(args: list[str], env: dict, log: Path, cwd: Path | None = None) -> subprocess.Popen:
+    """`cm ARGS` in its own process group, stdout and stderr into log."""
+    out = open(log, "w")
+    return subprocess.Popen([CM, *args], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def wait_cm(proc: subprocess.Popen, log: Path, limit_s: float, t0: float) -> CmRun:
+    try:
+        rc = proc.wait(timeout=None if limit_s == float("inf") else max(1.0, limit_s - (time.monotonic() - t0)))
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+        raise AssertionError(f"`cm` made no end within {limit_s:.0f} s, the limit its work allows on this host "
+                             f"(tests/e2e/costs.py):\n{log.read_text(errors='replace')[-4000:]}") from None
+    return CmRun(rc, log.read_text(errors="replace"), time.monotonic() - t0, log)
+
+
+def run_cm(args: list[str], env: dict, log: Path, who: str, pace: Pace | None, queries: int,
+           results_dir: Path | None = None, cwd: Path | None = None, server_starts: int = 1) -> CmRun:
+    """Runs `cm ARGS` to its end, within what `queries` and `server_starts` allow on this host; its
+    work (from results_dir and its output) is charged to `who`. Without a pace (the session's first
+    run, which installs what the others measure with) it waits for the run's end, however long."""
+    t0 = time.monotonic()
+    limit = pace.limit_s(queries, server_starts) if pace else float("inf")
+    run = wait_cm(start_cm(args, env, log, cwd), log, limit, t0)
+    LEDGER.charge(who, work_in(results_dir, run.output, cm_runs=1, seconds=run.seconds))
+    return run
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def inference_source(round_name: str) -> str:
+    """The round's mlcommons/inference source for the official checker and TEST06 (no network here
+    to clone one), from ../shared/mlcommons-inference."""
+    from inference_sources import inference_source as shared_copy
+    return shared_copy(round_name)
+
+
+def main_command(results: Path, submission: Path, *extra: str, with_source: bool = True) -> list[str]:
+    """The README's command into these folders; with_source gives it the round's inference source
+    (else it tries to clone one, which fails here, and says so)."""
+    source = [f"--inference_src={inference_source(ROUND)}"] if with_source else []
+    return [*MAIN, f"--results_dir={results}", f"--submission_dir={submission}", *source, *extra]

@@ -1,0 +1,42 @@
+"""The e2e suite's cost ledger and work-derived limits (tests/e2e/costs.py)."""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "e2e"))
+from costs import Ledger, Pace, Work, work_in  # noqa: E402
+
+
+def _status(folder: Path, completed: int, tokens: int) -> None:
+    folder.mkdir(parents=True)
+    (folder / "harness_status.json").write_text(json.dumps({"completed": completed, "generated_tokens": tokens}))
+
+
+def test_work_in_sums_every_test_and_counts_server_starts(tmp_path):
+    _status(tmp_path / "m" / "Offline" / "performance" / "run_1", 32, 1500)
+    _status(tmp_path / "m" / "Server" / "accuracy", 32, 1400)
+    _status(tmp_path / "latency_search" / "Server" / "target_qps-2" / "performance", 32, 1450)
+    out = "vLLM server ready at http://127.0.0.1:1 after 20 s\n...\nvLLM server ready at http://127.0.0.1:2 after 9 s\n"
+    w = work_in(tmp_path, out, cm_runs=1, seconds=12.5)
+    assert (w.server_starts, w.queries, w.tokens, w.cm_runs, w.seconds) == (2, 96, 4350, 1, 12.5)
+    assert work_in(tmp_path / "missing") == Work()
+
+
+def test_ledger_adds_per_row_and_totals():
+    ledger = Ledger()
+    ledger.charge("fixture readme_run", Work(server_starts=1, queries=192, tokens=9000, cm_runs=1, seconds=100))
+    ledger.charge("test_x", Work(queries=8, seconds=5))
+    ledger.charge("test_x", Work(queries=8, seconds=5))
+    lines = ledger.lines()
+    assert lines[0].split()[:4] == ["test", "or", "shared", "fixture"]
+    assert lines[2].split() == ["test_x", "0", "16", "0", "0", "10"]
+    assert lines[-1].split() == ["total", "1", "208", "9000", "1", "110"]
+    assert Ledger().lines() == []
+
+
+def test_limits_grow_with_the_work_and_the_host():
+    fast, slow = Pace(server_start_s=20, query_s=2), Pace(server_start_s=60, query_s=10)
+    assert fast.limit_s(100) < fast.limit_s(200) < slow.limit_s(200)
+    assert fast.limit_s(0, 0) == Pace.FLOOR_S
+    # a run may take its expected work several times over before it is called stuck
+    assert slow.limit_s(36) > 3 * (36 * 10 + 60)
