@@ -4,14 +4,16 @@ import os
 
 def preprocess(i):
     from mlperf_llm.accuracy.test06_config import AuditConfigError, audit_config
+    from mlperf_llm.rounds import RoundError, round_for
 
     env = i['env']
     if env.get('CM_MLPERF_TEST06_VERIFY_ONLY', '').lower() in ('yes', 'on', 'true', '1'):
         return {'return': 0}
     if not env.get('CM_MLPERF_AUDIT_CONF'):
         try:
-            path, origin = audit_config(env.get('CM_MLPERF_INFERENCE_SOURCE', ''), os.getcwd())
-        except AuditConfigError as e:
+            rnd = round_for(env.get('CM_MLPERF_INFERENCE_VERSION', ''), env['CM_MLPERF_MODEL'])
+            path, origin = audit_config(env.get('CM_MLPERF_INFERENCE_SOURCE', ''), os.getcwd(), rnd)
+        except (AuditConfigError, RoundError) as e:
             return {'return': 1, 'error': str(e)}
         env['CM_MLPERF_AUDIT_CONF'] = path
         print(f'TEST06: {origin}')
