@@ -51,14 +51,11 @@ def postprocess(i):
     try:
         outcomes = verify_test06(req)
     except AccuracyLogError as e:
-        from mlperf_llm.accuracy.test06 import wheel_ignores_audit_sampling
-        version = env.get('CM_LOADGEN_VERSION', '')
-        if not wheel_ignores_audit_sampling(version):
+        from mlperf_llm.sysinfo.loadgen_src import not_verified_reason
+        problem = not_verified_reason(env.get('CM_LOADGEN_VERSION', ''), env.get('CM_LOADGEN_TEST06_PROBLEM', ''))
+        if not problem:
             return {'return': 1, 'error': str(e)}
-        reason = (f'TEST06 NOT VERIFIED: the LoadGen {version} wheel ignores audit.config\'s accuracy_log_sampling_target '
-                  'and accuracy_log_rng_seed, so its TEST06 run logs no samples to check; the run goes on. For a v4.1 '
-                  'submission use LoadGen built from the v4.1 source (pip install <inference v4.1>/loadgen), which '
-                  'applies them (docs/submission.md, "What was found on the way")')
+        reason = f'TEST06 NOT VERIFIED: {problem}; the run goes on'
         print(reason)
         env['CM_MLPERF_TEST06_PASSED'] = 'not-verified'
         state[records.TEST06] = records.to_state([records.Test06Verdict(sc, 'NOT VERIFIED', reason=reason)
