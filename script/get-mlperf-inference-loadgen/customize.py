@@ -79,7 +79,7 @@ def _for_test06(i, rnd, python, wheel_version):
         src = choice.source
         site = os.path.join(i['work_dir'], 'site-src')
         print(f'TEST06: building LoadGen from {src.loadgen_dir} into {site} (the {wheel_version} wheel ignores '
-              'audit.config\'s sampling; a few minutes)', file=sys.stderr)
+              'audit.config\'s sampling; about a minute)', file=sys.stderr)
         try:
             built = build_for_round(python, src, site, rnd)
         except LoadgenBuildError as e:

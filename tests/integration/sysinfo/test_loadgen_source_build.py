@@ -2,7 +2,7 @@
 folder, as get-mlperf-inference-loadgen `_test06` builds it where v4.1's wheels cannot run TEST06;
 then TEST06 runs with it: a tiny LoadGen run with an in-process SUT, and the harness against the
 stand-in server. The build logs the samples audit.config asks for (the 4.1.x wheels log none) and
-reads v4.1's mlperf.conf beside it. Compiles C++ (a few minutes on 2 cores); pip fetches the build
+reads v4.1's mlperf.conf beside it. Compiles C++ (about a minute on 2 idle cores); pip fetches the build
 requirements (pybind11) that the source's pyproject.toml names."""
 import json
 import os
