@@ -1,20 +1,26 @@
-"""TEST06's audit.config: from the inference source when it is at hand, else written by us.
+"""TEST06's audit.config: from the inference source when it is at hand, else written with the
+settings of the run's round.
 
-The inference source keeps it at compliance/nvidia/TEST06/audit.config (v4.1 .. v5.1; later
-trees at compliance/TEST06/). Without a source (offline, no clone) the same settings are written
-from the values below, which are those of v5.1's file, and the origin says so.
+A round's source keeps it in the round's `test06_dir` (mlperf_llm.rounds: compliance/nvidia/TEST06
+in v4.1 and v5.0, compliance/TEST06 from v5.1 on); a checkout of another revision is searched in
+both places. Without a source (offline, no clone) the round's settings are written, and the origin
+names the round and the file they come from.
 """
 from __future__ import annotations
 
 import os
-import shutil
+from dataclasses import dataclass
 from typing import Tuple
 
-from cmcontract.publish import staged_file, write_text
+from cmcontract.publish import write_text
+
+from ..rounds import Round
 
 CANDIDATES = ("compliance/nvidia/TEST06/audit.config", "compliance/TEST06/audit.config")
 
-# TEST06 settings (mlcommons/inference v5.1 compliance/nvidia/TEST06/audit.config)
+# TEST06's audit.config. The file is the same in the source of every round this tool runs (v4.1,
+# v5.0, v5.1.1, master b66003e); tests/unit/accuracy/test_test06_config.py compares each round's
+# copy in ../shared/mlcommons-inference with it. A round whose file differs needs its own table.
 TEST06_SETTINGS = (
     ("*.*.mode", "2"),
     ("*.*.accuracy_log_rng_seed", "720381539243781796"),
@@ -29,33 +35,48 @@ class AuditConfigError(ValueError):
     pass
 
 
-def find_in_source(source: str) -> str:
-    for relative in CANDIDATES:
+@dataclass(frozen=True)
+class Test06Settings:
+    rnd: Round
+    settings: Tuple[Tuple[str, str], ...]
+
+    @property
+    def origin(self) -> str:
+        """'round v6.0: mlcommons/inference commit b66003e, compliance/TEST06/audit.config'."""
+        ref = f"commit {self.rnd.src_ref[:7]}" if self.rnd.src_is_commit else self.rnd.src_ref
+        return f"round v{self.rnd.name}: mlcommons/inference {ref}, {self.rnd.test06_dir}/audit.config"
+
+    def text(self) -> str:
+        lines = [f"# TEST06 (llama2): written by mlperf_llm.accuracy with the settings of {self.origin}"]
+        lines += [f"{key} = {value}" for key, value in self.settings]
+        return "\n".join(lines) + "\n"
+
+
+def settings_of(rnd: Round) -> Test06Settings:
+    return Test06Settings(rnd, TEST06_SETTINGS)
+
+
+def find_in_source(source: str, rnd: Round | None = None) -> str:
+    """audit.config in the source: the round's folder first, then the other layout."""
+    first = (f"{rnd.test06_dir}/audit.config",) if rnd else ()
+    candidates = first + tuple(c for c in CANDIDATES if c not in first)
+    for relative in candidates:
         path = os.path.join(source, relative)
         if os.path.isfile(path):
             return path
     raise AuditConfigError(f"no TEST06 audit.config under inference source {source} (looked for "
-                           f"{', '.join(CANDIDATES)}): is it an mlcommons/inference checkout?")
+                           f"{', '.join(candidates)}): is it an mlcommons/inference checkout?")
 
 
-def render_settings() -> str:
-    lines = ["# TEST06 (llama2): written by mlperf_llm.accuracy, values of mlcommons/inference v5.1",
-             "# compliance/nvidia/TEST06/audit.config"]
-    lines += [f"{key} = {value}" for key, value in TEST06_SETTINGS]
-    return "\n".join(lines) + "\n"
-
-
-def audit_config(source: str, output_dir: str) -> Tuple[str, str]:
+def audit_config(source: str, output_dir: str, rnd: Round) -> Tuple[str, str]:
     """(path of audit.config inside output_dir, where it came from)."""
     os.makedirs(output_dir, exist_ok=True)
     target = os.path.join(output_dir, "audit.config")
     if source:
-        origin_path = find_in_source(source)
-        with staged_file(target) as tmp:
-            shutil.copyfile(origin_path, tmp)
-        origin = f"audit.config from the inference source: {origin_path}"
-    else:
-        write_text(target, render_settings())
-        origin = ("no inference source given: audit.config written with TEST06's settings of "
-                  "mlcommons/inference v5.1")
-    return target, origin
+        origin_path = find_in_source(source, rnd)
+        with open(origin_path, encoding="utf-8") as f:
+            write_text(target, f.read())
+        return target, f"audit.config from the inference source: {origin_path}"
+    settings = settings_of(rnd)
+    write_text(target, settings.text())
+    return target, f"no inference source given: audit.config written with TEST06's settings of {settings.origin}"
