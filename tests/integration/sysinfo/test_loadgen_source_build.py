@@ -18,9 +18,9 @@ from mlperf_llm.accuracy.test06_config import audit_config, settings_of
 from mlperf_llm.harness.driver import HarnessRequest, run_all
 from mlperf_llm.harness.results import detail_errors, detail_values
 from mlperf_llm.rounds import get_round
-from mlperf_llm.standin import StandinConfig, StandinProcess
-from mlperf_llm.standin import toytok
-from mlperf_llm.standin.dataset import write_dataset
+from standin import StandinConfig, StandinProcess
+from standin import toytok
+from standin.dataset import write_dataset
 from mlperf_llm.sysinfo.loadgen_conf import CONF_BESIDE
 from mlperf_llm.sysinfo.loadgen_src import build_for_round, missing_tools, read_source
 from mlperf_llm.sysinfo.pyenv import with_path
