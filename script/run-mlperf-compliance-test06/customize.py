@@ -5,7 +5,7 @@ from cmcontract.yesno import is_yes
 
 
 def preprocess(i):
-    from mlperf_llm.accuracy.test06_config import AuditConfigError, audit_config
+    from mlperf_llm.accuracy.test06_config import AuditConfigError, audit_config, short_query_count
     from mlperf_llm.rounds import RoundError, round_for
 
     env = i['env']
@@ -14,7 +14,9 @@ def preprocess(i):
     if not env.get('CM_MLPERF_AUDIT_CONF'):
         try:
             rnd = round_for(env.get('CM_MLPERF_INFERENCE_VERSION', ''), env['CM_MLPERF_MODEL'])
-            path, origin = audit_config(env.get('CM_MLPERF_INFERENCE_SOURCE', ''), os.getcwd(), rnd)
+            path, origin = audit_config(env.get('CM_MLPERF_INFERENCE_SOURCE', ''), os.getcwd(), rnd,
+                                        short_query_count(env.get('CM_MLPERF_TEST06_QUERY_COUNT', ''),
+                                                          env.get('CM_MLPERF_EXECUTION_MODE', 'test')))
         except (AuditConfigError, RoundError) as e:
             return {'return': 1, 'error': str(e)}
         env['CM_MLPERF_AUDIT_CONF'] = path

@@ -68,15 +68,48 @@ def find_in_source(source: str, rnd: Round | None = None) -> str:
                            f"{', '.join(candidates)}): is it an mlcommons/inference checkout?")
 
 
-def audit_config(source: str, output_dir: str, rnd: Round) -> Tuple[str, str]:
-    """(path of audit.config inside output_dir, where it came from)."""
+SHORTENED_KEYS = ("*.*.min_query_count", "*.*.accuracy_log_sampling_target")
+
+
+def shortened(text: str, query_count: int) -> str:
+    """audit.config with TEST06's 100 queries (and 100 logged samples) replaced by query_count: a
+    test run's short TEST06 (--test06_query_count), never a submission's."""
+    lines = [line for line in text.splitlines() if line.split("=", 1)[0].strip() not in SHORTENED_KEYS]
+    lines.append(f"# test mode: shortened to {query_count} queries by --test06_query_count (not for a submission)")
+    lines += [f"{key} = {query_count}" for key in SHORTENED_KEYS]
+    return "\n".join(lines) + "\n"
+
+
+def short_query_count(value: str, execution_mode: str) -> int | None:
+    """--test06_query_count: a positive whole number, for test runs only (None when not given)."""
+    if not str(value or "").strip():
+        return None
+    text = str(value).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise AuditConfigError(f"--test06_query_count={value!r} is not a positive whole number of queries "
+                               "(TEST06's official count is 100)")
+    if execution_mode == "valid":
+        raise AuditConfigError(f"--test06_query_count={text} shortens TEST06 and is for test runs only: drop it "
+                               "for --execution_mode=valid (a submission's TEST06 issues the official 100 queries)")
+    return int(text)
+
+
+def audit_config(source: str, output_dir: str, rnd: Round, query_count: int | None = None) -> Tuple[str, str]:
+    """(path of audit.config inside output_dir, where it came from); with query_count, TEST06 is
+    shortened to that many queries (test mode)."""
     os.makedirs(output_dir, exist_ok=True)
     target = os.path.join(output_dir, "audit.config")
     if source:
         origin_path = find_in_source(source, rnd)
         with open(origin_path, encoding="utf-8") as f:
-            write_text(target, f.read())
-        return target, f"audit.config from the inference source: {origin_path}"
-    settings = settings_of(rnd)
-    write_text(target, settings.text())
-    return target, f"no inference source given: audit.config written with TEST06's settings of {settings.origin}"
+            text = f.read()
+        origin = f"audit.config from the inference source: {origin_path}"
+    else:
+        settings = settings_of(rnd)
+        text = settings.text()
+        origin = f"no inference source given: audit.config written with TEST06's settings of {settings.origin}"
+    if query_count:
+        text = shortened(text, query_count)
+        origin += f"; shortened to {query_count} queries (--test06_query_count, test mode)"
+    write_text(target, text)
+    return target, origin

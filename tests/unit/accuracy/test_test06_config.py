@@ -6,7 +6,8 @@ import pytest
 
 from inference_sources import inference_source
 from mlperf_llm.accuracy.cli import main as accuracy_cli
-from mlperf_llm.accuracy.test06_config import AuditConfigError, audit_config, find_in_source, settings_of
+from mlperf_llm.accuracy.test06_config import (AuditConfigError, audit_config, find_in_source, settings_of,
+                                                short_query_count)
 from mlperf_llm.rounds import ROUNDS, get_round
 
 
@@ -67,3 +68,22 @@ def test_the_cli_writes_the_settings_of_the_round_asked_for(tmp_path, capsys):
     assert accuracy_cli(["audit-config", "--output-dir", str(tmp_path), "--round", "4.1"]) == 0
     assert "round v4.1" in capsys.readouterr().err
     assert accuracy_cli(["audit-config", "--output-dir", str(tmp_path), "--round", "3.0"]) == 2
+
+
+def test_a_test_run_can_shorten_test06_and_says_so(tmp_path):
+    rnd = get_round("6.1")
+    path, origin = audit_config("", str(tmp_path), rnd, short_query_count("4", "test"))
+    text = open(path).read()
+    assert "*.*.min_query_count = 4" in text and "*.*.accuracy_log_sampling_target = 4" in text
+    assert "= 100" not in text and "*.*.accuracy_log_rng_seed = 720381539243781796" in text
+    assert "shortened to 4 queries (--test06_query_count, test mode)" in origin
+    assert "not for a submission" in text
+    assert short_query_count("", "valid") is None
+
+
+@pytest.mark.parametrize("value,mode,words", [("0", "test", "positive whole number"), ("x", "test", "'x'"),
+                                              ("8", "valid", "for test runs only")])
+def test_a_bad_or_valid_mode_short_test06_is_refused_by_name(value, mode, words):
+    with pytest.raises(AuditConfigError, match=words) as e:
+        short_query_count(value, mode)
+    assert "--test06_query_count" in str(e.value)
