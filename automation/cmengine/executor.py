@@ -5,7 +5,6 @@ post_deps. A cached node replays the env and state recorded in its entry and run
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -391,9 +390,10 @@ def _step_record(node: Node, outcome: Outcome) -> dict:
 def outputs_digest(outcome: Outcome) -> str:
     """sha256 of what a step passed on to the steps after it: its env (secrets left out: they are
     never cached, on purpose) and its state. A fresh run and every cached replay of it agree."""
+    from .fingerprint import sha256     # the built-in one: hashlib loads OpenSSL at import
     env = {k: v for k, v in outcome.env.items() if not is_secret(k)}
     text = json.dumps({"env": env, "state": outcome.state}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256(text.encode()).hexdigest()
 
 
 def _request_record(req) -> dict:

@@ -30,7 +30,7 @@ def loadgen_keys(runner, tmp_path, **inputs) -> dict:
     """{variations: key} of the get-mlperf-inference-loadgen nodes of the main command's plan."""
     r = runner.plan(MAIN, model="llama2-70b-99", division="open", **inputs)
     assert r["return"] == 0, r.get("error")
-    found = re.findall(r"- get-mlperf-inference-loadgen (\S+)\s+\[([0-9a-f]+)\]", runner.output)
+    found = re.findall(r"#\d+\s+(?:\[\w+\] )?get-mlperf-inference-loadgen (\S+)\s+\[([0-9a-f]+)\]", runner.output)
     return dict(found)
 
 
