@@ -12,6 +12,8 @@ import sys
 import time
 from typing import Optional, TextIO
 
+from cmcontract.secret import is_secret
+
 from . import conditions, env as envmod
 from .cache import Store, found_files
 from .errors import EngineError, HookError, InputError, ScriptFailed
@@ -108,7 +110,7 @@ class Executor:
             outcome = Outcome(dict(meta.get("new_env", {})), dict(meta.get("new_state", {})),
                               True, v.entry.path)
             self.results[node.key] = outcome
-            self.log.append(_step_record(node, True, v.entry.path))
+            self.log.append(_step_record(node, outcome))
             return outcome
         t0 = time.time()
         self.say(f"{pad}> {node.name}" + (f"  ({v.reason})" if v and node.manifest.cache else ""))
@@ -155,8 +157,7 @@ class Executor:
                 self.say(f"{pad}  {k}={val}")
         outcome.seconds = time.time() - t0
         self.results[node.key] = outcome
-        self.log.append(dict(_step_record(node, outcome.cached, outcome.work_dir),
-                             seconds=round(outcome.seconds, 3)))
+        self.log.append(dict(_step_record(node, outcome), seconds=round(outcome.seconds, 3)))
         return outcome
 
     def _fake(self, node: Node, inbound: dict, state: dict, depth: int) -> Outcome:
@@ -376,13 +377,23 @@ def _published_state(node: Node, state: dict) -> dict:
     return out
 
 
-def _step_record(node: Node, cached: bool, path: str) -> dict:
+def _step_record(node: Node, outcome: Outcome) -> dict:
     """What `steps` tells a hook about a finished step: enough to record how a result was made
-    (the env is the part of its key that came from env; secrets appear only as hashes)."""
-    return {"script": node.alias, "key": node.key, "cached": cached, "kept": bool(node.manifest.cache),
-            "path": path,
+    (the env is the part of its key that came from env; secrets appear only as hashes), and a
+    digest of what it passed on, so that a cached replay can be checked against its fresh run."""
+    return {"script": node.alias, "key": node.key, "cached": outcome.cached, "kept": bool(node.manifest.cache),
+            "path": outcome.work_dir,
             "variations": list(node.selection.names), "version": node.version,
-            "env": dict(node.components.get("env", {}))}
+            "env": dict(node.components.get("env", {})), "outputs_sha256": outputs_digest(outcome)}
+
+
+def outputs_digest(outcome: Outcome) -> str:
+    """sha256 of what a step passed on to the steps after it: its env (secrets left out: they are
+    never cached, on purpose) and its state. A fresh run and every cached replay of it agree."""
+    from .fingerprint import sha256     # the built-in one: hashlib loads OpenSSL at import
+    env = {k: v for k, v in outcome.env.items() if not is_secret(k)}
+    text = json.dumps({"env": env, "state": outcome.state}, sort_keys=True, default=str)
+    return sha256(text.encode()).hexdigest()
 
 
 def _request_record(req) -> dict:

@@ -56,6 +56,7 @@ class Round:
                                                 # "scenario" (<benchmark>/Interactive)
     latency_limits_ms: dict                     # scenario -> (TTFT p99, TPOT p99) in ms
     all_scenarios: tuple[str, ...] = ("Offline", "Server")   # what `_all-scenarios` runs
+    test06_dir: str = "compliance/TEST06"       # TEST06's folder (audit.config, run_verification.py) in src_ref
 
     @property
     def version(self) -> str:
@@ -110,11 +111,13 @@ ROUNDS: dict[str, Round] = {r.name: r for r in (
     Round("4.1", LLAMA2, _SERVER_AND_OFFLINE,
           Seeds(3066443479025735752, 10688027786191513374, 14962580496156340209),
           "4.1.12", "4.1.30", "4.1.30", "v4.1", "v4.1", "script", "v4",
-          mlperf_conf_in_measurements=True, calibration_doc=False, interactive="none", latency_limits_ms=_LIMITS),
+          mlperf_conf_in_measurements=True, calibration_doc=False, interactive="none", latency_limits_ms=_LIMITS,
+          test06_dir="compliance/nvidia/TEST06"),
     Round("5.0", LLAMA2, _SERVER_AND_OFFLINE,
           Seeds(6023615788873153749, 15036839855038426416, 9933818062894767841),
           "5.0.9", "5.0.21", "5.0.20", "v5.0", "v5.0", "script", "v4",
-          mlperf_conf_in_measurements=False, calibration_doc=False, interactive="model", latency_limits_ms=_LIMITS),
+          mlperf_conf_in_measurements=False, calibration_doc=False, interactive="model", latency_limits_ms=_LIMITS,
+          test06_dir="compliance/nvidia/TEST06"),
     Round("5.1", LLAMA2, _OFFLINE_PLUS_ONE,            # the v5.1 checker already takes Interactive for Server
           Seeds(1780908523862526354, 14771362308971278857, 18209322760996052031),
           "5.1.0", "5.1.999", "5.1.2", "v5.1", "v5.1.1", "script", "v4",

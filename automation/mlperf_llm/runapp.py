@@ -75,6 +75,11 @@ def check_inputs(env: dict) -> list[str]:
             ok = False
         if not ok:
             problems.append(f"{flag}={value} must be a positive number")
+    from .accuracy.test06_config import AuditConfigError, short_query_count
+    try:
+        short_query_count(env.get("CM_MLPERF_TEST06_QUERY_COUNT", ""), env.get("CM_MLPERF_EXECUTION_MODE", ""))
+    except AuditConfigError as e:
+        problems.append(str(e))
     for url in [u.strip() for u in env.get("CM_MLPERF_API_SERVER", "").split(",") if u.strip()]:
         if not url.startswith(("http://", "https://")):
             problems.append(f"--api_server={url} must be a URL such as http://localhost:8000")

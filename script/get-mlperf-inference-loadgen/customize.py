@@ -3,7 +3,13 @@ seeds (the range of each round is in mlperf_llm.rounds; --version, --version_min
 it; without a round, the newest round), installed into this step's cache entry (site/) rather than into the
 interpreter's environment: a run of one round never replaces the LoadGen of another round or the
 user's own. The harness puts CM_LOADGEN_PYTHONPATH first on PYTHONPATH. The wheel is then checked:
-the seed it applies for llama2-70b must be the round's, or the checker would reject every result."""
+the seed it applies for llama2-70b must be the round's, or the checker would reject every result.
+
+`_test06` (the TEST06 run's LoadGen): where the round's wheel ignores audit.config's sampling (v4.1),
+LoadGen is built from the inference source at hand (CM_MLPERF_INFERENCE_SOURCE) into site-src/
+(mlperf_llm.sysinfo.loadgen_src), seed-checked like the wheel; each source file it compiled is
+re-checked on reuse. Where it cannot be built (no source, no compiler, a failed build), the wheel
+stays, CM_LOADGEN_TEST06_PROBLEM says why and the fix, and the entry is not kept."""
 import os
 import sys
 
@@ -57,4 +63,41 @@ def preprocess(i):
     env['CM_LOADGEN_SEED_CHECK'] = 'ok'
     env['CM_MLPERF_INFERENCE_ROUND'] = rnd.version
     print(f'mlcommons-loadgen {version} for {rnd.version}: qsl_rng_seed {seed} is the round\'s', file=sys.stderr)
+    if env.get('CM_LOADGEN_FOR_TEST06') == 'yes':
+        return _for_test06(i, rnd, python, version)
     return {'return': 0}
+
+
+def _for_test06(i, rnd, python, wheel_version):
+    from mlperf_llm.sysinfo.loadgen_src import LoadgenBuildError, build_for_round, for_test06, wheel_problem
+
+    env = i['env']
+    env['CM_LOADGEN_SOURCE'] = env['CM_LOADGEN_SOURCE_DIGEST'] = env['CM_LOADGEN_TEST06_PROBLEM'] = ''
+    choice = for_test06(wheel_version, env.get('CM_MLPERF_INFERENCE_SOURCE', ''), python)
+    problem = choice.problem
+    if choice.source:
+        src = choice.source
+        site = os.path.join(i['work_dir'], 'site-src')
+        print(f'TEST06: building LoadGen from {src.loadgen_dir} into {site} (the {wheel_version} wheel ignores '
+              'audit.config\'s sampling; about a minute)', file=sys.stderr)
+        try:
+            built = build_for_round(python, src, site, rnd)
+        except LoadgenBuildError as e:
+            problem = f'{wheel_problem(wheel_version)}; {e}'
+        else:
+            env['CM_LOADGEN_VERSION'] = built.version
+            env['CM_LOADGEN_PYTHONPATH'] = built.site
+            env['CM_LOADGEN_QSL_RNG_SEED'] = str(built.qsl_rng_seed)
+            env['CM_LOADGEN_SOURCE'] = src.loadgen_dir
+            env['CM_LOADGEN_SOURCE_DIGEST'] = src.digest
+            for n, path in enumerate(src.paths()):     # cache_recheck_env: an edited source is built again
+                env[f'CM_TMP_LOADGEN_SOURCE_FILE_{n}'] = path
+            print(f'TEST06: LoadGen {built.version} built from {src.loadgen_dir} (sha256 {src.digest[:12]}), '
+                  f'qsl_rng_seed {built.qsl_rng_seed} with {built.conf or "its own mlperf.conf"}', file=sys.stderr)
+            return {'return': 0}
+    if not problem:
+        return {'return': 0}
+    env['CM_LOADGEN_TEST06_PROBLEM'] = problem
+    print(f'TEST06: {problem}', file=sys.stderr)
+    return {'return': 0, 'cache': False,
+            'reason': 'TEST06 keeps a wheel that cannot run it: a later run tries to build LoadGen again'}

@@ -5,15 +5,19 @@ from cmcontract.yesno import is_yes
 
 
 def preprocess(i):
-    from mlperf_llm.accuracy.test06_config import AuditConfigError, audit_config
+    from mlperf_llm.accuracy.test06_config import AuditConfigError, audit_config, short_query_count
+    from mlperf_llm.rounds import RoundError, round_for
 
     env = i['env']
     if is_yes(env.get('CM_MLPERF_TEST06_VERIFY_ONLY')):
         return {'return': 0}
     if not env.get('CM_MLPERF_AUDIT_CONF'):
         try:
-            path, origin = audit_config(env.get('CM_MLPERF_INFERENCE_SOURCE', ''), os.getcwd())
-        except AuditConfigError as e:
+            rnd = round_for(env.get('CM_MLPERF_INFERENCE_VERSION', ''), env['CM_MLPERF_MODEL'])
+            path, origin = audit_config(env.get('CM_MLPERF_INFERENCE_SOURCE', ''), os.getcwd(), rnd,
+                                        short_query_count(env.get('CM_MLPERF_TEST06_QUERY_COUNT', ''),
+                                                          env.get('CM_MLPERF_EXECUTION_MODE', 'test')))
+        except (AuditConfigError, RoundError) as e:
             return {'return': 1, 'error': str(e)}
         env['CM_MLPERF_AUDIT_CONF'] = path
         print(f'TEST06: {origin}')
@@ -51,14 +55,11 @@ def postprocess(i):
     try:
         outcomes = verify_test06(req)
     except AccuracyLogError as e:
-        from mlperf_llm.accuracy.test06 import wheel_ignores_audit_sampling
-        version = env.get('CM_LOADGEN_VERSION', '')
-        if not wheel_ignores_audit_sampling(version):
+        from mlperf_llm.sysinfo.loadgen_src import not_verified_reason
+        problem = not_verified_reason(env.get('CM_LOADGEN_VERSION', ''), env.get('CM_LOADGEN_TEST06_PROBLEM', ''))
+        if not problem:
             return {'return': 1, 'error': str(e)}
-        reason = (f'TEST06 NOT VERIFIED: the LoadGen {version} wheel ignores audit.config\'s accuracy_log_sampling_target '
-                  'and accuracy_log_rng_seed, so its TEST06 run logs no samples to check; the run goes on. For a v4.1 '
-                  'submission use LoadGen built from the v4.1 source (pip install <inference v4.1>/loadgen), which '
-                  'applies them (docs/submission.md, "What was found on the way")')
+        reason = f'TEST06 NOT VERIFIED: {problem}; the run goes on'
         print(reason)
         env['CM_MLPERF_TEST06_PASSED'] = 'not-verified'
         state[records.TEST06] = records.to_state([records.Test06Verdict(sc, 'NOT VERIFIED', reason=reason)

@@ -3,7 +3,8 @@
 evaluate: mlperf_log_accuracy.json -> accuracy.txt (checker form, hash= line) + accuracy.json
           (numbers and the verdict against the targets, seed 003's lines), printed as well.
 test06:   the TEST06 run's accuracy log -> TEST06/verify_accuracy.txt + TEST06/accuracy/.
-audit-config: print the path of TEST06's audit.config (from the inference source, or written).
+audit-config: print the path of TEST06's audit.config (from the inference source, or written with
+          the settings of --round).
 Exit codes: 0 done (a failed target or check is reported, not an error), 2 bad input.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .splitter import CHOICES, SplitterError, get_splitter
 from .targets import SCALE, TargetError, embedded_targets, judge, mlperf_targets
 from .test06 import SCENARIOS, verify, write_verification
 from .test06_config import AuditConfigError, audit_config
+from ..rounds import round_for
 
 EXIT_BAD_INPUT = 2
 
@@ -69,7 +71,7 @@ def cmd_test06(a: argparse.Namespace) -> int:
 
 
 def cmd_audit_config(a: argparse.Namespace) -> int:
-    path, origin = audit_config(a.inference_source, a.output_dir)
+    path, origin = audit_config(a.inference_source, a.output_dir, round_for(a.round))
     print(f"# {origin}", file=sys.stderr)
     print(path)
     return 0
@@ -102,6 +104,8 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("audit-config", help="locate or write TEST06's audit.config")
     c.add_argument("--inference-source", default="")
     c.add_argument("--output-dir", required=True)
+    c.add_argument("--round", default="", help="whose TEST06 settings are written without a source, "
+                   "e.g. 4.1 (default: the newest round)")
     c.set_defaults(run=cmd_audit_config)
     return p
 

@@ -59,13 +59,6 @@ def trailing_eos(tokens: np.ndarray, eos_token_id: int) -> int:
     return n
 
 
-def wheel_ignores_audit_sampling(loadgen_version: str) -> bool:
-    """The PyPI 4.1.x wheels (4.1.12 ... 4.1.30 tried) ignore accuracy_log_sampling_target and
-    accuracy_log_rng_seed: their TEST06 runs log nothing (4.1.7 and source builds apply them)."""
-    parts = loadgen_version.strip().split(".")
-    return len(parts) >= 3 and parts[:2] == ["4", "1"] and parts[2].isdigit() and int(parts[2]) >= 12
-
-
 def verify(accuracy_log: str, scenario: str, eos_token_id: int = LLAMA2_EOS,
            dtype: str = "int32") -> Test06Result:
     if scenario not in SCENARIOS:

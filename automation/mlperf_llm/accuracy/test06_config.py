@@ -1,20 +1,26 @@
-"""TEST06's audit.config: from the inference source when it is at hand, else written by us.
+"""TEST06's audit.config: from the inference source when it is at hand, else written with the
+settings of the run's round.
 
-The inference source keeps it at compliance/nvidia/TEST06/audit.config (v4.1 .. v5.1; later
-trees at compliance/TEST06/). Without a source (offline, no clone) the same settings are written
-from the values below, which are those of v5.1's file, and the origin says so.
+A round's source keeps it in the round's `test06_dir` (mlperf_llm.rounds: compliance/nvidia/TEST06
+in v4.1 and v5.0, compliance/TEST06 from v5.1 on); a checkout of another revision is searched in
+both places. Without a source (offline, no clone) the round's settings are written, and the origin
+names the round and the file they come from.
 """
 from __future__ import annotations
 
 import os
-import shutil
+from dataclasses import dataclass
 from typing import Tuple
 
-from cmcontract.publish import staged_file, write_text
+from cmcontract.publish import write_text
+
+from ..rounds import Round
 
 CANDIDATES = ("compliance/nvidia/TEST06/audit.config", "compliance/TEST06/audit.config")
 
-# TEST06 settings (mlcommons/inference v5.1 compliance/nvidia/TEST06/audit.config)
+# TEST06's audit.config. The file is the same in the source of every round this tool runs (v4.1,
+# v5.0, v5.1.1, master b66003e); tests/unit/accuracy/test_test06_config.py compares each round's
+# copy in ../shared/mlcommons-inference with it. A round whose file differs needs its own table.
 TEST06_SETTINGS = (
     ("*.*.mode", "2"),
     ("*.*.accuracy_log_rng_seed", "720381539243781796"),
@@ -29,33 +35,81 @@ class AuditConfigError(ValueError):
     pass
 
 
-def find_in_source(source: str) -> str:
-    for relative in CANDIDATES:
+@dataclass(frozen=True)
+class Test06Settings:
+    rnd: Round
+    settings: Tuple[Tuple[str, str], ...]
+
+    @property
+    def origin(self) -> str:
+        """'round v6.0: mlcommons/inference commit b66003e, compliance/TEST06/audit.config'."""
+        ref = f"commit {self.rnd.src_ref[:7]}" if self.rnd.src_is_commit else self.rnd.src_ref
+        return f"round v{self.rnd.name}: mlcommons/inference {ref}, {self.rnd.test06_dir}/audit.config"
+
+    def text(self) -> str:
+        lines = [f"# TEST06 (llama2): written by mlperf_llm.accuracy with the settings of {self.origin}"]
+        lines += [f"{key} = {value}" for key, value in self.settings]
+        return "\n".join(lines) + "\n"
+
+
+def settings_of(rnd: Round) -> Test06Settings:
+    return Test06Settings(rnd, TEST06_SETTINGS)
+
+
+def find_in_source(source: str, rnd: Round | None = None) -> str:
+    """audit.config in the source: the round's folder first, then the other layout."""
+    first = (f"{rnd.test06_dir}/audit.config",) if rnd else ()
+    candidates = first + tuple(c for c in CANDIDATES if c not in first)
+    for relative in candidates:
         path = os.path.join(source, relative)
         if os.path.isfile(path):
             return path
     raise AuditConfigError(f"no TEST06 audit.config under inference source {source} (looked for "
-                           f"{', '.join(CANDIDATES)}): is it an mlcommons/inference checkout?")
+                           f"{', '.join(candidates)}): is it an mlcommons/inference checkout?")
 
 
-def render_settings() -> str:
-    lines = ["# TEST06 (llama2): written by mlperf_llm.accuracy, values of mlcommons/inference v5.1",
-             "# compliance/nvidia/TEST06/audit.config"]
-    lines += [f"{key} = {value}" for key, value in TEST06_SETTINGS]
+SHORTENED_KEYS = ("*.*.min_query_count", "*.*.accuracy_log_sampling_target")
+
+
+def shortened(text: str, query_count: int) -> str:
+    """audit.config with TEST06's 100 queries (and 100 logged samples) replaced by query_count: a
+    test run's short TEST06 (--test06_query_count), never a submission's."""
+    lines = [line for line in text.splitlines() if line.split("=", 1)[0].strip() not in SHORTENED_KEYS]
+    lines.append(f"# test mode: shortened to {query_count} queries by --test06_query_count (not for a submission)")
+    lines += [f"{key} = {query_count}" for key in SHORTENED_KEYS]
     return "\n".join(lines) + "\n"
 
 
-def audit_config(source: str, output_dir: str) -> Tuple[str, str]:
-    """(path of audit.config inside output_dir, where it came from)."""
+def short_query_count(value: str, execution_mode: str) -> int | None:
+    """--test06_query_count: a positive whole number, for test runs only (None when not given)."""
+    if not str(value or "").strip():
+        return None
+    text = str(value).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise AuditConfigError(f"--test06_query_count={value!r} is not a positive whole number of queries "
+                               "(TEST06's official count is 100)")
+    if execution_mode == "valid":
+        raise AuditConfigError(f"--test06_query_count={text} shortens TEST06 and is for test runs only: drop it "
+                               "for --execution_mode=valid (a submission's TEST06 issues the official 100 queries)")
+    return int(text)
+
+
+def audit_config(source: str, output_dir: str, rnd: Round, query_count: int | None = None) -> Tuple[str, str]:
+    """(path of audit.config inside output_dir, where it came from); with query_count, TEST06 is
+    shortened to that many queries (test mode)."""
     os.makedirs(output_dir, exist_ok=True)
     target = os.path.join(output_dir, "audit.config")
     if source:
-        origin_path = find_in_source(source)
-        with staged_file(target) as tmp:
-            shutil.copyfile(origin_path, tmp)
+        origin_path = find_in_source(source, rnd)
+        with open(origin_path, encoding="utf-8") as f:
+            text = f.read()
         origin = f"audit.config from the inference source: {origin_path}"
     else:
-        write_text(target, render_settings())
-        origin = ("no inference source given: audit.config written with TEST06's settings of "
-                  "mlcommons/inference v5.1")
+        settings = settings_of(rnd)
+        text = settings.text()
+        origin = f"no inference source given: audit.config written with TEST06's settings of {settings.origin}"
+    if query_count:
+        text = shortened(text, query_count)
+        origin += f"; shortened to {query_count} queries (--test06_query_count, test mode)"
+    write_text(target, text)
     return target, origin

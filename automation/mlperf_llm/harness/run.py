@@ -30,6 +30,7 @@ from .rounds import RoundError, installed_loadgen_version, loadgen_check, loadge
 from .serverwatch import ServerWatch
 from .testconfig import CONFIG_FILE, ConfigError, TestConfig, field_types
 from ..rounds import round_for
+from ..sysinfo.loadgen_conf import conf_beside_loadgen
 
 EXIT_REFUSED, EXIT_FAILED = 2, 3
 
@@ -119,11 +120,13 @@ def _preflight_hf(cfg: TestConfig, ds: Dataset) -> None:
                         bos_id=tok.bos_token_id, vocab_size=len(tok))
 
 
-def _settings(lg, cfg: TestConfig, lg_model: str, lg_scenario: str):
+def _settings(lg, cfg: TestConfig, lg_model: str, lg_scenario: str, mlperf_conf: str = ""):
     s = lg.TestSettings()
     s.scenario = getattr(lg.TestScenario, lg_scenario)
     if not os.path.isfile(cfg.user_conf):
         raise Refused(f"user_conf {cfg.user_conf!r} does not exist")
+    if mlperf_conf:      # a LoadGen built from source has none inside (mlperf_llm.sysinfo.loadgen_conf)
+        s.FromConfig(mlperf_conf, lg_model, lg_scenario)
     s.FromConfig(os.path.abspath(cfg.user_conf), lg_model, lg_scenario)
     s.mode = lg.TestMode.PerformanceOnly if cfg.mode == "performance" else lg.TestMode.AccuracyOnly
     return s
@@ -138,7 +141,8 @@ def run(cfg: TestConfig) -> int:
         rnd = round_for(cfg.round, cfg.model)
         status.round = rnd.name
         lg_model, lg_scenario, _, _ = loadgen_model_and_dirs(cfg.model, cfg.scenario, rnd)
-        problem = loadgen_check(rnd, status.loadgen_version)
+        source_conf = conf_beside_loadgen()     # "" for a wheel; a source build reads it before user.conf
+        problem = loadgen_check(rnd, status.loadgen_version, built_from_source=bool(source_conf))
         if problem and cfg.execution_mode == "valid":
             raise Refused(problem)
         if problem:
@@ -152,7 +156,7 @@ def run(cfg: TestConfig) -> int:
         else:
             _preflight_hf(cfg, ds)
         import mlperf_loadgen as lg
-        settings = _settings(lg, cfg, lg_model, lg_scenario)
+        settings = _settings(lg, cfg, lg_model, lg_scenario, source_conf)
     except (Refused, DatasetError, RoundError, ValueError) as e:
         status.errors = [str(e)]
         status.write(out)

@@ -185,13 +185,13 @@ def request_section(request: dict, variations: list[str]) -> tuple[dict, dict]:
 
 def steps_section(steps: list[dict]) -> list[dict]:
     """Per finished step: script, variations, cache key, whether it came from the cache, the env
-    that entered its key (secrets: present)."""
+    that entered its key (secrets: present), the digest of what it passed on."""
     out = []
     for s in steps:
         env = {k: ("<secret: present>" if is_secret(k) and v else v) for k, v in (s.get("env") or {}).items()}
         out.append({"script": s.get("script", ""), "variations": list(s.get("variations") or []),
                     "key": s.get("key", ""), "cached": bool(s.get("cached")), "kept": bool(s.get("kept")),
-                    "env": env})
+                    "env": env, "outputs_sha256": s.get("outputs_sha256", "")})
     return out
 
 

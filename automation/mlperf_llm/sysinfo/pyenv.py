@@ -144,20 +144,37 @@ def pip_install_into(python: str, req: PackageRequest, folder: str, extra_args: 
     put first on PYTHONPATH, leaving the interpreter's environment as it was (a round's pinned
     LoadGen must not replace the one another round, or the user, installed). pip writes into
     `folder`.tmp, renamed to `folder` only when complete. Returns the version `python` then sees."""
-    tmp = folder + ".tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "--target", tmp,
-            req.pip_spec(), *extra_args]
-    res = _run(argv, timeout=timeout)
+    res = _target_install(python, [req.pip_spec(), *extra_args], folder, timeout)
     if res.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
         raise _pip_failed(req, f"for {python}", res)
-    replace_dir(tmp, folder)
     have = installed_version(python, req.dist_name, folder)
     if not have or not req.allows(have):
         raise PyEnvError(f"after pip install {req.pip_spec()} into {folder}, {python} sees {req.dist_name} "
                          f"{have or '(none)'}")
     return have
+
+
+def pip_install_target(python: str, args: list[str], folder: str, timeout: float = 3600) -> None:
+    """pip-install `args` (a requirement, a source folder) without dependencies for `python` into
+    `folder`, as pip_install_into does; PyEnvError with pip's last lines when pip fails."""
+    res = _target_install(python, args, folder, timeout)
+    if res.returncode != 0:
+        raise PyEnvError(f"pip install {' '.join(args)} for {python} failed:\n"
+                         f"{_tail(res.stdout + res.stderr, 12)}")
+
+
+def _target_install(python: str, args: list[str], folder: str, timeout: float) -> subprocess.CompletedProcess:
+    """`pip install --no-deps --target folder.tmp ARGS`, renamed to `folder` when pip succeeds; a
+    failed install leaves neither."""
+    tmp = folder + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "--target", tmp, *args]
+    res = _run(argv, timeout=timeout)
+    if res.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return res
+    replace_dir(tmp, folder)
+    return res
 
 
 def _pip_failed(req: PackageRequest, where: str, res: subprocess.CompletedProcess) -> PyEnvError:

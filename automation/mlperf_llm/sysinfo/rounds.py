@@ -14,20 +14,23 @@ from mlperf_llm.rounds import RoundError
 from .pyenv import with_path
 
 _SEED_PROBE = """
-import os, tempfile, mlperf_loadgen as lg
+import os, sys, tempfile, mlperf_loadgen as lg
 s = lg.TestSettings()
 with tempfile.TemporaryDirectory() as d:
     os.chdir(d)
+    if sys.argv[1]:
+        s.FromConfig(sys.argv[1], "llama2-70b", "Offline")
     open("user.conf", "w").close()
     rc = s.FromConfig(os.path.join(d, "user.conf"), "llama2-70b", "Offline")
 print(rc, s.qsl_rng_seed)
 """
 
 
-def loadgen_seed(python: str, path: str = "") -> int:
+def loadgen_seed(python: str, path: str = "", conf: str = "") -> int:
     """The qsl_rng_seed the LoadGen that `python` imports (with `path` first on PYTHONPATH) applies
-    for llama2-70b from its built-in mlperf.conf (0 when the wheel has none)."""
-    res = subprocess.run([python, "-c", _SEED_PROBE], capture_output=True, text=True, timeout=120,
+    for llama2-70b from its built-in mlperf.conf (0 when the wheel has none), or from `conf` read
+    first (a LoadGen built from source, which has none inside)."""
+    res = subprocess.run([python, "-c", _SEED_PROBE, conf], capture_output=True, text=True, timeout=120,
                          env=with_path(path))
     if res.returncode != 0:
         raise RoundError(f"could not read LoadGen's settings with {python}: {res.stderr.strip()[-500:]}")

@@ -10,6 +10,7 @@ from mlperf_llm.accuracy.process import Test06Request as Request06, verify_test0
 from mlperf_llm.accuracy.test06_config import audit_config
 from mlperf_llm.harness.driver import HarnessRequest, run_all
 from mlperf_llm.harness.qsl import load_dataset
+from mlperf_llm.rounds import round_for
 from standin import StandinConfig, StandinProcess
 from standin.dataset import write_dataset
 from standin.server import prompt_key
@@ -20,7 +21,7 @@ ROWS = 24
 
 def run_test06(tmp_path, cfg, scenario):
     dataset = write_dataset(str(tmp_path / "ds.pkl"), ROWS)
-    conf, _ = audit_config("", str(tmp_path / "audit"))
+    conf, _ = audit_config("", str(tmp_path / "audit"), round_for("", "llama2-70b-99"))
     with StandinProcess(cfg) as sp:
         outs = run_all(HarnessRequest(results_dir=str(tmp_path / "results"), dataset_path=dataset,
                                       api_servers=(sp.url,), api_model_name="standin-model",

@@ -287,6 +287,27 @@ def test_token_counts_tokenizers_and_token_ids_survive_a_cached_replay(tmp_path)
     assert again["new_env"] == {k: v for k, v in outputs.items() if k != "CM_X_HF_TOKEN"}
 
 
+def test_each_step_record_carries_a_digest_its_cached_replay_matches(tmp_path):
+    # the `steps` log (what a record keeps): every step of a chain, fresh then cached, passes on the
+    # same env and state, and says so by one digest; an output the cache dropped would change it
+    r = runner(tmp_path, {
+        "top": ({"tags": ["top"], "cache": True, "deps": [{"tags": "mid"}], "new_env_keys": ["CM_TOP"]},
+                {"run.sh": 'echo "CM_TOP=$CM_MID_MAX_NEW_TOKENS" > tmp-run-env.out\n'}),
+        "mid": ({"tags": ["mid"], "cache": True, "new_env_keys": ["CM_MID_MAX_NEW_TOKENS", "CM_MID_HF_TOKEN"]},
+                {"run.sh": 'printf "CM_MID_MAX_NEW_TOKENS=128\\nCM_MID_HF_TOKEN=hf_x\\n" > tmp-run-env.out\n'})})
+    fresh = r.run("top")
+    again, mid = r.run("top"), r.run("mid")      # a cached step does not replay its dependencies
+    assert fresh["return"] == again["return"] == mid["return"] == 0
+    first = {s["script"]: s for s in fresh["steps"]}
+    second = {s["script"]: s for s in again["steps"] + mid["steps"]}
+    assert set(first) == set(second) == {"top", "mid"}
+    for name in first:
+        assert (first[name]["cached"], second[name]["cached"]) == (False, True), name
+        assert len(first[name]["outputs_sha256"]) == 64
+        assert first[name]["outputs_sha256"] == second[name]["outputs_sha256"], name
+    assert again["new_env"]["CM_TOP"] == "128"
+
+
 def test_corrupt_entry_is_evicted_with_warning(tmp_path, capsys):
     r = runner(tmp_path, {"c": {"tags": ["c"], "cache": True}})
     r.run("c")

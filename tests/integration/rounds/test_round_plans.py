@@ -2,6 +2,7 @@
 nothing runs): the default from --model, the refusal of a model the round lacks, _r<round> on every
 round-aware step."""
 import os
+import re
 
 import pytest
 
@@ -27,8 +28,8 @@ def test_no_round_plans_the_newest_round_that_has_the_model(runner, capsys, mode
     for step in ("run-mlperf-inference-app", "get-mlperf-inference-src", "get-mlperf-inference-loadgen",
                  "app-mlperf-inference", "generate-mlperf-inference-submission",
                  "run-mlperf-inference-submission-checker"):
-        assert any(line.strip().startswith(f"- {step} ") and f"_r{round_name}" in line
-                   or line.strip().startswith(f"- [posthook_deps] {step} ") and f"_r{round_name}" in line
+        # a plan line: "#N step _variations [key] ..." or "#N [phase] step ..." (docs/engine.md)
+        assert any(re.match(rf"#\d+\s+(\[\w+\] )?{step} ", line.strip()) and f"_r{round_name}" in line
                    for line in text.splitlines()), (step, text)
 
 

@@ -28,7 +28,7 @@ def test_harness_accuracy_submission_chain(tmp_path):
     model = rnd.models[-1]
     dataset = write_dataset(str(tmp_path / "ds.pkl"), ROWS)
     results = tmp_path / "results"
-    audit, _ = audit_config("", str(tmp_path / "audit"))
+    audit, _ = audit_config("", str(tmp_path / "audit"), rnd)
     with StandinProcess(StandinConfig(output_tokens=12, ttft_ms=5, tpot_ms=1)) as sp:
         outs = run_all(HarnessRequest(results_dir=str(results), dataset_path=dataset, api_servers=(sp.url,),
                                       api_model_name="standin-model", scenarios=("Offline", "Server"),

@@ -6,7 +6,6 @@ import pytest
 from mlperf_llm.accuracy.log import AccuracyLogError, encode_ids
 from mlperf_llm.accuracy.process import Test06Request as Request06, verify_test06
 from mlperf_llm.accuracy.test06 import trailing_eos, verify, write_verification
-from mlperf_llm.accuracy.test06_config import audit_config, find_in_source, AuditConfigError
 
 
 def entry(ids, first=None, count=None, qsl=0):
@@ -79,19 +78,6 @@ def test_compliance_layout_written(tmp_path):
     assert not list(run.rglob(".tmp-*"))
 
 
-def test_audit_config_from_source_or_written(tmp_path):
-    src = tmp_path / "inference" / "compliance" / "nvidia" / "TEST06"
-    src.mkdir(parents=True)
-    (src / "audit.config").write_text("*.*.mode = 2\n")
-    path, origin = audit_config(str(tmp_path / "inference"), str(tmp_path / "run"))
-    assert open(path).read() == "*.*.mode = 2\n" and "inference source" in origin
-    path, origin = audit_config("", str(tmp_path / "run2"))
-    text = open(path).read()
-    assert "*.*.accuracy_log_sampling_target = 100" in text and "v5.1" in origin
-    with pytest.raises(AuditConfigError, match="checkout"):
-        find_in_source(str(tmp_path))
-
-
 def test_eos_id_from_the_model_folder(tmp_path):
     from mlperf_llm.accuracy.test06 import eos_token_id_of
     (tmp_path / "config.json").write_text(json.dumps({"eos_token_id": [7, 8]}))
@@ -121,10 +107,3 @@ def test_accuracy_dirs_include_the_interactive_model_folder(tmp_path):
     assert accuracy_dirs(str(tmp_path), "llama2-70b-99") == [
         str(tmp_path / "llama2-70b-99" / "Offline" / "accuracy"),
         str(tmp_path / "llama2-70b-interactive-99" / "Server" / "accuracy")]
-
-
-def test_which_loadgen_wheels_ignore_the_audit_sampling():
-    from mlperf_llm.accuracy.test06 import wheel_ignores_audit_sampling
-    assert wheel_ignores_audit_sampling("4.1.30") and wheel_ignores_audit_sampling("4.1.12")
-    assert not wheel_ignores_audit_sampling("4.1.7") and not wheel_ignores_audit_sampling("5.1.2")
-    assert not wheel_ignores_audit_sampling("") and not wheel_ignores_audit_sampling("4.1")

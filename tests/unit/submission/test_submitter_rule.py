@@ -41,3 +41,10 @@ def test_the_one_command_says_at_the_start_that_an_open_test_tree_gets_the_place
     assert runapp.submitter_notice(APP) == "note: " + placeholder_note(PLACEHOLDER_SUBMITTER)
     assert runapp.submitter_notice({**APP, "CM_MLPERF_SUBMITTER": "Acme"}) == ""
     assert runapp.submitter_notice({**APP, "CM_MLPERF_GENERATE_SUBMISSION": "no"}) == ""
+
+
+def test_a_short_test06_is_refused_before_anything_runs_in_a_valid_run():
+    valid = {**APP, "CM_MLPERF_EXECUTION_MODE": "valid", "CM_MLPERF_GENERATE_SUBMISSION": "no"}
+    (problem,) = runapp.check_inputs({**valid, "CM_MLPERF_TEST06_QUERY_COUNT": "4"})
+    assert "--test06_query_count=4" in problem and "for test runs only" in problem
+    assert runapp.check_inputs({**APP, "CM_MLPERF_TEST06_QUERY_COUNT": "4"}) == []

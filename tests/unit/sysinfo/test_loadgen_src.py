@@ -1,0 +1,107 @@
+"""TEST06's LoadGen: which wheels cannot run TEST06, when LoadGen is built from the source at hand,
+what of the source is built (and hashed), and where the harness finds the mlperf.conf a build lacks.
+In-process; the real build is tests/integration/sysinfo/test_loadgen_source_build.py."""
+import sys
+
+import pytest
+
+from mlperf_llm.harness.rounds import loadgen_check
+from mlperf_llm.rounds import get_round
+from mlperf_llm.sysinfo.loadgen_conf import CONF_BESIDE, conf_beside_loadgen
+from mlperf_llm.sysinfo.loadgen_src import (LoadgenBuildError, for_test06, read_source, source_files,
+                                            not_verified_reason, wheel_ignores_audit_sampling)
+
+
+def make_source(root, files=None):
+    """A fake mlcommons/inference checkout: {relative path: text} under root."""
+    files = files or {"loadgen/setup.py": "setup()", "loadgen/loadgen.cc": "int x;",
+                      "loadgen/bindings/python_api.cc": "int y;", "mlperf.conf": "*.*.qsl_rng_seed = 1\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return str(root)
+
+
+def no_tools_missing(python):
+    return []
+
+
+@pytest.mark.parametrize("version,ignores", [("4.1.30", True), ("4.1.12", True), ("4.1.7", False),
+                                             ("4.1", False), ("5.0.21", False), ("6.0.17", False), ("", False)])
+def test_which_loadgen_wheels_ignore_the_audit_sampling(version, ignores):
+    assert wheel_ignores_audit_sampling(version) is ignores
+
+
+@pytest.mark.parametrize("wheel,has_source,missing,builds,problem", [
+    ("5.1.2", True, [], False, ""),                                   # the wheel logs TEST06's samples
+    ("6.0.17", False, [], False, ""),
+    ("4.1.30", True, [], True, ""),                                   # v4.1 with a source: built
+    ("4.1.30", False, [], False, "no mlcommons/inference source is at hand"),
+    ("4.1.30", True, ["no C++ compiler (c++ is not on PATH; apt-get install g++)"], False,
+     "no C++ compiler (c++ is not on PATH; apt-get install g++); then run again"),
+])
+def test_the_test06_loadgen_per_wheel_source_and_tools(tmp_path, wheel, has_source, missing, builds, problem):
+    source = make_source(tmp_path / "inference") if has_source else ""
+    choice = for_test06(wheel, source, sys.executable, tools=lambda python: missing)
+    assert (choice.source is not None) is builds
+    assert (problem in choice.problem) if problem else choice.problem == ""
+    if choice.problem:   # the NOT VERIFIED message keeps saying what the wheel does, and the fix
+        assert choice.problem.startswith(f"the LoadGen {wheel} wheel ignores audit.config's accuracy_log_sampling_target")
+        assert "--inference_src" in choice.problem or "apt-get install" in choice.problem
+
+
+def test_a_folder_that_is_no_inference_source_is_named(tmp_path):
+    choice = for_test06("4.1.30", str(tmp_path), sys.executable, tools=no_tools_missing)
+    assert choice.source is None and f"{tmp_path}/loadgen/setup.py does not exist" in choice.problem
+    with pytest.raises(LoadgenBuildError, match="not an mlcommons/inference checkout"):
+        read_source(str(tmp_path))
+
+
+def test_what_is_built_is_the_top_of_loadgen_and_its_bindings(tmp_path):
+    root = make_source(tmp_path / "inference", {
+        "loadgen/setup.py": "", "loadgen/loadgen.cc": "", "loadgen/bindings/python_api.cc": "",
+        "loadgen/.hidden": "", "loadgen/mlperf_loadgen.cpython-311-x86_64-linux-gnu.so": "",
+        "loadgen/demos/demo.py": "", "loadgen/build/temp/x.o": ""})
+    assert source_files(f"{root}/loadgen") == (".hidden", "bindings/python_api.cc", "loadgen.cc", "setup.py")
+
+
+def test_the_digest_follows_the_content_not_the_place(tmp_path):
+    a = read_source(make_source(tmp_path / "a"))
+    b = read_source(make_source(tmp_path / "b"))
+    assert a.digest == b.digest and a.loadgen_dir != b.loadgen_dir
+    (tmp_path / "b" / "loadgen" / "bindings" / "python_api.cc").write_text("int z;")
+    assert read_source(str(tmp_path / "b")).digest != a.digest
+
+
+def test_the_mlperf_conf_of_loadgen_first_then_of_the_source(tmp_path):
+    root = make_source(tmp_path / "v41")                      # v4.1: mlperf.conf at the top only
+    assert read_source(root).mlperf_conf == f"{root}/mlperf.conf"
+    (tmp_path / "v41" / "loadgen" / "mlperf.conf").write_text("")   # v5.0 on: loadgen/mlperf.conf
+    assert read_source(root).mlperf_conf == f"{root}/loadgen/mlperf.conf"
+
+
+@pytest.mark.parametrize("version,reported,expected", [
+    ("4.1", "", ""),                                          # built from source: an empty log is an error
+    ("5.1.2", "", ""),
+    ("4.1.30", "the LoadGen 4.1.30 wheel ignores ...; no compiler", "the LoadGen 4.1.30 wheel ignores ...; no compiler"),
+    ("4.1.30", "", "--inference_source"),                     # verified later (--verify_only): the fix
+])
+def test_why_a_test06_run_logged_nothing(version, reported, expected):
+    problem = not_verified_reason(version, reported)
+    assert (expected in problem) if expected else problem == ""
+
+
+def test_the_harness_accepts_a_build_of_the_rounds_source_only():
+    assert loadgen_check(get_round("4.1"), "4.1", built_from_source=True) is None
+    assert "4.1.12 .. 4.1.30" in loadgen_check(get_round("4.1"), "4.1")          # no mlperf.conf beside it
+    assert loadgen_check(get_round("5.0"), "4.1", built_from_source=True)        # another round's source
+    assert loadgen_check(get_round("4.1"), "4.1.30", built_from_source=True) is None
+
+
+def test_the_conf_beside_the_loadgen_this_process_would_import(tmp_path, monkeypatch):
+    monkeypatch.delitem(sys.modules, "mlperf_loadgen", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "mlperf_loadgen.py").write_text("")
+    assert conf_beside_loadgen() == ""                        # a wheel: its mlperf.conf is inside
+    (tmp_path / CONF_BESIDE).write_text("*.*.qsl_rng_seed = 1\n")
+    assert conf_beside_loadgen() == str(tmp_path / CONF_BESIDE)
