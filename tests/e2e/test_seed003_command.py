@@ -3,10 +3,10 @@ was started beforehand (as in the seed) and serves the embedded model under the 
 
 Three changes from the seed: the server's port is a free one instead of 8000 and
 `--execution_mode=test` replaces `valid` (a valid Offline run issues 24,576 samples: about an hour
-here), both forced by this machine; and `--test_query_count` is the suite's smallest size
-(tests/e2e/chain.py: SMALL) instead of the seed's 600, whose only effect is time (600 queries per
-test, 211 accuracy samples each: about a third of the whole suite on a slow host): what is tested
-here is the command line, not the load. Everything else is the seed's: its targets,
+here), both forced by this machine; and the suite's smallest size (tests/e2e/chain.py: SMALL, 4
+queries per test, TEST06's too) instead of the seed's `--test_query_count=600`, whose only effect
+is time (600 queries per test, 211 accuracy samples each: about a third of the whole suite on a
+slow host): what is tested here is the command line, not the load. Everything else is the seed's: its targets,
 `--max_test_duration=500`, `--num_workers=12`, `--scenario=Server` beside `_all-scenarios`, and the
 `--adr.mlperf-implementation.tags=_repo...,_branch.vllm` override (offline here: the run must say
 that the repository cannot be cloned and go on with ours). With `_r4.1` the run uses v4.1's LoadGen
@@ -31,7 +31,7 @@ def seed_command(url, results, submission):
             "--model=llama2-70b-99", "--implementation=reference", "--division=open",
             "--category=datacenter", "--device=cpu", "--quiet", f"--api_server={url}",
             "--adr.mlperf-implementation.tags=_repo.https://github.com/gateoverflow/inference_temp,_branch.vllm",
-            f"--vllm_model_name={NAME}", "--server_target_qps=9.2", f"--test_query_count={chain.SMALL_QUERIES}",
+            f"--vllm_model_name={NAME}", "--server_target_qps=9.2", *chain.SMALL,
             "--max_test_duration=500", "--execution_mode=test", "--scenario=Server", "--num_workers=12",
             "--offline_target_qps=10", f"--results_dir={results}", f"--submission_dir={submission}"]
 
