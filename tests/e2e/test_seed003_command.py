@@ -23,7 +23,6 @@ import chain
 pytestmark = pytest.mark.e2e
 
 NAME = "neuralmagic/Llama-2-7b-chat-hf-FP8"
-SEED_QUERIES = 600     # the seed's --test_query_count, replaced by chain.SMALL_QUERIES (docstring)
 
 
 def seed_command(url, results, submission):
