@@ -89,7 +89,7 @@ def test_sigterm_during_the_benchmark_leaves_no_server_and_the_next_run_works(tm
 
     if made_before:
         again_results = tmp_path / "again-results"
-        again = chain.run_cm(chain.main_command(again_results, tmp_path / "again-submission", *chain.SMALL,
+        again = chain.run_cm(chain.main_command(again_results, tmp_path / "again-submission", *chain.SMALL_RUN,
                                                 with_source=False),
                              env, tmp_path / "again.log", NAME, pace, chain.SMALL_RUN_QUERIES,
                              results_dir=again_results)
