@@ -146,10 +146,9 @@ class Fingerprints:
             return
         try:
             os.makedirs(os.path.dirname(self.memo_path), exist_ok=True)
-            tmp = f"{self.memo_path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
+            from cmcontract.publish import staged_file   # here: it imports shutil and tempfile
+            with staged_file(self.memo_path) as tmp, open(tmp, "wb") as f:
                 pickle.dump((self._code, self._memo), f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.memo_path)
             self._dirty = False
         except OSError:
             pass

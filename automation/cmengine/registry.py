@@ -146,10 +146,9 @@ class Registry:
             return
         try:
             os.makedirs(os.path.dirname(self._memo_path), exist_ok=True)
-            tmp = f"{self._memo_path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as f:
+            from cmcontract.publish import staged_file   # here: it imports shutil and tempfile
+            with staged_file(self._memo_path) as tmp, open(tmp, "wb") as f:
                 pickle.dump((_memo_key(), memo), f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self._memo_path)
         except OSError:
             pass
 
