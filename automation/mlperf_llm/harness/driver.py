@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+
+from cmcontract.publish import replace_dir
 
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
 from .rounds import loadgen_model_and_dirs
@@ -260,10 +261,8 @@ def _set_aside(outcome: RunOutcome, results_dir: str, scenario: str, target: flo
     """Move a performance test that missed the latency bounds out of the results layout (the
     submission must not take it), into <results>/latency_search/<Scenario>/target_qps-<t>/."""
     dest = Path(results_dir) / "latency_search" / scenario / f"target_qps-{target:g}"
-    if dest.exists():
-        shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(outcome.directory, dest)
+    replace_dir(outcome.directory, str(dest))
     return str(dest)
 
 
