@@ -243,7 +243,7 @@ class Registry:
                         "  " + _check_line(e) for e in skipped),
                     "\n".join([e.hint for e in skipped if e.hint]
                               + ["Fix it there (the line named), then run again; `cm check script` "
-                                 "lists every manifest that is still skipped."]))
+                                 "lists every manifest that is still skipped"]))
             raise ScriptNotFound(f"no script matches {q.describe()}{who}.", self._hint(q))
         if not quiet:
             chosen = _prompt_choice(found)
