@@ -49,7 +49,8 @@ class UserConfSpec:
             out.append(f"{p}min_duration = 0")
             # llama2-70b's mlperf.conf turns on equal issue (sample_concatenate_permutation = 1), which
             # pads the query count to a multiple of the data set: 10 test queries on the full set
-            # would become 24,576. A test run issues what was asked; valid runs keep equal issue.
+            # would become 24,576. A test run issues what was asked (not on v4.1's 4.1.30 wheel,
+            # which keeps padding: docs/harness.md); valid runs keep equal issue.
             out.append(f"{p}sample_concatenate_permutation = 0")
         if self.max_test_duration_s is not None:
             out.append(f"{p}max_duration = {int(self.max_test_duration_s * 1000)}")
