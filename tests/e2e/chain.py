@@ -94,14 +94,16 @@ def register_checkout(env: dict) -> None:
 
 def start_cm(args: list[str], env: dict, log: Path, cwd: Path | None = None) -> subprocess.Popen:
     """`cm ARGS` in its own process group, stdout and stderr into log."""
-    out = open(log, "w")
-    return subprocess.Popen([CM, *args], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    with open(log, "w") as out:         # the child keeps its own copy of the descriptor
+        return subprocess.Popen([CM, *args], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
 
 
-def wait_cm(proc: subprocess.Popen, log: Path, limit_s: float, t0: float) -> CmRun:
+def wait_cm(proc: subprocess.Popen, log: Path, limit_s: float | None, t0: float) -> CmRun:
+    """Waits for `cm` to end; past limit_s (None: no limit) its process group is stopped and the
+    test fails with the log's tail."""
     try:
-        rc = proc.wait(timeout=None if limit_s == float("inf") else max(1.0, limit_s - (time.monotonic() - t0)))
+        rc = proc.wait(timeout=None if limit_s is None else max(1.0, limit_s - (time.monotonic() - t0)))
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
@@ -116,7 +118,7 @@ def run_cm(args: list[str], env: dict, log: Path, who: str, pace: Pace | None, q
     work (from results_dir and its output) is charged to `who`. Without a pace (the session's first
     run, which installs what the others measure with) it waits for the run's end, however long."""
     t0 = time.monotonic()
-    limit = pace.limit_s(queries, server_starts) if pace else float("inf")
+    limit = pace.limit_s(queries, server_starts) if pace else None
     run = wait_cm(start_cm(args, env, log, cwd), log, limit, t0)
     LEDGER.charge(who, work_in(results_dir, run.output, cm_runs=1, seconds=run.seconds))
     return run

@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-STATUS_FILE = "harness_status.json"     # what the harness writes beside LoadGen's logs
+from mlperf_llm.harness.results import STATUS_FILE     # what the harness writes beside LoadGen's logs
+
 SERVER_READY = re.compile(r"vLLM server ready at ")
 
 

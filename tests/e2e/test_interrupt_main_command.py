@@ -57,11 +57,17 @@ def test_sigterm_during_the_benchmark_leaves_no_server_and_the_next_run_works(tm
     t_start = time.monotonic()
     proc = chain.start_cm(chain.main_command(results, tmp_path / "interrupted-submission", with_source=False), env, log)
     deadline = t_start + pace.limit_s(queries=0, server_starts=1)
-    while not benchmark_started(results):
-        assert proc.poll() is None, f"the run ended before its benchmark started:\n{log.read_text()[-4000:]}"
-        assert time.monotonic() < deadline, f"no LoadGen test started within {deadline - t_start:.0f} s, what a " \
-            f"server start allows on this host:\n{log.read_text()[-4000:]}"
-        time.sleep(0.5)
+    try:
+        while not benchmark_started(results):
+            assert proc.poll() is None, f"the run ended before its benchmark started:\n{log.read_text()[-4000:]}"
+            assert time.monotonic() < deadline, f"no LoadGen test started within {deadline - t_start:.0f} s, " \
+                f"what a server start allows on this host:\n{log.read_text()[-4000:]}"
+            time.sleep(0.5)
+    except BaseException:               # the run under test is not left behind when the wait fails
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=60)
+        raise
     time.sleep(1)                                   # the benchmark is under way
     assert proc.poll() is None, log.read_text()[-4000:]
     assert "vLLM server ready at" in log.read_text(errors="replace")
