@@ -13,6 +13,8 @@ stays, CM_LOADGEN_TEST06_PROBLEM says why and the fix, and the entry is not kept
 import os
 import sys
 
+from cmcontract.yesno import is_yes
+
 from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, pip_install_into
 from mlperf_llm.rounds import RoundError, round_for
 from mlperf_llm.sysinfo.rounds import loadgen_seed
@@ -63,7 +65,7 @@ def preprocess(i):
     env['CM_LOADGEN_SEED_CHECK'] = 'ok'
     env['CM_MLPERF_INFERENCE_ROUND'] = rnd.version
     print(f'mlcommons-loadgen {version} for {rnd.version}: qsl_rng_seed {seed} is the round\'s', file=sys.stderr)
-    if env.get('CM_LOADGEN_FOR_TEST06') == 'yes':
+    if is_yes(env.get('CM_LOADGEN_FOR_TEST06')):
         return _for_test06(i, rnd, python, version)
     return {'return': 0}
 

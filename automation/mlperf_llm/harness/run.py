@@ -21,6 +21,8 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import get_args, get_origin
 
+from cmcontract.yesno import is_yes
+
 from .client import ApiClient, ApiError, GenerationParams, PreflightError
 from .progress import Progress, Stats
 from .qsl import Dataset, DatasetError, check_tokenizer, load_dataset
@@ -209,7 +211,7 @@ def run(cfg: TestConfig) -> int:
         log_settings.enable_trace = cfg.enable_log_trace
         label = f"{cfg.scenario} {cfg.mode}"
         # the driver pipes our output; it says when its own stderr is a terminal
-        tty = True if os.environ.get("CM_MLPERF_PROGRESS_TTY") == "yes" else None
+        tty = True if is_yes(os.environ.get("CM_MLPERF_PROGRESS_TTY")) else None
         with Progress(stats, label, enabled=cfg.progress, tty=tty):
             lg.StartTestWithLogSettings(lg_sut, qsl, settings, log_settings, str(audit))
         done.set()
