@@ -101,6 +101,10 @@ def test_seed003_command_runs_to_the_end_against_the_running_server(server, pace
     assert "llama2-70b.Server.target_qps = 9.2" in (model / "Server" / "performance" / "run_1" / "user.conf").read_text()
     assert json.loads((results / "targets.json").read_text())["Server"] == {"target_qps": 9.2, "source": "given"}
     for scenario in ("Offline", "Server"):
+        # v4.1's wheel pads equal issue whatever user.conf says: the test loads 4 samples, so it issues 4
+        perf = model / scenario / "performance" / "run_1"
+        assert '"key": "effective_performance_sample_count", "value": 4' in (perf / "mlperf_log_detail.txt").read_text()
+        assert json.loads((perf / "harness_status.json").read_text())["completed"] == chain.SMALL_QUERIES, scenario
         assert (model / scenario / "accuracy" / "accuracy.txt").is_file()
         assert (model / scenario / "TEST06" / "mlperf_log_detail.txt").is_file()
     # v4.1's PyPI LoadGen wheels ignore the audit's accuracy logging: TEST06's LoadGen is built from the

@@ -109,6 +109,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         python=(env.get("CM_LOADGEN_PYTHON") or env.get("CM_VENV_PYTHON") or env.get("CM_PYTHON_BIN_WITH_PATH")
                 or sys.executable),
         loadgen_path=env.get("CM_LOADGEN_PYTHONPATH") or "",
+        loadgen_version=env.get("CM_LOADGEN_VERSION") or "",
         progress=not is_yes(env.get("CM_MLPERF_NO_PROGRESS")),
     )
 

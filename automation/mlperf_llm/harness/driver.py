@@ -60,6 +60,7 @@ class HarnessRequest(TestSettings):
     find_performance: bool = False
     python: str = sys.executable
     loadgen_path: str = ""          # the round's LoadGen (get-mlperf-inference-loadgen site/), first on PYTHONPATH
+    loadgen_version: str = ""       # its version, where known (user.conf works around the 4.1 wheels' padding)
 
     def validate(self) -> None:
         for s in self.scenarios:
@@ -179,7 +180,7 @@ def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: 
     stage = staging_dir(final)
     stage.mkdir(parents=True, exist_ok=False)
     spec = UserConfSpec(lg_model, lg_scenario, req.execution_mode, req.target_for(scenario),
-                        req.test_query_count, req.max_test_duration_s, rows)
+                        req.test_query_count, req.max_test_duration_s, rows, req.loadgen_version)
     user_conf = stage / "user.conf"
     write_atomic(str(user_conf), spec.text())
     rc = _run_logged(_command(req, scenario, mode, stage, user_conf), stage / "harness.log", req.loadgen_path)

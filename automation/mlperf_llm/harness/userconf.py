@@ -25,6 +25,7 @@ class UserConfSpec:
     test_query_count: int | None = None
     max_test_duration_s: float | None = None
     dataset_count: int = FULL_SAMPLE_COUNT
+    loadgen_version: str = ""           # the LoadGen that reads it ("" when not known)
 
     def __post_init__(self) -> None:
         if self.execution_mode not in EXECUTION_MODES:
@@ -41,20 +42,30 @@ class UserConfSpec:
         out = [f"# user.conf for {self.lg_model} {self.lg_scenario}, execution_mode={self.execution_mode}"]
         if self.target_qps is not None:
             out.append(f"{p}target_qps = {self.target_qps:g}")
-        if self.dataset_count < FULL_SAMPLE_COUNT:
-            out.append(f"{self.lg_model}.*.performance_sample_count_override = {self.dataset_count}")
+        queries = test_queries(self.test_query_count, self.dataset_count)
+        samples = self.performance_sample_count()
+        if samples < FULL_SAMPLE_COUNT:
+            out.append(f"{self.lg_model}.*.performance_sample_count_override = {samples}")
         if self.execution_mode == "test":
-            queries = test_queries(self.test_query_count, self.dataset_count)
             out.append(f"{p}min_query_count = {queries}")
             out.append(f"{p}min_duration = 0")
             # llama2-70b's mlperf.conf turns on equal issue (sample_concatenate_permutation = 1), which
-            # pads the query count to a multiple of the data set: 10 test queries on the full set
-            # would become 24,576. A test run issues what was asked (not on v4.1's 4.1.30 wheel,
-            # which keeps padding: docs/harness.md); valid runs keep equal issue.
+            # pads the query count to a multiple of the performance sample count: 10 test queries on
+            # the full set would become 24,576. A test run issues what was asked; valid runs keep
+            # equal issue. A LoadGen that pads whatever this says gets as many samples as queries.
             out.append(f"{p}sample_concatenate_permutation = 0")
         if self.max_test_duration_s is not None:
             out.append(f"{p}max_duration = {int(self.max_test_duration_s * 1000)}")
         return out
+
+    def performance_sample_count(self) -> int:
+        """The samples a performance test loads: the data set's rows (at most the full set), except
+        in a test run on a LoadGen that pads equal issue whatever user.conf says, where it is the
+        test's query count, so that the padding adds nothing."""
+        rows = min(self.dataset_count, FULL_SAMPLE_COUNT)
+        if self.execution_mode == "test" and pads_whatever_user_conf_says(self.loadgen_version):
+            return min(rows, test_queries(self.test_query_count, self.dataset_count))
+        return rows
 
     def text(self) -> str:
         return "\n".join(self.lines()) + "\n"
@@ -68,6 +79,15 @@ INTERACTIVE_FRACTION = 0.35
 # each scenario's target: the harness request's field and the run's input (--server_target_qps=...)
 TARGET_INPUTS = {"Offline": "offline_target_qps", "Server": "server_target_qps",
                  "Interactive": "interactive_target_qps"}
+
+
+def pads_whatever_user_conf_says(loadgen_version: str) -> bool:
+    """True for the LoadGen 4.1.x wheels: they log `requested_sample_concatenate_permutation: true`
+    whatever user.conf says and pad each performance test to a multiple of the performance sample
+    count (measured 2026-11-26 on 4.1.12 and 4.1.30: 4 queries on 20 loaded samples issued 20;
+    5.0.20 and 6.0.17 issue 4). A LoadGen built from the v4.1 source (version "4.1") is not one of them."""
+    parts = loadgen_version.split(".")
+    return len(parts) == 3 and parts[:2] == ["4", "1"] and parts[2].isdigit()
 
 
 def test_queries(test_query_count: int | None, dataset_count: int) -> int:

@@ -1,7 +1,7 @@
 import pytest
 
 from mlperf_llm.harness.rounds import (RoundError, get_round, loadgen_check, loadgen_model_and_dirs)
-from mlperf_llm.harness.userconf import UserConfError, UserConfSpec, pick_targets
+from mlperf_llm.harness.userconf import UserConfError, UserConfSpec, pads_whatever_user_conf_says, pick_targets
 
 
 def test_test_mode_is_short_and_keeps_targets():
@@ -12,6 +12,25 @@ def test_test_mode_is_short_and_keeps_targets():
     assert "llama2-70b.Offline.max_duration = 60000" in text
     assert "llama2-70b.*.performance_sample_count_override = 40" in text
     assert "llama2-70b.Offline.sample_concatenate_permutation = 0" in text   # exactly 30 queries, not 40
+
+
+@pytest.mark.parametrize("version, pads", [("4.1.30", True), ("4.1.12", True), ("4.1", False),
+                                           ("5.0.20", False), ("6.0.17", False), ("", False)])
+def test_only_the_41_wheels_are_known_to_pad_whatever_user_conf_says(version, pads):
+    assert pads_whatever_user_conf_says(version) is pads
+
+
+def test_a_test_run_on_a_padding_loadgen_loads_as_many_samples_as_it_issues():
+    # 4 queries on 211 rows: the 4.1 wheels would issue 211; with 4 samples loaded they issue 4
+    text = UserConfSpec("llama2-70b", "Server", "test", 9.2, 4, dataset_count=211, loadgen_version="4.1.30").text()
+    assert "llama2-70b.*.performance_sample_count_override = 4" in text
+    assert "llama2-70b.Server.min_query_count = 4" in text
+    more = UserConfSpec("llama2-70b", "Offline", "test", None, 600, dataset_count=211, loadgen_version="4.1.30")
+    assert more.performance_sample_count() == 211                        # never more than the data set
+    other = UserConfSpec("llama2-70b", "Offline", "test", None, 4, dataset_count=211, loadgen_version="6.0.17")
+    assert "performance_sample_count_override = 211" in other.text()     # equal issue is turned off instead
+    valid = UserConfSpec("llama2-70b", "Offline", "valid", 10.0, None, dataset_count=211, loadgen_version="4.1.30")
+    assert "performance_sample_count_override = 211" in valid.text()     # a valid run keeps its data set
 
 
 def test_valid_mode_leaves_the_minimums_alone():
