@@ -1,10 +1,10 @@
 """MLPerf Inference rounds: every fact that differs between rounds, in one table.
 
 This is the only place a round number is written. Each other module asks it: the LoadGen step
-(which wheels carry the round's seeds), the harness (models, scenarios, the Interactive layout,
-latency limits), TEST06 and the checker (which mlcommons/inference revision), the submission
-builder (layout, mlperf.conf, calibration doc, required scenarios). Adding a round is one entry in
-ROUNDS plus its tests.
+(which wheels carry the round's seeds), the harness (which benchmarks, the Interactive layout),
+TEST06 and the checker (which mlcommons/inference revision), the submission builder (layout,
+mlperf.conf, calibration doc). What differs between benchmarks (scenarios, latency limits,
+accuracy) is in mlperf_llm.benchmarks. Adding a round is one entry in ROUNDS plus its tests.
 
 Sources: each round's checker (tools/submission of mlcommons/inference at the tag, or the package
 `submission_checker` at master b66003e for v6.x: MODEL_CONFIG, seeds, LLM_LATENCY_LIMITS) and
@@ -16,11 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-LLAMA2 = ("llama2-70b-99", "llama2-70b-99.9")
-SCENARIOS = ("Offline", "Server", "Interactive")
-# llama2-70b's p99 latency bounds (TTFT, TPOT) in ms: LoadGen's ttft_latency/tpot_latency in
-# mlperf.conf and the checker's LLM_LATENCY_LIMITS; the same in every round of this table
-LLAMA2_LATENCY_LIMITS_MS = {"Server": (2000, 200), "Interactive": (450, 40)}
+from .benchmarks import SCENARIOS, Benchmark, BenchmarkError, get_benchmark, required_in
+
 MASTER_B66003E = "b66003e10e2db4b8c36a448b0545ec90fcc6e9e9"   # mlcommons/inference master, 2026-08-20
 
 
@@ -38,8 +35,7 @@ class Seeds:
 @dataclass(frozen=True)
 class Round:
     name: str                                   # "6.1"
-    models: tuple[str, ...]                     # the llama2-70b benchmarks the round has
-    required_scenarios: tuple[tuple[str, ...], ...]   # datacenter, closed: each entry = one of these
+    benchmarks: tuple[str, ...]                 # the benchmarks of mlperf_llm.benchmarks the round has
     seeds: Seeds                                # the round's mlperf.conf (built into its LoadGen wheels)
     loadgen_min: str                            # the PyPI wheels whose built-in mlperf.conf has the seeds
     loadgen_max: str
@@ -54,8 +50,7 @@ class Round:
     calibration_doc: bool                       # the checker wants documentation/calibration.md (closed)
     interactive: str                            # "none" | "model" (llama2-70b-interactive-99/Server) |
                                                 # "scenario" (<benchmark>/Interactive)
-    latency_limits_ms: dict                     # scenario -> (TTFT p99, TPOT p99) in ms
-    all_scenarios: tuple[str, ...] = ("Offline", "Server")   # what `_all-scenarios` runs
+    all_scenarios: tuple[str, ...] = ("Offline", "Server")   # of a datacenter benchmark, what `_all-scenarios` runs
     test06_dir: str = "compliance/TEST06"       # TEST06's folder (audit.config, run_verification.py) in src_ref
 
     @property
@@ -77,25 +72,34 @@ class Round:
         return bool(re.fullmatch(r"[0-9a-f]{7,40}", self.src_ref))
 
     def has_model(self, model: str) -> bool:
-        return model.replace("-interactive", "") in self.models
+        """Whether the round has the benchmark `model` (v5.0's `llama2-70b-interactive-99` names
+        llama2-70b-99's Interactive runs)."""
+        return model.replace("-interactive", "") in self.benchmarks
 
-    def missing_scenarios(self, present) -> list[str]:
-        """The closed-division datacenter requirements not met by the scenarios `present`
-        ("Server or Interactive" for a choice)."""
+    def required(self, bench: Benchmark) -> tuple[tuple[str, ...], ...]:
+        """The closed division's scenario requirements of `bench` in this round."""
+        return required_in(bench, self.interactive)
+
+    def missing_scenarios(self, bench: Benchmark, present) -> list[str]:
+        """The closed-division requirements not met by the scenarios `present` ("Server or
+        Interactive" for a choice)."""
         have = set(present)
-        return [" or ".join(alt) for alt in self.required_scenarios if not have & set(alt)]
+        return [" or ".join(alt) for alt in self.required(bench) if not have & set(alt)]
 
-    def describe_scenarios(self) -> str:
-        return " + ".join(" or ".join(alt) for alt in self.required_scenarios)
+    def describe_scenarios(self, bench: Benchmark) -> str:
+        return " + ".join(" or ".join(alt) for alt in self.required(bench))
+
+    def scenarios_of(self, bench: Benchmark) -> tuple[str, ...]:
+        """What `_all-scenarios` runs for `bench`: its scenarios, Interactive only from v6.0."""
+        return tuple(s for s in bench.scenarios if s != "Interactive" or s in self.all_scenarios)
 
     def loadgen_in_range(self, version: str) -> bool:
         from cmcontract.versions import compare
         return bool(version) and compare(version, self.loadgen_min) >= 0 and compare(version, self.loadgen_max) <= 0
 
 
-_SERVER_AND_OFFLINE = (("Offline",), ("Server",))
-_OFFLINE_PLUS_ONE = (("Offline",), ("Server", "Interactive"))
-_LIMITS = LLAMA2_LATENCY_LIMITS_MS
+_LLAMA2 = ("llama2-70b-99", "llama2-70b-99.9")
+_LLAMA31 = ("llama3.1-8b", "llama3.1-8b-edge")
 
 # LoadGen wheels, measured on the PyPI wheels (TestSettings.FromConfig with an empty user.conf,
 # llama2-70b Offline, the seed LoadGen applies):
@@ -108,31 +112,31 @@ _LIMITS = LLAMA2_LATENCY_LIMITS_MS
 #   2747215439041700203 / 16159082839903944936, which is master-b66003e's loadgen/mlperf.conf).
 #   6.0.17 was the newest wheel on PyPI.
 ROUNDS: dict[str, Round] = {r.name: r for r in (
-    Round("4.1", LLAMA2, _SERVER_AND_OFFLINE,
+    Round("4.1", _LLAMA2,
           Seeds(3066443479025735752, 10688027786191513374, 14962580496156340209),
           "4.1.12", "4.1.30", "4.1.30", "v4.1", "v4.1", "script", "v4",
-          mlperf_conf_in_measurements=True, calibration_doc=False, interactive="none", latency_limits_ms=_LIMITS,
+          mlperf_conf_in_measurements=True, calibration_doc=False, interactive="none",
           test06_dir="compliance/nvidia/TEST06"),
-    Round("5.0", LLAMA2, _SERVER_AND_OFFLINE,
+    Round("5.0", _LLAMA2,
           Seeds(6023615788873153749, 15036839855038426416, 9933818062894767841),
           "5.0.9", "5.0.21", "5.0.20", "v5.0", "v5.0", "script", "v4",
-          mlperf_conf_in_measurements=False, calibration_doc=False, interactive="model", latency_limits_ms=_LIMITS,
+          mlperf_conf_in_measurements=False, calibration_doc=False, interactive="model",
           test06_dir="compliance/nvidia/TEST06"),
-    Round("5.1", LLAMA2, _OFFLINE_PLUS_ONE,            # the v5.1 checker already takes Interactive for Server
+    Round("5.1", _LLAMA2 + _LLAMA31,             # the v5.1 checker already takes Interactive for Server
           Seeds(1780908523862526354, 14771362308971278857, 18209322760996052031),
           "5.1.0", "5.1.999", "5.1.2", "v5.1", "v5.1.1", "script", "v4",
-          mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario", latency_limits_ms=_LIMITS),
-    Round("6.0", LLAMA2, _OFFLINE_PLUS_ONE,
+          mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario"),
+    Round("6.0", _LLAMA2 + _LLAMA31,
           Seeds(2465351861681999779, 14276810075590677512, 3936089224930324775),
           "6.0.5", "6.0.15", "6.0.15", MASTER_B66003E, "master-b66003e", "package", "v6",
-          mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario", latency_limits_ms=_LIMITS,
-          all_scenarios=SCENARIOS),
+          mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario",
+          all_scenarios=("Offline", "Server", "Interactive")),
     # v6.1 dropped llama2-70b-99 (mlcommons/inference 44cc3a3 "Remove llama2-70b-99")
-    Round("6.1", ("llama2-70b-99.9",), _OFFLINE_PLUS_ONE,
+    Round("6.1", ("llama2-70b-99.9",) + _LLAMA31,
           Seeds(2085463073848966840, 2747215439041700203, 16159082839903944936),
           "6.0.16", "6.0.17", "6.0.17", MASTER_B66003E, "master-b66003e", "package", "v6",
-          mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario", latency_limits_ms=_LIMITS,
-          all_scenarios=SCENARIOS),
+          mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario",
+          all_scenarios=("Offline", "Server", "Interactive")),
 )}
 NEWEST = max(ROUNDS.values(), key=lambda r: tuple(int(x) for x in r.name.split(".")))
 
@@ -158,23 +162,35 @@ def default_round(model: str = "") -> tuple[Round, str]:
     """The newest round that has `model` (the newest round of all when no model is given), and why."""
     if not model:
         return NEWEST, f"the newest round, v{NEWEST.name}"
-    having = [r for r in ROUNDS.values() if r.has_model(model)]
+    bench = _benchmark(model)
+    having = [r for r in ROUNDS.values() if r.has_model(bench.name)]
     if not having:
-        raise RoundError(f"model {model!r} is in no round this tool runs; use one of {', '.join(LLAMA2)}")
+        raise RoundError(f"model {model!r} is in no round this tool runs; rounds: {_known()}")
     best = having[-1]
-    return best, f"the newest round that has {model}" + (
-        "" if best is NEWEST else f" (v{NEWEST.name} has only {', '.join(NEWEST.models)})")
+    return best, f"the newest round that has {bench.name}" + (
+        "" if best is NEWEST else f" (v{NEWEST.name} has {', '.join(NEWEST.benchmarks)})")
+
+
+def _benchmark(model: str) -> Benchmark:
+    try:
+        return get_benchmark(model)
+    except BenchmarkError as e:
+        raise RoundError(str(e)) from None
 
 
 def check_model(rnd: Round, model: str) -> None:
     """RoundError naming the alternatives when `rnd` does not have `model`."""
+    bench = _benchmark(model)
     if rnd.has_model(model):
         return
-    if model.replace("-interactive", "") not in LLAMA2:
-        raise RoundError(f"model {model!r} is not a llama2-70b benchmark; use one of {', '.join(rnd.models)}")
-    other, _ = default_round(model)
-    raise RoundError(f"round v{rnd.name} has no {model} (it has {', '.join(rnd.models)}); fix: use "
-                     f"--model={rnd.models[-1]} with {rnd.tag}, or keep --model={model} with {other.tag}")
+    other, _ = default_round(bench.name)
+    raise RoundError(f"round v{rnd.name} has no {model} (its benchmarks: {', '.join(rnd.benchmarks)}); fix: "
+                     f"choose one of them with {rnd.tag}, or keep --model={model} with {other.tag}")
+
+
+def default_benchmark(rnd: Round) -> Benchmark:
+    """The benchmark a run without --model runs: the round's first that the chain runs."""
+    return next(get_benchmark(b) for b in rnd.benchmarks if not get_benchmark(b).runnable)
 
 
 def round_for(text: str, model: str = "") -> Round:
@@ -185,11 +201,14 @@ def round_for(text: str, model: str = "") -> Round:
     return rnd
 
 
-def expand_scenarios(text: str, rnd: Round) -> list[str]:
-    """"Offline,Server" -> its names; "all" -> what `_all-scenarios` runs in the round (Offline and
-    Server up to v5.1, as before; Offline, Server and Interactive from v6.0)."""
+def expand_scenarios(text: str, rnd: Round, model: str) -> list[str]:
+    """"Offline,Server" -> its names; "all" -> what `_all-scenarios` runs for the benchmark `model` in
+    the round (llama2-70b: Offline and Server up to v5.1, Offline, Server and Interactive from v6.0;
+    llama3.1-8b-edge: Offline and SingleStream)."""
     names = [s.strip() for s in str(text or "").replace(";", ",").split(",") if s.strip()]
-    return list(rnd.all_scenarios) if [n.lower() for n in names] == ["all"] else names
+    if [n.lower() for n in names] == ["all"]:
+        return list(rnd.scenarios_of(_benchmark(model)))
+    return names
 
 
 def settle(given: str, model: str = "") -> tuple[Round, str]:
@@ -201,11 +220,28 @@ def settle(given: str, model: str = "") -> tuple[Round, str]:
     return rnd, f"round v{rnd.name} ({rnd.tag}): no round given, so {why}"
 
 
-def validate_hook_result(env: dict, model_key: str = "CM_MLPERF_MODEL") -> dict:
+def validate_hook_result(env: dict, model_key: str = "CM_MLPERF_MODEL", benchmark: bool = False) -> dict:
     """What a round-aware step's `validate(i)` returns: an error naming the fix, or (no round given)
-    the round variation to plan with and the note the plan prints."""
+    the variations to plan with and the note the plan prints. A step that runs a benchmark
+    (`benchmark`) also settles one when none was given (variation `model.<name>`), and refuses,
+    before anything runs, one the chain cannot run yet."""
+    model = env.get(model_key, "")
     try:
-        rnd, note = settle(env.get("CM_MLPERF_INFERENCE_VERSION", ""), env.get(model_key, ""))
+        rnd, note = settle(env.get("CM_MLPERF_INFERENCE_VERSION", ""), model)
     except RoundError as e:
         return {"return": 1, "error": str(e)}
-    return {"return": 0, "variations": [rnd.tag[1:]], "note": note} if note else {"return": 0}
+    variations = [rnd.tag[1:]] if note else []
+    notes = [note] if note else []
+    if not benchmark:
+        pass
+    elif not model:
+        bench = default_benchmark(rnd)
+        variations.append(f"model.{bench.name}")
+        notes.append(f"benchmark {bench.name}: no --model given, so the first of round v{rnd.name}'s benchmarks "
+                     f"({', '.join(rnd.benchmarks)}) that this tool runs")
+    else:
+        bench = get_benchmark(model)
+        if bench.runnable:
+            return {"return": 1, "error": f"--model={model}: this tool cannot run it yet: {bench.runnable}; "
+                    f"fix: choose one of {', '.join(b for b in rnd.benchmarks if not get_benchmark(b).runnable)}"}
+    return {"return": 0, "variations": variations, "note": "; ".join(notes)} if variations else {"return": 0}

@@ -7,11 +7,9 @@ import difflib
 from cmcontract.yesno import is_yes
 
 from . import outcomes
+from .benchmarks import BENCHMARKS, SCENARIOS
 
-MODELS = ("llama2-70b-99", "llama2-70b-99.9")
-SCENARIOS = ("Offline", "Server", "Interactive")
 CHOICES = {
-    "CM_MLPERF_MODEL": ("--model", MODELS),
     "CM_MLPERF_IMPLEMENTATION": ("--implementation", ("reference",)),
     "CM_MLPERF_BACKEND": ("--framework", ("vllm", "transformers")),
     "CM_MLPERF_DEVICE": ("--device", ("cpu", "cuda", "rocm")),
@@ -56,6 +54,10 @@ def check_inputs(env: dict) -> list[str]:
     from .submission.inputs import resolve_submitter
     from .vllm.install import DEVICES as VLLM_BUILDS
     problems = []
+    model = env.get("CM_MLPERF_MODEL", "")
+    if model and model not in BENCHMARKS:          # none given: validate settles it and says so
+        problems.append(f"--model={model} is not a benchmark this tool knows; benchmarks: {', '.join(BENCHMARKS)}"
+                        + _closest(model, BENCHMARKS))
     for key, (flag, allowed) in CHOICES.items():
         value = env.get(key, "")
         if value not in allowed:
@@ -85,7 +87,7 @@ def check_inputs(env: dict) -> list[str]:
             problems.append(f"--api_server={url} must be a URL such as http://localhost:8000")
     if is_yes(env.get("CM_MLPERF_EMBEDDED")) and env.get("CM_MLPERF_SUBMISSION_DIVISION") == "closed":
         problems.append("--division=closed cannot be used with _embedded: the embedded model is "
-                        "SmolLM2-135M, not Llama-2-70B, so the run is an open-division run; "
+                        "SmolLM2-135M, not the benchmark's model, so the run is an open-division run; "
                         "use --division=open")
     device = env.get("CM_MLPERF_DEVICE", "")
     if (env.get("CM_MLPERF_BACKEND") == "vllm" and device in allowed_devices() and device not in VLLM_BUILDS

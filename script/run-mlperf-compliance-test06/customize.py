@@ -49,7 +49,7 @@ def postprocess(i):
     except RoundError as e:
         return {'return': 1, 'error': str(e)}
     req = Test06Request(results_dir=results, model=env['CM_MLPERF_MODEL'],
-                        scenarios=expand_scenarios(env['CM_MLPERF_LOADGEN_SCENARIO'], rnd),
+                        scenarios=expand_scenarios(env['CM_MLPERF_LOADGEN_SCENARIO'], rnd, env['CM_MLPERF_MODEL']),
                         eos_token_id=int(eos), dtype=env['CM_MLPERF_ACCURACY_DTYPE'],
                         round=env.get('CM_MLPERF_INFERENCE_VERSION', ''))
     try:

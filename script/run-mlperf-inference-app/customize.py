@@ -11,7 +11,7 @@ def validate(i):
     if problems:
         return {'return': 1, 'error': 'bad input:\n  - ' + '\n  - '.join(problems)}
     from mlperf_llm.rounds import validate_hook_result
-    result = validate_hook_result(i['env'])   # the round: refused, settled (none given), or as given
+    result = validate_hook_result(i['env'], benchmark=True)   # the round: refused, settled (none given), or as given
     notice = runapp.submitter_notice(i['env'])
     if notice and not result.get('variations'):   # once: a settled round plans the run again
         print(notice, file=sys.stderr)           # on stderr: a plan or -j JSON on stdout stays as it is

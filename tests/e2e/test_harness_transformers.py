@@ -49,7 +49,7 @@ def dataset(tmp_path_factory, embedded_model_path):
 
 
 def test_transformers_backend_offline_and_server(hf_python, dataset, tmp_path, embedded_model_path):
-    req = HarnessRequest(results_dir=str(tmp_path / "results"), dataset_path=dataset, scenarios=("Offline", "Server"),
+    req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path / "results"), dataset_path=dataset, scenarios=("Offline", "Server"),
                          backend="transformers", model_path=str(embedded_model_path), total_sample_count=ROWS,
                          test_query_count=ROWS, server_target_qps=2.0, max_tokens=MAX_TOKENS, batch_size=ROWS,
                          python=hf_python, progress=False)

@@ -46,7 +46,7 @@ def _accuracy_ids(path: Path) -> dict[int, list[int]]:
 
 
 def test_offline_and_server_on_vllm(vllm_url, dataset, tmp_path):
-    req = HarnessRequest(results_dir=str(tmp_path / "results"), dataset_path=dataset,
+    req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path / "results"), dataset_path=dataset,
                          scenarios=("Offline", "Server"), modes=("performance", "accuracy"),
                          api_servers=(vllm_url,), api_model_name=NAME, total_sample_count=ROWS,
                          test_query_count=ROWS, server_target_qps=SERVER_QPS, max_tokens=MAX_TOKENS, progress=False)

@@ -85,7 +85,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--accuracy-log", required=True)
     e.add_argument("--dataset", required=True, help="processed OpenOrca pickle of the run")
     e.add_argument("--tokenizer", required=True, help="model/tokenizer folder of the run")
-    e.add_argument("--model", default="llama2-70b-99", choices=sorted(SCALE))
+    e.add_argument("--model", required=True, choices=sorted(SCALE), help="the benchmark")
     e.add_argument("--embedded-reference", default="",
                    help="reference.json of the embedded data set: its numbers make the targets")
     e.add_argument("--dtype", default="int32", choices=sorted(DTYPES))

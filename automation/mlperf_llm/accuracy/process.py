@@ -50,7 +50,7 @@ class AccuracyRequest:
     directories: List[str]          # each holds mlperf_log_accuracy.json; accuracy.txt goes there
     dataset: str
     tokenizer: str
-    model: str = "llama2-70b-99"
+    model: str                      # the benchmark (mlperf_llm.benchmarks)
     dtype: str = "int32"
     workers: Optional[int] = None
     sentence_splitter: str = "auto"

@@ -12,14 +12,14 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional
 
+from ..benchmarks import BENCHMARKS, BenchmarkError, get_benchmark
+
 METRICS = ("ROUGE1", "ROUGE2", "ROUGEL")
 RESULT_KEYS = {"ROUGE1": "rouge1", "ROUGE2": "rouge2", "ROUGEL": "rougeL"}
 TOKENS = "TOKENS_PER_SAMPLE"
 
-LLAMA2_REFERENCE = {"ROUGE1": 44.4312, "ROUGE2": 22.0352, "ROUGEL": 28.6162, TOKENS: 294.45}
-SCALE = {"llama2-70b-99": 0.99, "llama2-70b-99.9": 0.999,
-         "llama2-70b-interactive-99": 0.99, "llama2-70b-interactive-99.9": 0.999}
-TOKENS_LOW, TOKENS_HIGH = 0.9, 1.1
+# the benchmarks scored this way (ROUGE of OpenOrca answers, tokens per sample), and their scale
+SCALE = {name: b.accuracy.scale for name, b in BENCHMARKS.items() if b.accuracy.length_metric == TOKENS}
 
 
 class TargetError(ValueError):
@@ -37,20 +37,26 @@ class Targets:
     @property
     def label(self) -> str:
         return ("Required accuracy for closed division" if self.source == "mlperf"
-                else f"Required accuracy ({self.source} x{SCALE[self.model]})")
+                else f"Required accuracy ({self.source} x{SCALE[self.model.replace('-interactive', '')]})")
 
 
 def _scaled(model: str, reference: Dict[str, float], source: str) -> Targets:
-    if model not in SCALE:
+    base = model.replace("-interactive", "")
+    if base not in SCALE:
         raise TargetError(f"unknown model {model!r} for accuracy targets; use one of {', '.join(SCALE)}")
-    scale = SCALE[model]
-    minimum = {m: reference[m] * scale for m in METRICS}
-    minimum[TOKENS] = reference[TOKENS] * TOKENS_LOW
-    return Targets(model, source, dict(reference), minimum, reference[TOKENS] * TOKENS_HIGH)
+    acc = BENCHMARKS[base].accuracy
+    low, high = acc.length_range
+    minimum = {m: reference[m] * acc.scale for m in METRICS}
+    minimum[TOKENS] = reference[TOKENS] * low
+    return Targets(model, source, dict(reference), minimum, reference[TOKENS] * high)
 
 
 def mlperf_targets(model: str) -> Targets:
-    return _scaled(model, LLAMA2_REFERENCE, "mlperf")
+    try:
+        reference = get_benchmark(model).accuracy.reference()
+    except BenchmarkError as e:
+        raise TargetError(str(e)) from None
+    return _scaled(model, reference, "mlperf")
 
 
 def embedded_targets(model: str, reference_file: str) -> Targets:

@@ -8,12 +8,13 @@ import sys
 
 from cmcontract.yesno import is_yes
 
+from ..benchmarks import SCENARIOS
 from ..outcomes import TestOutcome
 from ..vllm.server import ServerError, ServerRecord
 from .driver import HarnessInputError, HarnessRequest, RunOutcome
 from .testconfig import ManagedServer
 
-SCENARIO_NAMES = {"offline": "Offline", "server": "Server", "interactive": "Interactive"}
+SCENARIO_NAMES = {s.lower(): s for s in SCENARIOS}
 MODE_NAMES = {"performance": "performance", "performanceonly": "performance", "accuracy": "accuracy",
               "accuracyonly": "accuracy", "test06": "TEST06"}
 
@@ -65,11 +66,14 @@ def managed_servers(env: dict, api_servers: list[str]) -> tuple[ManagedServer, .
 
 def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
     """Build the request from the script's env (see docs/harness.md for every key)."""
+    if not env.get("CM_MLPERF_MODEL"):
+        from ..benchmarks import known
+        raise HarnessInputError(f"no benchmark: CM_MLPERF_MODEL is empty; fix: pass --model=NAME (benchmarks: {known()})")
     scen_raw = env.get("CM_MLPERF_LOADGEN_SCENARIO") or env.get("CM_MLPERF_LOADGEN_SCENARIOS") or "Offline"
     if scen_raw.strip().lower() == "all":
         from ..rounds import expand_scenarios, round_for
         rnd = round_for(env.get("CM_MLPERF_INFERENCE_VERSION") or "", env.get("CM_MLPERF_MODEL") or "")
-        scen_raw = ",".join(expand_scenarios(scen_raw, rnd))
+        scen_raw = ",".join(expand_scenarios(scen_raw, rnd, env.get("CM_MLPERF_MODEL") or ""))
     mode_raw = env.get("CM_MLPERF_LOADGEN_MODE") or env.get("CM_MLPERF_LOADGEN_MODES") or "performance,accuracy"
     dataset = env.get("CM_DATASET_PREPROCESSED_PATH") or env.get("CM_DATASET_PATH") or ""
     if not dataset:
@@ -82,7 +86,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         dataset_path=dataset,
         scenarios=_names(scen_raw, SCENARIO_NAMES, "scenario", "CM_MLPERF_LOADGEN_SCENARIOS"),
         modes=_names(mode_raw, MODE_NAMES, "mode", "CM_MLPERF_LOADGEN_MODES"),
-        model=env.get("CM_MLPERF_MODEL") or "llama2-70b-99",
+        model=env["CM_MLPERF_MODEL"],
         round=env.get("CM_MLPERF_INFERENCE_VERSION") or "",   # "": the newest round with the model
         execution_mode=(env.get("CM_MLPERF_EXECUTION_MODE") or "test").lower(),
         backend=(env.get("CM_MLPERF_BACKEND") or "vllm").lower(),
@@ -105,7 +109,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         token_ids_via=env.get("CM_MLPERF_VLLM_TOKEN_IDS") or "return_token_ids",
         batch_size=_num(env, "CM_MLPERF_BATCH_SIZE", int) or 1,
         dtype=env.get("CM_MLPERF_DTYPE") or "float32",
-        max_tokens=_num(env, "CM_MLPERF_MAX_TOKENS", int) or 1024,
+        max_tokens=_num(env, "CM_MLPERF_MAX_TOKENS", int),
         python=(env.get("CM_LOADGEN_PYTHON") or env.get("CM_VENV_PYTHON") or env.get("CM_PYTHON_BIN_WITH_PATH")
                 or sys.executable),
         loadgen_path=env.get("CM_LOADGEN_PYTHONPATH") or "",

@@ -24,7 +24,8 @@ from cmcontract.publish import replace_dir
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
 from .rounds import loadgen_model_and_dirs
 from .testconfig import BACKENDS, CONFIG_FILE, MODES, TestConfig, TestSettings
-from ..rounds import LLAMA2_LATENCY_LIMITS_MS, Round, round_for
+from ..benchmarks import Benchmark, get_benchmark
+from ..rounds import Round, round_for
 from ..files import write_atomic
 from ..sysinfo.pyenv import with_path
 from .userconf import (INTERACTIVE_FRACTION, SERVER_FRACTION, TARGET_INPUTS, UserConfSpec, round_down,
@@ -90,6 +91,10 @@ class HarnessRequest(TestSettings):
     @property
     def rnd(self) -> Round:
         return round_for(self.round, self.model)
+
+    @property
+    def bench(self) -> Benchmark:
+        return get_benchmark(self.model)
 
     def accuracy_rows(self, rows: int) -> int:
         """Samples an accuracy test covers: the whole data set in valid mode; in test mode the
@@ -239,8 +244,7 @@ def _derive_from_offline(req: HarnessRequest, offline: list[RunOutcome], scenari
     return new
 
 
-def lowered_target(target: float, summary: dict, scenario: str,
-                   limits: dict = LLAMA2_LATENCY_LIMITS_MS) -> float:
+def lowered_target(target: float, summary: dict, scenario: str, limits: dict) -> float:
     """The next target after `target` missed the latency bounds: scaled by how far the worse p99
     (TTFT or TPOT) is over its bound, with a margin, at least 30% lower and at most MAX_LOWERING
     times lower (one p99 measured on a busy host is no reason to give up most of the throughput)."""
@@ -272,7 +276,7 @@ def _meet_latency_bounds(req: HarnessRequest, scenario: str, rows: int, outcome:
     """A Server/Interactive target this run chose (derived, not given) that missed the latency
     bounds is lowered and the performance test run again, at most LATENCY_RETRIES times. A given
     target is the user's choice and is kept: its INVALID result is reported as it is."""
-    tries, limits = 0, req.rnd.latency_limits_ms
+    tries, limits = 0, req.bench.latency_limits_ms
     while (scenario in limits and sources.get(scenario, "given") != "given"
            and outcome.verdict == "INVALID" and outcome.summary.get("latency_met") is False
            and tries < LATENCY_RETRIES):

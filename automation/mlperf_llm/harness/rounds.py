@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from mlperf_llm.rounds import LLAMA2, ROUNDS, SCENARIOS, Round, RoundError, check_model, get_round
+from mlperf_llm.benchmarks import BenchmarkError, get_benchmark
+from mlperf_llm.rounds import ROUNDS, Round, RoundError, check_model, get_round
 
 __all__ = ["Round", "RoundError", "get_round", "installed_loadgen_version", "loadgen_check",
            "loadgen_model_and_dirs"]
@@ -34,16 +35,17 @@ def loadgen_check(rnd: Round, version: str | None, built_from_source: bool = Fal
 
 def loadgen_model_and_dirs(model: str, scenario: str, rnd: Round) -> tuple[str, str, str, str]:
     """(LoadGen config model name, LoadGen scenario, results model dir, results scenario dir)."""
-    if model not in LLAMA2:
-        raise RoundError(f"model {model!r} is not supported; choose one of {', '.join(LLAMA2)}")
-    check_model(rnd, model)
-    if scenario not in SCENARIOS:
-        raise RoundError(f"scenario {scenario!r} is not supported; choose one of {', '.join(SCENARIOS)}")
+    try:
+        bench = get_benchmark(model)
+        check_model(rnd, model)
+        bench.check_scenario(scenario)
+    except BenchmarkError as e:
+        raise RoundError(str(e)) from None
     if scenario != "Interactive":
-        return "llama2-70b", scenario, model, scenario
+        return bench.loadgen_key, scenario, model, scenario
     if rnd.interactive == "none":
         later = [r.name for r in ROUNDS.values() if r.interactive != "none"]
         raise RoundError(f"scenario Interactive does not exist in round {rnd.name}; use {later[0]} or later")
-    if rnd.interactive == "model":
-        return "llama2-70b-interactive", "Server", model.replace("llama2-70b", "llama2-70b-interactive"), "Server"
-    return "llama2-70b-interactive", "Server", model, "Interactive"
+    if rnd.interactive == "model":      # v5.0: a benchmark of its own, run as its Server
+        return bench.interactive_key, "Server", bench.name.replace(bench.family, bench.family + "-interactive"), "Server"
+    return bench.interactive_key, "Server", model, "Interactive"

@@ -76,7 +76,7 @@ class Refused(Exception):
 
 
 def _make_client_factory(cfg: TestConfig):
-    params = GenerationParams(max_tokens=cfg.max_tokens, token_ids_via=cfg.token_ids_via)
+    params = GenerationParams(max_tokens=cfg.max_new_tokens, token_ids_via=cfg.token_ids_via)
     per_endpoint = max(1, cfg.max_inflight)
 
     def make() -> ApiClient:
@@ -177,7 +177,7 @@ def run(cfg: TestConfig) -> int:
         sut = ApiSUT(ds, ApiSutConfig(streaming, cfg.num_workers, cfg.max_inflight), make_client, responder, watch)
     else:
         from .sut_hf import HfSUT, HfSutConfig
-        sut = HfSUT(ds, HfSutConfig(cfg.model_path, streaming, cfg.batch_size, cfg.dtype, cfg.max_tokens), responder)
+        sut = HfSUT(ds, HfSutConfig(cfg.model_path, streaming, cfg.batch_size, cfg.dtype, cfg.max_new_tokens), responder)
 
     def write_status(extra: list[str]) -> None:
         status.ok = not responder.failed.is_set() and not extra

@@ -16,8 +16,9 @@ import types
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from typing import Union, get_args, get_origin, get_type_hints
 
+from ..benchmarks import SCENARIOS, get_benchmark
+
 CONFIG_FILE = "harness_config.json"
-SCENARIOS = ("Offline", "Server", "Interactive")
 MODES = ("performance", "accuracy", "TEST06")      # TEST06: accuracy with the compliance test's audit.config
 BACKENDS = ("vllm", "transformers")
 EXECUTION_MODES = ("test", "valid")
@@ -52,7 +53,7 @@ class TestSettings:
     __test__ = False              # not a pytest class, whatever its name
 
     dataset_path: str = field(metadata={"help": "the processed data set (.pkl)"})
-    model: str = "llama2-70b-99"
+    model: str = field(metadata={"help": "the benchmark (mlperf_llm.benchmarks): llama2-70b-99.9, llama3.1-8b, ..."})
     round: str = _help("", "6.1, 6.0, ... ('': the newest round that has the model)")
     execution_mode: str = _choices("test", EXECUTION_MODES)
     backend: str = _choices("vllm", BACKENDS)
@@ -63,13 +64,18 @@ class TestSettings:
     num_workers: int = 1
     max_inflight: int = 1024
     total_sample_count: int | None = None
-    max_tokens: int = 1024
+    max_tokens: int | None = _help(None, "new tokens at most (none: the benchmark's)")
     token_ids_via: str = _choices("return_token_ids", TOKEN_IDS_VIA)
     batch_size: int = 1
     dtype: str = _choices("float32", DTYPES)
     audit_conf: str = _help("", "audit.config to copy into the output dir (compliance tests)")
     skip_tokenizer_check: bool = False
     progress: bool = True
+
+    @property
+    def max_new_tokens(self) -> int:
+        """max_tokens, else the benchmark's (llama2-70b 1024, llama3.1-8b 128)."""
+        return self.max_tokens or get_benchmark(self.model).max_new_tokens
 
 
 @dataclass(frozen=True, kw_only=True)

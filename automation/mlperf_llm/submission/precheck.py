@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from ..benchmarks import BenchmarkError, get_benchmark
 from ..rounds import Round
 from .logs import read_detail_log
 
@@ -50,19 +51,21 @@ def precheck(tree: str, rnd: Round) -> list[PreFinding]:
     out: list[PreFinding] = []
     for division, _, _, bench, folder in _benchmarks(tree):
         rel = os.path.relpath(folder, tree)
-        if not bench.startswith("llama2-70b"):
-            continue
+        try:
+            spec = get_benchmark(bench)
+        except BenchmarkError:
+            continue                    # not an LLM benchmark of this tool: the checker's alone
         if not rnd.has_model(bench):
             out.append(PreFinding(rel, f"{rnd.version} has no benchmark {bench} (it has "
-                                       f"{', '.join(rnd.models)}): remove the folder or build the tree for a "
+                                       f"{', '.join(rnd.benchmarks)}): remove the folder or build the tree for a "
                                        "round that has it"))
             continue
         scenarios = {s for s in os.listdir(folder) if os.path.isdir(os.path.join(folder, s))}
         if division == "closed" and "-interactive" not in bench:    # v5.0's interactive benchmark: Server only
-            for need in rnd.missing_scenarios(scenarios):
+            for need in rnd.missing_scenarios(spec, scenarios):
                 out.append(PreFinding(rel, f"closed division of {rnd.version} needs {need} "
-                                           f"({rnd.describe_scenarios()}); it is not in the tree"))
-        limits = rnd.latency_limits_ms.get("Interactive")
+                                           f"({rnd.describe_scenarios(spec)}); it is not in the tree"))
+        limits = spec.latency_limits_ms.get("Interactive")
         log_path = os.path.join(folder, "Interactive", "performance", "run_1", "mlperf_log_detail.txt")
         if "Interactive" in scenarios and limits and os.path.isfile(log_path):
             log = read_detail_log(log_path)

@@ -1,28 +1,30 @@
-"""What the submission rules say for llama2-70b in every round (mlcommons/inference tools/submission).
+"""What the submission rules say in every round (mlcommons/inference tools/submission).
 
-Numbers are the checker's own (MODEL_CONFIG of v4.1 .. v6.1); what differs between rounds (layout,
-required scenarios, seeds, models) is in mlperf_llm.rounds.
+Numbers are the checker's own (MODEL_CONFIG of v4.1 .. v6.1); what differs between benchmarks
+(accuracy targets, data set size, scenarios) is in mlperf_llm.benchmarks, what differs between
+rounds (layout, seeds, which benchmarks) in mlperf_llm.rounds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..benchmarks import BENCHMARKS, SCENARIOS, BenchmarkError, get_benchmark
 from .errors import SubmissionError
 
-REFERENCE_ACCURACY = {"ROUGE1": 44.4312, "ROUGE2": 22.0352, "ROUGEL": 28.6162, "TOKENS_PER_SAMPLE": 294.45}
-DATASET_SIZE = 24576
 MIN_DURATION_MS = 600000
 FILE_SIZE_LIMIT = 50 * 1024 * 1024
 MAX_ACCURACY_LOG_SIZE = 10 * 1024
 VIEWABLE_SIZE = 4096                      # head and tail kept by truncation
-SCENARIO_ORDER = ("Offline", "Server", "Interactive")
+SCENARIO_ORDER = SCENARIOS
 RESULT_KEYS = {                           # detail-log key of the reported metric, and its unit
     "Offline": ("result_tokens_per_second", "Tokens/s"),
     "Server": ("result_completed_tokens_per_second", "Tokens/s"),
     "Interactive": ("result_completed_tokens_per_second", "Tokens/s"),
 }
-MODELS = ("llama2-70b-99", "llama2-70b-99.9", "llama2-70b-interactive-99", "llama2-70b-interactive-99.9")
+# the results folders of a benchmark: its name, and v5.0's `<family>-interactive-<level>` for Interactive
+MODELS = tuple(BENCHMARKS) + tuple(b.name.replace(b.family, b.family + "-interactive")
+                                   for b in BENCHMARKS.values() if b.family == "llama2-70b")
 # what this project adds to each measurement folder: the reproduction record (docs/reproduce.md,
 # written by mlperf_llm.reproduce); no system name starts it, so the checkers' `<system>*.json` never
 # picks it
@@ -45,18 +47,12 @@ class Target:
         return text
 
 
-def base_model(model: str) -> str:
-    """llama2-70b-interactive-99.9 -> llama2-70b-99.9 (same accuracy rules)."""
-    return model.replace("-interactive", "")
-
-
 def accuracy_targets(model: str) -> list[Target]:
-    """The closed-division targets of `model`, in the checker's order."""
-    m = base_model(model)
-    if m not in ("llama2-70b-99", "llama2-70b-99.9"):
-        raise SubmissionError(f"model {model!r}", "has no llama2-70b accuracy targets",
-                              f"use one of {', '.join(MODELS)}")
-    factor = 0.99 if m.endswith("-99") else 0.999
-    tps = REFERENCE_ACCURACY["TOKENS_PER_SAMPLE"]
-    return [Target(k, REFERENCE_ACCURACY[k] * factor) for k in ("ROUGE1", "ROUGE2", "ROUGEL")] + [
-        Target("TOKENS_PER_SAMPLE", tps * 0.9, tps * 1.1)]
+    """The closed-division targets of `model` on its whole data set, in the checker's order."""
+    try:
+        acc = get_benchmark(model).accuracy
+    except BenchmarkError as e:
+        raise SubmissionError(f"model {model!r}", "has no accuracy targets", str(e)) from None
+    low, high = acc.length_range
+    return [Target(m, ref * acc.scale) for m, ref in acc.quality] + [
+        Target(acc.length_metric, acc.length_reference * low, acc.length_reference * high)]

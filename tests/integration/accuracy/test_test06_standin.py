@@ -23,7 +23,7 @@ def run_test06(tmp_path, cfg, scenario):
     dataset = write_dataset(str(tmp_path / "ds.pkl"), ROWS)
     conf, _ = audit_config("", str(tmp_path / "audit"), round_for("", "llama2-70b-99"))
     with StandinProcess(cfg) as sp:
-        outs = run_all(HarnessRequest(results_dir=str(tmp_path / "results"), dataset_path=dataset,
+        outs = run_all(HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path / "results"), dataset_path=dataset,
                                       api_servers=(sp.url,), api_model_name="standin-model",
                                       test_query_count=ROWS, progress=False, scenarios=(scenario,),
                                       modes=("TEST06",), audit_conf=conf, server_target_qps=50))

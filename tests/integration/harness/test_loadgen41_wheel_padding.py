@@ -31,7 +31,7 @@ def test_a_test_run_on_the_41_wheel_issues_what_it_asked(tmp_path, wheel, scenar
     assert version == V41.loadgen_pin
     dataset = write_dataset(str(tmp_path / "ds.pkl"), ROWS)
     with StandinProcess(StandinConfig(output_tokens=3)) as sp:
-        req = HarnessRequest(results_dir=str(tmp_path / "results"), dataset_path=dataset, api_servers=(sp.url,),
+        req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path / "results"), dataset_path=dataset, api_servers=(sp.url,),
                              api_model_name="standin-model", round="4.1", scenarios=(scenario,),
                              modes=("performance",), test_query_count=QUERIES, server_target_qps=50.0,
                              loadgen_path=site, loadgen_version=version, progress=False)
@@ -52,7 +52,7 @@ def test_without_the_version_the_same_run_pads_to_the_data_set(tmp_path, wheel):
     site, _ = wheel
     dataset = write_dataset(str(tmp_path / "ds.pkl"), ROWS)
     with StandinProcess(StandinConfig(output_tokens=3)) as sp:
-        req = HarnessRequest(results_dir=str(tmp_path / "results"), dataset_path=dataset, api_servers=(sp.url,),
+        req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path / "results"), dataset_path=dataset, api_servers=(sp.url,),
                              api_model_name="standin-model", round="4.1", scenarios=("Offline",),
                              modes=("performance",), test_query_count=QUERIES, loadgen_path=site, progress=False)
         (perf,) = run_all(req)

@@ -33,7 +33,7 @@ def start_managed(tmp_path, *extra):
 def request(tmp_path, proc, **kw):
     r = proc.record
     dataset = write_dataset(str(tmp_path / "ds.pkl"), ROWS)
-    return HarnessRequest(results_dir=str(tmp_path / "results"), dataset_path=dataset,
+    return HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path / "results"), dataset_path=dataset,
                           api_servers=(proc.url,), api_model_name=MODEL, test_query_count=ROWS, progress=False,
                           managed_servers=(ManagedServer(r.url, r.pid, r.start_ticks, r.log_path),), **kw)
 

@@ -1,5 +1,6 @@
-"""The round of a run, planned through the engine on the project's real scripts (planning only:
-nothing runs): the default from --model, the refusal of a model the round lacks, _r<round> on every
+"""The round and the benchmark of a run, planned through the engine on the project's real scripts
+(planning only: nothing runs): the round's default from --model, the benchmark's default from the
+round, the refusal of a model the round lacks or this tool does not know, _r<round> on every
 round-aware step."""
 import os
 import re
@@ -38,7 +39,31 @@ def test_a_model_the_round_lacks_is_refused_before_anything_runs(runner, tmp_pat
                    results_dir=str(tmp_path / "results"))
     assert r["return"] == 2
     assert r["error"].startswith("run-mlperf-inference-app: round v6.1 has no llama2-70b-99")
-    assert "--model=llama2-70b-99.9 with _r6.1" in r["error"] and "_r6.0" in r["error"]
+    assert "(its benchmarks: llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge)" in r["error"]
+    assert "_r6.0" in r["error"]
+    assert "Traceback" not in r["error"] and not (tmp_path / "results").exists()
+
+
+def test_no_model_plans_the_rounds_first_benchmark_and_says_why(runner, capsys):
+    r = runner.plan(MAIN, division="open")
+    assert r["return"] == 0, r.get("error")
+    err = capsys.readouterr().err
+    assert ("benchmark llama2-70b-99.9: no --model given, so the first of round v6.1's benchmarks "
+            "(llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge) that this tool runs") in err
+    assert "run-mlperf-inference-app _embedded,_full,_model.llama2-70b-99.9,_r6.1" in runner.output
+    r = runner.plan(MAIN + ",_r5.0", division="open")
+    assert r["return"] == 0 and "_model.llama2-70b-99,_r5.0" in runner.output
+
+
+@pytest.mark.parametrize("model, words", [
+    ("llama2-70b", "--model=llama2-70b is not a benchmark this tool knows; benchmarks: llama2-70b-99, "
+                   "llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge"),
+    ("llama3.1-8b-99.9", "--model=llama3.1-8b-99.9 is not a benchmark this tool knows; benchmarks: "),
+    ("llama3.1-8b", "--model=llama3.1-8b: this tool cannot run it yet: "),
+])
+def test_a_model_this_tool_does_not_run_is_refused_with_the_benchmarks(runner, tmp_path, model, words):
+    r = runner.run(MAIN, model=model, division="open", results_dir=str(tmp_path / "results"))
+    assert r["return"] == 2 and words in r["error"], r["error"]
     assert "Traceback" not in r["error"] and not (tmp_path / "results").exists()
 
 

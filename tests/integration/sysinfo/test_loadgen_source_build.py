@@ -113,7 +113,7 @@ def test_the_harness_runs_test06_with_the_build_and_it_verifies(built, tmp_path,
     dataset = write_dataset(str(tmp_path / "ds.pkl"), 24)
     audit, _ = audit_config(inference_source("4.1"), str(tmp_path / "audit"), V41)
     with StandinProcess(StandinConfig(output_tokens=6)) as sp:
-        [out] = run_all(HarnessRequest(results_dir=str(tmp_path / "results"), dataset_path=dataset,
+        [out] = run_all(HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path / "results"), dataset_path=dataset,
                                        api_servers=(sp.url,), api_model_name="standin-model", round="4.1",
                                        test_query_count=24, progress=False, scenarios=(scenario,),
                                        modes=("TEST06",), audit_conf=audit, server_target_qps=50,

@@ -32,7 +32,7 @@ def checker_patterns():
 
 
 def test_cli_writes_checker_readable_accuracy_txt(golden, tmp_path):
-    rc = main(["evaluate", "--accuracy-log", golden["log"], "--dataset", golden["dataset"],
+    rc = main(["evaluate", "--model=llama2-70b-99", "--accuracy-log", golden["log"], "--dataset", golden["dataset"],
                "--tokenizer", golden["tokenizer"], "--output-dir", str(tmp_path), "--workers", "1"])
     assert rc == 0
     lines = (tmp_path / "accuracy.txt").read_text().splitlines()
@@ -55,7 +55,7 @@ def test_cli_writes_checker_readable_accuracy_txt(golden, tmp_path):
 
 
 def test_cli_bad_input_exit_code(golden, tmp_path, capsys):
-    rc = main(["evaluate", "--accuracy-log", str(tmp_path / "missing.json"), "--dataset", golden["dataset"],
+    rc = main(["evaluate", "--model=llama2-70b-99", "--accuracy-log", str(tmp_path / "missing.json"), "--dataset", golden["dataset"],
                "--tokenizer", golden["tokenizer"]])
     assert rc == 2 and "AccuracyOnly" in capsys.readouterr().err
     assert not (tmp_path / "accuracy.txt").exists()
@@ -65,7 +65,7 @@ def test_embedded_targets_through_cli(golden, tmp_path, capsys):
     ref = tmp_path / "reference.json"
     ref.write_text(json.dumps({"metrics": {"rouge1": 60.0, "rouge2": 50.0, "rougeL": 60.0,
                                            "tokens_per_sample": 80.0}}))
-    rc = main(["evaluate", "--accuracy-log", golden["log"], "--dataset", golden["dataset"],
+    rc = main(["evaluate", "--model=llama2-70b-99", "--accuracy-log", golden["log"], "--dataset", golden["dataset"],
                "--tokenizer", golden["tokenizer"], "--output-dir", str(tmp_path), "--workers", "1",
                "--embedded-reference", str(ref)])
     out = capsys.readouterr().out

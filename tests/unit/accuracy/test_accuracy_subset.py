@@ -38,7 +38,7 @@ def write_log(path, answers, indices):
 def test_subset_targets_are_the_reference_answers_of_the_same_samples(embedded, tmp_path):
     samples, dataset, answers = embedded
     log = write_log(tmp_path / "log.json", answers, [3, 0, 2, 1, 4, 5, 6, 7, 8, 9, 0])  # a repeat counts once
-    req = AccuracyRequest([str(tmp_path)], dataset, tokenizer="", embedded_reference=str(REFERENCE_FILE))
+    req = AccuracyRequest([str(tmp_path)], dataset, tokenizer="", model="llama2-70b-99", embedded_reference=str(REFERENCE_FILE))
     splitter = get_splitter()
     count, metrics = _embedded_subset(req, log, splitter)
     assert count == 10
@@ -57,7 +57,7 @@ def test_subset_targets_are_the_reference_answers_of_the_same_samples(embedded, 
 def test_the_whole_set_keeps_the_recorded_reference(embedded, tmp_path):
     samples, dataset, answers = embedded
     log = write_log(tmp_path / "log.json", answers, list(range(len(samples))))
-    req = AccuracyRequest([str(tmp_path)], dataset, tokenizer="", embedded_reference=str(REFERENCE_FILE))
+    req = AccuracyRequest([str(tmp_path)], dataset, tokenizer="", model="llama2-70b-99", embedded_reference=str(REFERENCE_FILE))
     assert _embedded_subset(req, log, get_splitter()) is None
 
 
@@ -67,6 +67,6 @@ def test_a_data_set_the_answers_do_not_belong_to_is_named(embedded, tmp_path):
     other = tmp_path / "other.pkl"
     pd.DataFrame({"id": [f"x{i}" for i in range(len(samples))], "output": ["a"] * len(samples)}).to_pickle(other)
     log = write_log(tmp_path / "log.json", answers, [0, 1])
-    req = AccuracyRequest([str(tmp_path)], str(other), tokenizer="", embedded_reference=str(REFERENCE_FILE))
+    req = AccuracyRequest([str(tmp_path)], str(other), tokenizer="", model="llama2-70b-99", embedded_reference=str(REFERENCE_FILE))
     with pytest.raises(Exception, match="not the embedded one"):
         _embedded_subset(req, log, get_splitter())

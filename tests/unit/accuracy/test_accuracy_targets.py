@@ -54,5 +54,5 @@ def test_bad_inputs(tmp_path):
     bad.write_text(json.dumps({"metrics": {"rouge1": 1}}))
     with pytest.raises(TargetError, match="rouge2"):
         embedded_targets("llama2-70b-99", str(bad))
-    with pytest.raises(TargetError, match="unknown model"):
+    with pytest.raises(TargetError, match="is not a benchmark this tool knows"):
         mlperf_targets("gptj-99")

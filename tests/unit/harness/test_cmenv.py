@@ -5,7 +5,8 @@ from mlperf_llm.harness.driver import HarnessInputError, HarnessRequest, RunOutc
 from mlperf_llm.harness.testconfig import ManagedServer
 from mlperf_llm.vllm.server import ServerRecord
 
-BASE = {"CM_DATASET_PREPROCESSED_PATH": "/d/ds.pkl", "CM_MLPERF_API_SERVER": "http://a:1, http://b:2"}
+BASE = {"CM_DATASET_PREPROCESSED_PATH": "/d/ds.pkl", "CM_MLPERF_API_SERVER": "http://a:1, http://b:2",
+        "CM_MLPERF_MODEL": "llama2-70b-99"}
 
 
 def test_defaults_and_mapping():
@@ -22,7 +23,7 @@ def test_defaults_and_mapping():
 
 
 def test_vllm_helper_names_are_fallbacks():
-    r = request_from_env({"CM_DATASET_PREPROCESSED_PATH": "/d", "CM_VLLM_SERVER_URL": "http://v:8000",
+    r = request_from_env({"CM_MLPERF_MODEL": "llama2-70b-99", "CM_DATASET_PREPROCESSED_PATH": "/d", "CM_VLLM_SERVER_URL": "http://v:8000",
                           "CM_VLLM_SERVER_MODEL_NAME": "smol"})
     assert r.api_servers == ("http://v:8000",) and r.api_model_name == "smol"
 
@@ -31,7 +32,7 @@ def test_the_server_this_run_started_reaches_the_tests_and_a_given_one_does_not(
     record = ServerRecord(pid=4242, pgid=4242, start_ticks=77, url="http://127.0.0.1:8000", model_name="smol",
                           log_path="/w/vllm-server-8000.log")
     record.save(tmp_path / "vllm-server-8000.json")
-    started = {"CM_DATASET_PREPROCESSED_PATH": "/d", "CM_VLLM_SERVER_URL": "http://127.0.0.1:8000",
+    started = {"CM_MLPERF_MODEL": "llama2-70b-99", "CM_DATASET_PREPROCESSED_PATH": "/d", "CM_VLLM_SERVER_URL": "http://127.0.0.1:8000",
                "CM_VLLM_SERVER_STARTED": "yes", "CM_VLLM_SERVER_RECORD": str(tmp_path / "vllm-server-8000.json")}
     assert request_from_env(started).managed_servers == (
         ManagedServer(url="http://127.0.0.1:8000", pid=4242, start_ticks=77, log_path="/w/vllm-server-8000.log"),)
@@ -43,7 +44,8 @@ def test_the_server_this_run_started_reaches_the_tests_and_a_given_one_does_not(
 
 
 @pytest.mark.parametrize("env, word", [
-    ({"CM_MLPERF_LOADGEN_SCENARIO": "SingleStream"}, "unknown scenario 'SingleStream'"),
+    ({"CM_MLPERF_LOADGEN_SCENARIO": "MultiStream"}, "unknown scenario 'MultiStream'"),
+    ({"CM_MLPERF_MODEL": ""}, "no benchmark: CM_MLPERF_MODEL is empty; fix: pass --model=NAME .benchmarks: llama2-70b-99, "),
     ({"CM_MLPERF_LOADGEN_MODE": "fast"}, "unknown mode 'fast'"),
     ({"CM_MLPERF_LOADGEN_TEST_QUERY_COUNT": "ten"}, "CM_MLPERF_LOADGEN_TEST_QUERY_COUNT='ten'"),
     ({"CM_DATASET_PREPROCESSED_PATH": ""}, "no data set"),
@@ -54,19 +56,19 @@ def test_bad_env_is_named(env, word):
 
 
 def test_request_validation(tmp_path):
-    ok = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", api_servers=("http://x",))
+    ok = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", api_servers=("http://x",))
     ok.validate()
     with pytest.raises(HarnessInputError, match="api_server is empty"):
-        HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl").validate()
+        HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl").validate()
     with pytest.raises(HarnessInputError, match="TEST06 needs its audit.config"):
-        HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", modes=("TEST06",),
+        HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", modes=("TEST06",),
                        api_servers=("http://x",)).validate()
     with pytest.raises(HarnessInputError, match="model_path"):
-        HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", backend="transformers").validate()
+        HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", backend="transformers").validate()
 
 
 def test_outcome_env_reports_the_worst():
-    req = HarnessRequest(results_dir="/r", dataset_path="ds.pkl")
+    req = HarnessRequest(model="llama2-70b-99", results_dir="/r", dataset_path="ds.pkl")
     outs = [RunOutcome("Offline", "performance", "VALID", [], "/r/a", 0),
             RunOutcome("Server", "performance", "INVALID", ["x"], "/r/b", 0)]
     assert env_from_outcomes(req, outs)["CM_MLPERF_HARNESS_STATUS"] == "INVALID"
@@ -76,7 +78,7 @@ def test_outcome_env_reports_the_worst():
 
 def test_outcome_env_hands_on_derived_targets_only(tmp_path):
     import json
-    req = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl")
+    req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl")
     assert not any("TARGET_QPS" in k for k in env_from_outcomes(req, []))        # no targets.json
     (tmp_path / "targets.json").write_text(json.dumps({
         "Offline": {"target_qps": None, "source": "LoadGen default (mlperf.conf)"},
@@ -93,13 +95,13 @@ def test_server_target_comes_from_the_fastest_offline_test(capsys):
     acc = RunOutcome("Offline", "accuracy", "VALID", [], "/r/b", 0, {}, 211 / 34.0)
     assert acc.offline_rate() == (211 / 34.0, "Offline accuracy test")
     sources = {}
-    req = _derive_from_offline(HarnessRequest(results_dir="/r", dataset_path="ds.pkl"), [perf, acc], "Server", sources)
+    req = _derive_from_offline(HarnessRequest(model="llama2-70b-99", results_dir="/r", dataset_path="ds.pkl"), [perf, acc], "Server", sources)
     assert req.server_target_qps == 4.34 and "Offline accuracy test" in sources["Server"]
     assert "Server target_qps 4.34" in capsys.readouterr().out
-    given = HarnessRequest(results_dir="/r", dataset_path="ds.pkl", server_target_qps=9.2)
+    given = HarnessRequest(model="llama2-70b-99", results_dir="/r", dataset_path="ds.pkl", server_target_qps=9.2)
     assert _derive_from_offline(given, [perf, acc], "Server", {}).server_target_qps == 9.2
     failed = RunOutcome("Offline", "accuracy", "FAILED", [], "/r/c", 3, {}, 50.0)
-    req = HarnessRequest(results_dir="/r", dataset_path="ds.pkl")
+    req = HarnessRequest(model="llama2-70b-99", results_dir="/r", dataset_path="ds.pkl")
     assert _derive_from_offline(req, [failed], "Server", {}).server_target_qps is None
 
 

@@ -4,11 +4,13 @@ from pathlib import Path
 
 import pytest
 
+from mlperf_llm.benchmarks import get_benchmark
 from mlperf_llm.harness import driver
 from mlperf_llm.harness.driver import HarnessRequest, RunOutcome, lowered_target
 from mlperf_llm.harness.results import parse_summary
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "harness"
+LIMITS = get_benchmark("llama2-70b-99").latency_limits_ms
 
 
 def test_latency_bounds_verdict_is_read_from_the_summary():
@@ -22,14 +24,14 @@ def test_latency_bounds_verdict_is_read_from_the_summary():
 
 def test_lowered_target_scales_with_the_worse_bound_and_drops_at_least_30_percent():
     # the run measured here: TPOT p99 240 ms against 200 -> x0.8*200/240 = x0.667
-    assert lowered_target(1.32, {"ttft_p99_ns": 713e6, "tpot_p99_ns": 240e6}, "Server") == 0.88
+    assert lowered_target(1.32, {"ttft_p99_ns": 713e6, "tpot_p99_ns": 240e6}, "Server", LIMITS) == 0.88
     # just over: still at least 30% lower
-    assert lowered_target(1.0, {"ttft_p99_ns": 2.01e9, "tpot_p99_ns": 150e6}, "Server") == 0.7
+    assert lowered_target(1.0, {"ttft_p99_ns": 2.01e9, "tpot_p99_ns": 150e6}, "Server", LIMITS) == 0.7
     # far over (Interactive's 40 ms TPOT): much lower
-    assert lowered_target(1.0, {"ttft_p99_ns": 300e6, "tpot_p99_ns": 120e6}, "Interactive") == 0.266
+    assert lowered_target(1.0, {"ttft_p99_ns": 300e6, "tpot_p99_ns": 120e6}, "Interactive", LIMITS) == 0.266
     # very far over (a p99 from a busy host): at most MAX_LOWERING (4x) lower, not 20x
-    assert lowered_target(1.0, {"ttft_p99_ns": 300e6, "tpot_p99_ns": 800e6}, "Interactive") == 0.25
-    assert lowered_target(2.0, {}, "Server") == 1.4
+    assert lowered_target(1.0, {"ttft_p99_ns": 300e6, "tpot_p99_ns": 800e6}, "Interactive", LIMITS) == 0.25
+    assert lowered_target(2.0, {}, "Server", LIMITS) == 1.4
 
 
 def _outcome(directory, latency_met, verdict="INVALID"):
@@ -53,7 +55,7 @@ def _recorder(tmp_path, results):
 def test_a_chosen_target_is_lowered_until_the_bounds_are_met(tmp_path, monkeypatch, capsys):
     calls, run_one = _recorder(tmp_path, [True])
     monkeypatch.setattr(driver, "run_one", run_one)
-    req = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
+    req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
                          server_target_qps=1.32)
     sources = {"Server": "derived from the Offline performance test of this run (1.89 samples/s)"}
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
@@ -69,7 +71,7 @@ def test_a_chosen_target_is_lowered_until_the_bounds_are_met(tmp_path, monkeypat
 def test_the_search_stops_after_its_retries(tmp_path, monkeypatch):
     calls, run_one = _recorder(tmp_path, [False] * 10)
     monkeypatch.setattr(driver, "run_one", run_one)
-    req = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
+    req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
                          server_target_qps=1.0)
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
     _, out = driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
@@ -82,7 +84,7 @@ def test_the_search_stops_after_its_retries(tmp_path, monkeypatch):
 def test_a_given_target_or_an_early_stopping_miss_is_not_searched(tmp_path, monkeypatch):
     calls, run_one = _recorder(tmp_path, [True])
     monkeypatch.setattr(driver, "run_one", run_one)
-    req = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
+    req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
                          server_target_qps=9.2)
     missed = _outcome(tmp_path / "a", False)
     assert driver._meet_latency_bounds(req, "Server", 211, missed, {"Server": "given"})[1] is missed
@@ -95,7 +97,7 @@ def test_a_test_mode_search_never_lowers_the_target_below_its_issue_time_bound(t
     # 10 test queries (211 rows): below 10/600 queries/s they would take over TEST_MODE_MAX_ISSUE_S
     calls, run_one = _recorder(tmp_path, [False] * 10)
     monkeypatch.setattr(driver, "run_one", run_one)
-    req = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
+    req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
                          server_target_qps=0.03)
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
     _, out = driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
@@ -108,7 +110,7 @@ def test_a_test_mode_search_never_lowers_the_target_below_its_issue_time_bound(t
 def test_a_valid_mode_search_has_no_issue_time_bound(tmp_path, monkeypatch):
     calls, run_one = _recorder(tmp_path, [False] * 10)
     monkeypatch.setattr(driver, "run_one", run_one)
-    req = HarnessRequest(results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
+    req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
                          server_target_qps=0.03, execution_mode="valid")
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
     driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})

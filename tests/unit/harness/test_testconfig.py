@@ -69,7 +69,7 @@ def test_the_driver_hands_each_test_every_shared_setting(tmp_path):
 
 
 def test_flags_alone_make_a_config_and_override_a_config_file(tmp_path):
-    base = ["--scenario=Offline", "--mode=accuracy", "--dataset-path=ds.pkl", "--output-dir=out",
+    base = ["--model=llama2-70b-99", "--scenario=Offline", "--mode=accuracy", "--dataset-path=ds.pkl", "--output-dir=out",
             "--user-conf=user.conf"]
     cfg = run.parse_args(base + ["--api-servers=http://a:1, http://b:2", "--no-progress", "--max-tokens=7",
                                  "--abort-grace-s=2"])
@@ -92,7 +92,7 @@ def test_flags_alone_make_a_config_and_override_a_config_file(tmp_path):
      "managed_servers[0]: pid='1' is not an integer"),
 ])
 def test_a_bad_document_is_named_with_the_key_and_the_fix(change, words):
-    good = TestConfig(scenario="Offline", mode="performance", dataset_path="d", output_dir="o", user_conf="u")
+    good = TestConfig(model="llama2-70b-99", scenario="Offline", mode="performance", dataset_path="d", output_dir="o", user_conf="u")
     data = {**json.loads(good.to_json()), **change}
     with pytest.raises(ConfigError) as e:
         TestConfig.from_dict(data, "f.json")
@@ -101,7 +101,9 @@ def test_a_bad_document_is_named_with_the_key_and_the_fix(change, words):
 
 def test_a_missing_setting_or_an_unreadable_file_refuses_the_test(tmp_path, capsys):
     with pytest.raises(ConfigError, match="the key 'user_conf' is missing"):
-        TestConfig.from_dict({"scenario": "Offline", "dataset_path": "d", "output_dir": "o"})
+        TestConfig.from_dict({"model": "llama2-70b-99", "scenario": "Offline", "dataset_path": "d", "output_dir": "o"})
+    with pytest.raises(ConfigError, match="the key 'model' is missing"):
+        TestConfig.from_dict({"scenario": "Offline", "dataset_path": "d", "output_dir": "o", "user_conf": "u"})
     with pytest.raises(ConfigError, match="not valid JSON"):
         TestConfig.from_json("{", "f.json")
     assert run.main([f"--config={tmp_path / 'missing.json'}"]) == run.EXIT_REFUSED

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from mlperf_llm import rounds
+from mlperf_llm.benchmarks import BENCHMARKS, get_benchmark
 from mlperf_llm.rounds import ROUNDS, RoundError, check_model, default_round, get_round, round_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -38,9 +39,10 @@ def test_default_round_is_the_newest_having_the_model():
     rnd, why = default_round("llama2-70b-99.9")
     assert rnd.name == "6.1" and "newest round that has llama2-70b-99.9" in why
     rnd, why = default_round("llama2-70b-99")
-    assert rnd.name == "6.0" and "v6.1 has only llama2-70b-99.9" in why
+    assert rnd.name == "6.0" and "v6.1 has llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge" in why
+    assert default_round("llama3.1-8b")[0] is rounds.NEWEST
     assert default_round("")[0] is rounds.NEWEST
-    with pytest.raises(RoundError, match="gpt-j"):
+    with pytest.raises(RoundError, match="'gpt-j' is not a benchmark this tool knows; benchmarks: llama2-70b-99, "):
         default_round("gpt-j")
 
 
@@ -48,7 +50,12 @@ def test_a_model_the_round_lacks_names_the_alternatives():
     with pytest.raises(RoundError) as e:
         check_model(ROUNDS["6.1"], "llama2-70b-99")
     msg = str(e.value)
-    assert "v6.1 has no llama2-70b-99" in msg and "--model=llama2-70b-99.9" in msg and "_r6.0" in msg
+    assert "v6.1 has no llama2-70b-99 (its benchmarks: llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge)" in msg
+    assert "_r6.0" in msg
+    with pytest.raises(RoundError, match="round v5.0 has no llama3.1-8b"):
+        check_model(ROUNDS["5.0"], "llama3.1-8b")
+    with pytest.raises(RoundError, match=r"llama3.1-8b has one accuracy level: use --model=llama3.1-8b\)"):
+        check_model(ROUNDS["6.1"], "llama3.1-8b-99.9")
     check_model(ROUNDS["6.1"], "llama2-70b-interactive-99.9")     # same benchmark, interactive folder
     assert round_for("", "llama2-70b-99").name == "6.0" and round_for("5.1", "llama2-70b-99").name == "5.1"
     with pytest.raises(RoundError, match="v6.1 has no llama2-70b-99"):
@@ -56,12 +63,15 @@ def test_a_model_the_round_lacks_names_the_alternatives():
 
 
 def test_scenario_requirements():
-    assert ROUNDS["4.1"].missing_scenarios({"Offline"}) == ["Server"]
-    assert ROUNDS["4.1"].missing_scenarios({"Offline", "Interactive"}) == ["Server"]
-    assert ROUNDS["6.1"].missing_scenarios({"Offline"}) == ["Server or Interactive"]
-    assert ROUNDS["6.0"].missing_scenarios({"Offline", "Interactive"}) == []
-    assert ROUNDS["6.0"].missing_scenarios({"Server"}) == ["Offline"]
-    assert ROUNDS["6.1"].describe_scenarios() == "Offline + Server or Interactive"
+    l2, l3, edge = (get_benchmark(n) for n in ("llama2-70b-99.9", "llama3.1-8b", "llama3.1-8b-edge"))
+    assert ROUNDS["4.1"].missing_scenarios(l2, {"Offline"}) == ["Server"]
+    assert ROUNDS["4.1"].missing_scenarios(l2, {"Offline", "Interactive"}) == ["Server"]
+    assert ROUNDS["6.1"].missing_scenarios(l2, {"Offline"}) == ["Server or Interactive"]
+    assert ROUNDS["6.0"].missing_scenarios(l2, {"Offline", "Interactive"}) == []
+    assert ROUNDS["6.0"].missing_scenarios(l2, {"Server"}) == ["Offline"]
+    assert ROUNDS["6.1"].describe_scenarios(l2) == "Offline + Server or Interactive"
+    assert ROUNDS["6.1"].describe_scenarios(l3) == "Offline + Server or Interactive"
+    assert ROUNDS["6.1"].missing_scenarios(edge, {"Offline"}) == ["SingleStream"]
 
 
 def test_loadgen_ranges_and_pins():
@@ -104,23 +114,47 @@ def test_table_matches_the_rounds_own_checker(name):
     rnd = ROUNDS[name]
     g = _checker_constants(rnd)
     cfg = g["MODEL_CONFIG"][rnd.version]
-    assert tuple(m for m in cfg["models"] if re.fullmatch(r"llama2-70b-99(\.9)?", m)) == rnd.models
+    assert {m for m in cfg["models"] if m in BENCHMARKS} == set(rnd.benchmarks)
     seeds = cfg["seeds"]
     assert (seeds["qsl_rng_seed"], seeds["sample_index_rng_seed"], seeds["schedule_rng_seed"]) == (
         rnd.seeds.qsl_rng_seed, rnd.seeds.sample_index_rng_seed, rnd.seeds.schedule_rng_seed)
-    for model in rnd.models:
-        required = cfg["required-scenarios-datacenter"][model]
-        optional = (cfg.get("optional-scenarios-datacenter") or {}).get(model, [])
-        ours = [set(alt) for alt in rnd.required_scenarios]
+    for model in rnd.benchmarks:
+        bench = get_benchmark(model)
+        required = cfg[f"required-scenarios-{bench.category}"][model]
+        optional = (cfg.get(f"optional-scenarios-{bench.category}") or {}).get(model, [])
+        ours = [set(alt) for alt in rnd.required(bench)]
         assert [{s} for s in sorted(required)] + ([set(optional)] if optional else []) == \
             sorted([a for a in ours if len(a) == 1], key=min) + [a for a in ours if len(a) > 1], model
-    limits = g["LLM_LATENCY_LIMITS"][rnd.models[-1]]
-    if "Server" in limits:               # v5.1 on: per scenario, in ns
-        for scenario, (ttft, tpot) in rnd.latency_limits_ms.items():
-            assert (limits[scenario]["ttft"], limits[scenario]["tpot"]) == (ttft * 10**6, tpot * 10**6)
-    else:                                # v4.1, v5.0: one "conversational" bound, the Server one
-        assert (limits["conversational"]["ttft"], limits["conversational"]["tpot"]) == tuple(
-            x * 10**6 for x in rnd.latency_limits_ms["Server"])
+        if "dataset-size" in cfg:           # from v5.1
+            assert cfg["dataset-size"][model] == bench.dataset_rows
+        assert cfg["performance-sample-count"][model] == bench.performance_sample_count
+        if not bench.latency_limits_ms:
+            assert model not in g["LLM_LATENCY_LIMITS"], model
+            continue
+        limits = g["LLM_LATENCY_LIMITS"][model]
+        if "Server" in limits:               # v5.1 on: per scenario, in ns
+            for scenario, (ttft, tpot) in bench.latency_limits_ms.items():
+                assert (limits[scenario]["ttft"], limits[scenario]["tpot"]) == (ttft * 10**6, tpot * 10**6)
+        else:                                # v4.1, v5.0: one "conversational" bound, the Server one
+            assert (limits["conversational"]["ttft"], limits["conversational"]["tpot"]) == tuple(
+                x * 10**6 for x in bench.latency_limits_ms["Server"])
+
+
+@pytest.mark.parametrize("name", [r for r in ROUNDS if r >= "5.1"])
+def test_accuracy_targets_are_the_checkers(name):
+    """Each benchmark's metrics, references x scale (quality) and x low / x high (length)."""
+    rnd = ROUNDS[name]
+    cfg = _checker_constants(rnd)["MODEL_CONFIG"][rnd.version]
+    for model in rnd.benchmarks:
+        acc = get_benchmark(model).accuracy
+        theirs = cfg["accuracy-target"][model]
+        pairs = dict(zip(theirs[::2], theirs[1::2]))
+        assert list(pairs) == list(acc.metrics), model
+        for metric, ref in acc.quality:
+            assert pairs[metric] == pytest.approx(ref * acc.scale), (model, metric)
+        low, high = acc.length_range
+        assert pairs[acc.length_metric] == pytest.approx(acc.length_reference * low), model
+        assert cfg["accuracy-upper-limit"][model] == (acc.length_metric, pytest.approx(acc.length_reference * high))
 
 
 def _conf_seeds(path):
@@ -168,20 +202,37 @@ def test_every_round_step_has_a_variation_per_round_and_no_default(step):
     assert "CM_MLPERF_INFERENCE_VERSION" not in (m.get("default_env") or {}), step
 
 
-def test_all_scenarios_follow_the_round():
-    assert rounds.expand_scenarios("all", ROUNDS["4.1"]) == ["Offline", "Server"]
-    assert rounds.expand_scenarios("all", ROUNDS["5.1"]) == ["Offline", "Server"]     # as before v6
-    assert rounds.expand_scenarios("ALL", ROUNDS["6.1"]) == ["Offline", "Server", "Interactive"]
-    assert rounds.expand_scenarios("Offline, Server", ROUNDS["6.1"]) == ["Offline", "Server"]
+def test_all_scenarios_follow_the_round_and_the_benchmark():
+    assert rounds.expand_scenarios("all", ROUNDS["4.1"], "llama2-70b-99") == ["Offline", "Server"]
+    assert rounds.expand_scenarios("all", ROUNDS["5.1"], "llama2-70b-99") == ["Offline", "Server"]     # as before v6
+    assert rounds.expand_scenarios("ALL", ROUNDS["6.1"], "llama2-70b-99.9") == ["Offline", "Server", "Interactive"]
+    assert rounds.expand_scenarios("all", ROUNDS["6.1"], "llama3.1-8b-edge") == ["Offline", "SingleStream"]
+    assert rounds.expand_scenarios("Offline, Server", ROUNDS["6.1"], "llama2-70b-99.9") == ["Offline", "Server"]
 
 
 def test_validate_result_settles_refuses_or_keeps():
     r = rounds.validate_hook_result({"CM_MLPERF_MODEL": "llama2-70b-99"})
-    assert r["variations"] == ["r6.0"] and "no round given" in r["note"] and "v6.1 has only" in r["note"]
+    assert r["variations"] == ["r6.0"] and "no round given" in r["note"] and "v6.1 has llama2-70b-99.9" in r["note"]
     r = rounds.validate_hook_result({"CM_MLPERF_MODEL": "llama2-70b-99", "CM_MLPERF_INFERENCE_VERSION": "6.1"})
     assert r["return"] == 1 and "llama2-70b-99.9" in r["error"] and "_r6.0" in r["error"]
     assert rounds.validate_hook_result({"CM_MLPERF_INFERENCE_VERSION": "5.1"}) == {"return": 0}
     assert rounds.validate_hook_result({"CM_MLPERF_INFERENCE_VERSION": "9.9"})["return"] == 1
+
+
+def test_a_step_that_runs_a_benchmark_settles_one_and_says_why():
+    r = rounds.validate_hook_result({}, benchmark=True)
+    assert r["variations"] == ["r6.1", "model.llama2-70b-99.9"]
+    assert "benchmark llama2-70b-99.9: no --model given" in r["note"] and "no round given" in r["note"]
+    r = rounds.validate_hook_result({"CM_MLPERF_INFERENCE_VERSION": "5.0"}, benchmark=True)
+    assert r["variations"] == ["model.llama2-70b-99"] and "round v5.0's benchmarks" in r["note"]
+    assert rounds.validate_hook_result({"CM_MLPERF_MODEL": "llama2-70b-99.9"}, benchmark=True)["variations"] == ["r6.1"]
+
+
+def test_a_benchmark_the_chain_cannot_run_yet_is_refused_before_anything_runs():
+    for model in [b.name for b in BENCHMARKS.values() if b.runnable]:
+        r = rounds.validate_hook_result({"CM_MLPERF_MODEL": model, "CM_MLPERF_INFERENCE_VERSION": "6.1"}, benchmark=True)
+        assert r["return"] == 1 and f"--model={model}: this tool cannot run it yet" in r["error"]
+        assert "llama2-70b-99.9" in r["error"]          # what it can run instead
 
 
 def test_docs_table_says_what_the_table_says():
@@ -194,6 +245,6 @@ def test_docs_table_says_what_the_table_says():
             assert f"{r.loadgen_min} .. {r.loadgen_max.rsplit('.', 1)[0]}.x ({r.loadgen_pin})" in row, row
         else:
             assert f"{r.loadgen_min} .. {r.loadgen_max} ({r.loadgen_pin})" in row, row
-        assert ("only" in row) == (len(r.models) == 1), row
-        assert r.describe_scenarios() in row, row
+        for b in r.benchmarks:
+            assert b in row, (b, row)
         assert (r.src_ref[:7] if r.src_is_commit else f"tag {r.src_ref}") in row, row

@@ -44,7 +44,7 @@ def test_a_seed_reason_is_kept_beside_loadgens(tmp_path):
     run = RunOutcome("Server", "performance", "INVALID",
                      ["LoadGen result is INVALID", "early stopping not met", "qsl_rng_seed 1 is not this round's 2"],
                      str(tmp_path), 0, {})
-    [t] = outcome_records(HarnessRequest(results_dir=str(tmp_path), dataset_path="x"), [run])
+    [t] = outcome_records(HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="x"), [run])
     assert t.reasons == ("early stopping not met", "qsl_rng_seed 1 is not this round's 2")
 
 
