@@ -41,7 +41,7 @@ def test_embedded_targets_scale_the_embedded_reference(tmp_path):
                                            "rougeLsum": 25.0, "tokens_per_sample": 100.0}}))
     t = embedded_targets("llama2-70b-99", str(ref))
     assert t.minimum == pytest.approx({"ROUGE1": 29.7, "ROUGE2": 9.9, "ROUGEL": 19.8, "TOKENS_PER_SAMPLE": 90.0})
-    assert t.tokens_max == pytest.approx(110.0)
+    assert t.length_metric == "TOKENS_PER_SAMPLE" and t.length_max == pytest.approx(110.0)
     assert "embedded data set reference x0.99" in t.label
     verdict = judge({"ROUGE1": 29.8, "ROUGE2": 9.8, "ROUGEL": 19.9, "TOKENS_PER_SAMPLE": 95.0}, t)
     assert [m.passed for m in verdict.metrics] == [True, False, True, True]
