@@ -37,7 +37,8 @@ CACHED = {"get-python3 ", "install-python-venv name.ml", "install-vllm ", "get-m
 BENCHMARK = {"app-mlperf-inference r6.1,vllm", "process-mlperf-accuracy embedded,open-orca",
              "run-mlperf-compliance-test06 ", "generate-mlperf-inference-submission r6.1",
              "run-mlperf-inference-submission-checker r6.1", "run-mlperf-inference-app embedded,full,r6.1"}
-# every step whose key holds the inference source's or LoadGen's (they import mlperf_llm.rounds)
+# every step whose key holds the inference source's or LoadGen's (they import mlperf_llm.rounds,
+# which imports mlperf_llm.benchmarks)
 ROUND_AWARE = BENCHMARK | {"get-mlperf-inference-src r6.1", "get-mlperf-inference-loadgen r6.1",
                            "get-mlperf-inference-loadgen r6.1,test06"}
 # the data set step and the steps whose dependencies hold it (the submission steps run after the
@@ -46,9 +47,9 @@ DATASET_AND_USERS = {"get-preprocessed-dataset-openorca embedded,r2-downloader",
                      "process-mlperf-accuracy embedded,open-orca", "run-mlperf-compliance-test06 ",
                      "run-mlperf-inference-app embedded,full,r6.1"}
 
-NEW_ROUND_ROW = '''    Round("4.0", LLAMA2, _SERVER_AND_OFFLINE,
+NEW_ROUND_ROW = '''    Round("4.0", _LLAMA2,
           Seeds(1, 2, 3), "4.0.0", "4.0.9", "4.0.9", "v4.0", "v4.0", "script", "v4",
-          mlperf_conf_in_measurements=True, calibration_doc=False, interactive="none", latency_limits_ms=_LIMITS),
+          mlperf_conf_in_measurements=True, calibration_doc=False, interactive="none"),
 '''
 
 
@@ -83,9 +84,25 @@ def edited(path, text):
 
 
 def add_round_row(text):
-    anchor = '    Round("4.1", LLAMA2'
+    anchor = '    Round("4.1", _LLAMA2'
     assert anchor in text
     return text.replace(anchor, NEW_ROUND_ROW + anchor, 1)
+
+
+NEW_BENCHMARK = '''    Benchmark(
+        name="mixtral-8x7b", family="mixtral-8x7b", loadgen_key="mixtral-8x7b", interactive_key="",
+        category="datacenter", scenarios=("Offline", "Server"), required=(("Offline",), ("Server",)),
+        dataset_tags="get,dataset,mixtral", dataset_rows=15000, performance_sample_count=15000,
+        prompt="", max_new_tokens=1024, min_new_tokens=2,
+        accuracy=AccuracySpec((("ROUGE1", 45.5989),), 0.99, "TOKENS_PER_SAMPLE", 144.84),
+        runnable="not yet"),
+'''
+
+
+def add_benchmark(text):
+    anchor = '    _llama2("llama2-70b-99", 0.99),'
+    assert anchor in text
+    return text.replace(anchor, NEW_BENCHMARK + anchor, 1)
 
 
 def comment(text):
@@ -102,6 +119,8 @@ ROWS = [   # (change, inputs, file edited in the copy and how, another CM home, 
     ("a library module the dataset step imports (datasets/embedded.py)", {},
      ("mlperf_llm/datasets/embedded.py", comment), False, DATASET_AND_USERS),
     ("a new row in the round table (rounds.py)", {}, ("mlperf_llm/rounds.py", add_round_row), False,
+     ROUND_AWARE),
+    ("a new entry in the benchmark table (benchmarks.py)", {}, ("mlperf_llm/benchmarks.py", add_benchmark), False,
      ROUND_AWARE),
     ("a new CM home (CM_REPOS)", {}, None, True, set()),
 ]
