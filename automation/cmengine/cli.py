@@ -110,10 +110,11 @@ class Session:
         req = request_from(i)
         plan = Planner(self.registry, self.fp, req).plan()
         planned = len(plan.warnings)
-        picked = validate(plan)
-        if picked:        # defaults the top step settled from its inputs: plan as if asked for
+        settled = validate(plan)
+        if settled:        # defaults the top step settled from its inputs: plan as if asked for
             notes = plan.warnings[planned:]
-            req.tags = list(req.tags) + ["_" + v for v in picked]
+            req.tags = list(req.tags) + ["_" + v for v in settled.variations]
+            req.settled_env = dict(settled.env)
             plan = Planner(self.registry, self.fp, req).plan()
             validate(plan)
             plan.warnings.extend(notes)

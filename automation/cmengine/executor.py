@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Optional, TextIO
 
 from cmcontract.secret import is_secret
@@ -166,7 +167,7 @@ class Executor:
         self.say(f"{'  ' * depth}> {node.name}  (fake run: its hooks and native script are not run)")
         folder = os.path.join(self._run_dir(), f"{node.alias}-{node.key[:8]}")
         os.makedirs(folder, exist_ok=True)
-        env = node.build_env(inbound, self.plan.request.env)
+        env = node.build_env(inbound, self.plan.request.run_env)
         env["CM_TMP_FAKE_RUN"] = "yes"
         st = dict(state)
         self._deps(node, "deps", env, st, depth)
@@ -194,7 +195,7 @@ class Executor:
 
     def _steps(self, node: Node, inbound: dict, parent_state: dict, folder: str,
                depth: int) -> tuple[dict, dict]:
-        env = node.build_env(inbound, self.plan.request.env)
+        env = node.build_env(inbound, self.plan.request.run_env)
         state = {k: v for k, v in parent_state.items()}
         if node.static_state:
             from .graph import _merged_state
@@ -405,13 +406,26 @@ def _request_record(req) -> dict:
             "version": list(req.version)}
 
 
-def validate(plan: Plan) -> list[str]:
+@dataclass
+class Settled:
+    """What the top step's validate settled from its inputs: variations to select and env values
+    (a default the step derives, e.g. the data set of a benchmark), for the run to be planned again
+    as if they had been asked for (`--env.NAME=VALUE`)."""
+    variations: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.variations or self.env)
+
+
+def validate(plan: Plan) -> Settled:
     """Call `validate(i)` of every planned step that has one, with its static env, before
     anything runs: a bad input stops the run before a server starts or a download begins.
-    The top step's validate may settle a default that depends on its inputs by returning
-    `'variations': [names]` (with a `'note'` saying why): they are returned, for the caller to
-    plan the run again as if they had been asked for."""
-    picked: list[str] = []
+    The top step's validate may settle defaults that depend on its inputs by returning
+    `'variations': [names]` and `'env': {NAME: VALUE}` (with a `'note'` saying why when the user
+    should know): they are returned, for the caller to plan the run again as if they had been
+    asked for. An env value the request already sets is kept as given."""
+    settled = Settled()
     if hooks_need_path():
         sys.path.insert(0, AUTOMATION_DIR)
     for node in [plan.root] + [n for n in plan.nodes.values() if n is not plan.root]:   # the top step speaks first
@@ -435,11 +449,13 @@ def validate(plan: Plan) -> list[str]:
                             f"'{node.alias}' raised {e.__class__.__name__}: {e}") from None
         if r.get("return", 0) > 0:
             raise InputError(f"{node.alias}: {r.get('error', 'invalid input')}")
-        if node is plan.root and r.get("variations"):
-            picked += [str(v).lstrip("_") for v in r["variations"]]
-            if r.get("note"):
+        if node is plan.root:
+            settled.variations += [str(v).lstrip("_") for v in r.get("variations") or []]
+            settled.env.update({str(k): str(v) for k, v in (r.get("env") or {}).items()
+                                if str(k) not in plan.request.env and node.env.get(str(k)) != str(v)})
+            if r.get("note") and (r.get("variations") or r.get("env")):
                 plan.warnings.append(f"{node.alias}: {r['note']}")
-    return picked
+    return settled
 
 
 def hooks_need_path() -> bool:

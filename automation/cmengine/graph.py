@@ -37,6 +37,14 @@ class Request:
         self.version = version
         self.quiet = quiet
         self.extra_cache_tags = extra_cache_tags if extra_cache_tags is not None else []
+        # env values the top step's validate settled (executor.Settled): applied as --env.* are,
+        # never recorded as asked for
+        self.settled_env: dict[str, str] = {}
+
+    @property
+    def run_env(self) -> dict[str, Any]:
+        """--env.* over what validate settled: the env every step of the run starts from."""
+        return {**self.settled_env, **self.env}
 
 
 class Edge(NamedTuple):
@@ -288,7 +296,7 @@ class Planner:
                     layers=layers, env={}, new_env_keys=new_env_keys,
                     new_state_keys=new_state_keys, declared=declared, chain=chain)
         node.static_state = static_state
-        node.env = node.build_env(inbound, self.req.env)
+        node.env = node.build_env(inbound, self.req.run_env)
         # the node's own outputs coming back to it (from an earlier run of the same step) are
         # not inputs: only other producers count, for its key and for its deps' conditions
         pending = keys.received_from_others(pending, new_env_keys)

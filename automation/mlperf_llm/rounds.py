@@ -223,8 +223,9 @@ def settle(given: str, model: str = "") -> tuple[Round, str]:
 def validate_hook_result(env: dict, model_key: str = "CM_MLPERF_MODEL", benchmark: bool = False) -> dict:
     """What a round-aware step's `validate(i)` returns: an error naming the fix, or (no round given)
     the variations to plan with and the note the plan prints. A step that runs a benchmark
-    (`benchmark`) also settles one when none was given (variation `model.<name>`), and refuses,
-    before anything runs, one the chain cannot run yet."""
+    (`benchmark`) also settles one when none was given (variation `model.<name>`) and the steps it
+    needs (env: the tags of its data set and model steps, from the benchmark table), and refuses,
+    before anything runs, a benchmark the chain cannot run yet."""
     model = env.get(model_key, "")
     try:
         rnd, note = settle(env.get("CM_MLPERF_INFERENCE_VERSION", ""), model)
@@ -233,8 +234,8 @@ def validate_hook_result(env: dict, model_key: str = "CM_MLPERF_MODEL", benchmar
     variations = [rnd.tag[1:]] if note else []
     notes = [note] if note else []
     if not benchmark:
-        pass
-    elif not model:
+        return {"return": 0, "variations": variations, "note": note} if variations else {"return": 0}
+    if not model:
         bench = default_benchmark(rnd)
         variations.append(f"model.{bench.name}")
         notes.append(f"benchmark {bench.name}: no --model given, so the first of round v{rnd.name}'s benchmarks "
@@ -244,4 +245,10 @@ def validate_hook_result(env: dict, model_key: str = "CM_MLPERF_MODEL", benchmar
         if bench.runnable:
             return {"return": 1, "error": f"--model={model}: this tool cannot run it yet: {bench.runnable}; "
                     f"fix: choose one of {', '.join(b for b in rnd.benchmarks if not get_benchmark(b).runnable)}"}
-    return {"return": 0, "variations": variations, "note": "; ".join(notes)} if variations else {"return": 0}
+    return {"return": 0, "variations": variations, "note": "; ".join(notes), "env": steps_env(bench)}
+
+
+def steps_env(bench: Benchmark) -> dict[str, str]:
+    """The tags of the steps that differ between benchmarks, for the manifests'
+    `update_tags_from_env` (run-mlperf-inference-app's data set and model dependencies)."""
+    return {"CM_MLPERF_DATASET_TAGS": bench.dataset_tags, "CM_MLPERF_MODEL_TAGS": bench.model_tags}

@@ -392,6 +392,31 @@ def test_the_top_steps_validate_settles_a_default_variation(tmp_path, env_counte
     assert plan["return"] == 0 and "Plan for 'top _r2'" in r.output
 
 
+def test_the_top_steps_validate_settles_env_that_chooses_a_dependency(tmp_path, env_counter):
+    """A dependency chosen from an input (a benchmark's data set step): validate returns the env that
+    names its tags, the run is planned again with it; the dependency is skipped in the first plan
+    (the env is not known there), an env value given with --env.* is kept, and the record of what
+    was asked for does not hold the settled value."""
+    top = ({"tags": ["top"], "input_mapping": {"model": "CM_MODEL"}, "new_env_keys": ["CM_OUT_*"],
+            "deps": [{"tags": "data", "update_tags_from_env": ["CM_DATA_TAGS"],
+                      "skip_if_env": {"CM_DATA_TAGS": [""]}}]},
+           {"customize.py": """
+        def validate(i):
+            return {'return': 0, 'env': {'CM_DATA_TAGS': 'data,' + ('orca' if i['env'].get('CM_MODEL') == 'l2' else 'cnn')}}
+        """})
+
+    def data(name):
+        return ({"tags": ["data", name], "new_env_keys": ["CM_OUT_*"]},
+                {"run.sh": f'echo "CM_OUT_DATA={name}" > tmp-run-env.out\n'})
+    r = runner(tmp_path, {"top": top, "orca": data("orca"), "cnn": data("cnn")})
+    assert r.run("top", model="l2")["new_env"]["CM_OUT_DATA"] == "orca"
+    assert r.run("top", model="l3")["new_env"]["CM_OUT_DATA"] == "cnn"
+    assert r.run("top", model="l3", env={"CM_DATA_TAGS": "data,orca"})["new_env"]["CM_OUT_DATA"] == "orca"
+    s = r.session()
+    plan = s.plan({"action": "run", "tags": "top", "model": "l3", "quiet": True})
+    assert plan.request.settled_env == {"CM_DATA_TAGS": "data,cnn"} and "CM_DATA_TAGS" not in plan.request.env
+
+
 def test_new_and_renew_rebuild_existing_entries(tmp_path, env_counter):
     r = runner(tmp_path, {"a": counting("a", ["b"]), "b": counting("b")})
     r.run("a")
