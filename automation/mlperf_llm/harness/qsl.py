@@ -1,4 +1,6 @@
-"""The query sample library: the processed llama2-70b data set (a pandas pickle).
+"""The query sample library: a benchmark's processed data set, in the layout its reference reads:
+llama2-70b's OpenOrca pandas pickle, or llama3.1-8b's cnn_eval.json (a JSON list of rows,
+mlperf_llm.datasets.cnndm).
 
 Prompts are the `tok_input` token ids; nothing is re-tokenized. `check_tokenizer`
 refuses a data set whose ids were made by a different tokenizer than the model's.
@@ -56,6 +58,10 @@ def _as_ids(value, row: int, path: str) -> list[int]:
 
 def load_dataset(path: str, total_sample_count: int | None = None) -> Dataset:
     """Read and validate the processed data set; keep the first `total_sample_count` rows."""
+    if total_sample_count is not None and total_sample_count < 1:
+        raise DatasetError(f"total_sample_count={total_sample_count}: must be at least 1")
+    if str(path).endswith(".json"):
+        return _load_cnn_eval(path, total_sample_count)
     import pandas as pd
 
     if not os.path.isfile(path):
@@ -70,8 +76,6 @@ def load_dataset(path: str, total_sample_count: int | None = None) -> Dataset:
         raise DatasetError(f"data set {path!r} lacks columns {missing} (has {list(getattr(df, 'columns', []))}); "
                            "fix: use the processed llama2-70b data set")
     if total_sample_count is not None:
-        if total_sample_count < 1:
-            raise DatasetError(f"total_sample_count={total_sample_count}: must be at least 1")
         df = df.iloc[:total_sample_count]
     if len(df) == 0:
         raise DatasetError(f"data set {path!r} has no rows")
@@ -81,6 +85,19 @@ def load_dataset(path: str, total_sample_count: int | None = None) -> Dataset:
             raise DatasetError(f"data set {path!r}: row {i} tok_input_length={n} but tok_input has {len(ids)} ids; "
                                "the file is corrupt or was edited: re-process it")
     return Dataset(path, tok, [str(s) for s in df["input"]], [int(n) for n in df["tok_output_length"]])
+
+
+def _load_cnn_eval(path: str, total_sample_count: int | None) -> Dataset:
+    """cnn_eval.json's layout: the prompt ids, the prompt text (the template with the article) for
+    the tokenizer check; the reference highlights' length in tokens is not recorded there (0)."""
+    from ..datasets.cnndm import read_rows
+    from ..datasets.schema import DatasetError as LayoutError
+    try:
+        rows = read_rows(path)[:total_sample_count]
+    except LayoutError as e:
+        raise DatasetError(str(e)) from None
+    return Dataset(path, [list(r.tok_input) for r in rows], [r.instruction.format(input=r.input) for r in rows],
+                   [0] * len(rows))
 
 
 def _matches(ref: Sequence[int], enc: Sequence[int], bos: int | None) -> bool:
