@@ -21,7 +21,7 @@ def dataset(tmp_path):
 
 
 def _req(tmp_path, dataset, urls, **kw):
-    base = dict(results_dir=str(tmp_path / "results"), dataset_path=dataset, api_servers=tuple(urls),
+    base = dict(model="llama2-70b-99", results_dir=str(tmp_path / "results"), dataset_path=dataset, api_servers=tuple(urls),
                 api_model_name="standin-model", test_query_count=ROWS, progress=False)
     base.update(kw)
     return HarnessRequest(**base)
