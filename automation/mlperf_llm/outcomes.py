@@ -76,13 +76,13 @@ class TestOutcome(_Record):
     __test__: ClassVar[bool] = False     # not a pytest class, whatever its name
 
     model: str                           # llama2-70b-99
-    scenario: str                        # Offline | Server | Interactive
+    scenario: str                        # Offline | Server | Interactive | SingleStream
     mode: str                            # performance | accuracy | TEST06
     verdict: str                         # VALID | INVALID | FAILED (the harness or a server failed)
     directory: str                       # the test's folder (LoadGen's logs, harness.log)
     reasons: Tuple[str, ...] = ()        # why, when not VALID: each names the condition and its numbers
-    metric: Optional[float] = None       # the reported metric (performance tests)
-    unit: str = ""                       # its unit: tokens/s
+    metric: Optional[float] = None       # the reported metric (performance tests; submission.spec.RESULT_KEYS)
+    unit: str = ""                       # its unit: tokens/s | ms (p90 latency) (SingleStream)
     samples_per_second: Optional[float] = None
     queries: Optional[int] = None        # queries LoadGen issued
     ttft_p99_ms: Optional[float] = None  # p99 time to first token
@@ -90,6 +90,7 @@ class TestOutcome(_Record):
     ttft_limit_ms: Optional[float] = None    # the bounds LoadGen judged them by (Server, Interactive)
     tpot_limit_ms: Optional[float] = None
     target_qps: Optional[float] = None   # the target LoadGen ran at
+    target_latency_ms: Optional[float] = None   # SingleStream's: one query's expected latency
     target_source: str = ""              # where it came from: given, derived from ..., LoadGen default
 
     @property

@@ -131,8 +131,11 @@ def _test_lines(t: outcomes.TestOutcome) -> list[str]:
     facts = []
     if t.metric is not None:
         facts.append(f"{_g(t.metric)} {t.unit}")
+    source = f" ({t.target_source})" if t.target_source else ""
     if t.target_qps is not None and t.mode == "performance":
-        facts.append(f"target {_g(t.target_qps)} QPS" + (f" ({t.target_source})" if t.target_source else ""))
+        facts.append(f"target {_g(t.target_qps)} QPS{source}")
+    if t.target_latency_ms is not None and t.mode == "performance":
+        facts.append(f"target latency {_g(t.target_latency_ms)} ms{source}")
     lines = [(head + "  " + ", ".join(facts)).rstrip()]
     latency = []
     for what, value, limit in (("TTFT", t.ttft_p99_ms, t.ttft_limit_ms), ("TPOT", t.tpot_p99_ms, t.tpot_limit_ms)):

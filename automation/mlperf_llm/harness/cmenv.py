@@ -13,6 +13,7 @@ from ..outcomes import TestOutcome
 from ..vllm.server import ServerError, ServerRecord
 from .driver import HarnessInputError, HarnessRequest, RunOutcome
 from .testconfig import ManagedServer
+from .userconf import TARGET_INPUTS
 
 SCENARIO_NAMES = {s.lower(): s for s in SCENARIOS}
 MODE_NAMES = {"performance": "performance", "performanceonly": "performance", "accuracy": "accuracy",
@@ -99,6 +100,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         offline_target_qps=_num(env, "CM_MLPERF_LOADGEN_OFFLINE_TARGET_QPS"),
         server_target_qps=_num(env, "CM_MLPERF_LOADGEN_SERVER_TARGET_QPS"),
         interactive_target_qps=_num(env, "CM_MLPERF_LOADGEN_INTERACTIVE_TARGET_QPS"),
+        singlestream_target_latency=_num(env, "CM_MLPERF_LOADGEN_SINGLESTREAM_TARGET_LATENCY"),
         test_query_count=_num(env, "CM_MLPERF_LOADGEN_TEST_QUERY_COUNT", int),
         max_test_duration_s=duration,
         total_sample_count=_num(env, "CM_MLPERF_TOTAL_SAMPLE_COUNT", int),
@@ -159,8 +161,9 @@ def _ms(ns) -> float | None:
 
 def outcome_records(req: HarnessRequest, outcomes: list[RunOutcome]) -> list[TestOutcome]:
     """The typed result of each test, for `state` (mlperf_llm.outcomes): LoadGen's verdict and
-    the conditions it failed, the reported metric, p99 latencies against their bounds, the target
-    and where it came from (targets.json)."""
+    the conditions it failed, the reported metric in its unit (submission.spec.RESULT_KEYS: tokens/s,
+    SingleStream's p90 latency in ms), p99 latencies against their bounds, the target and where it
+    came from (targets.json)."""
     used = _targets_used(req.results_dir)
     out = []
     for o in outcomes:
@@ -168,18 +171,20 @@ def outcome_records(req: HarnessRequest, outcomes: list[RunOutcome]) -> list[Tes
         reasons = [r for r in o.reasons if not r.startswith("LoadGen result is ")] or list(o.reasons)
         perf = o.mode != "accuracy"
         source = (used.get(o.scenario) or {}).get("source", "") if perf else ""
-        flag = f"--{o.scenario.lower()}_target_qps"
+        flag = f"--{TARGET_INPUTS[o.scenario]}"
+        latency_target = o.scenario == "SingleStream"
         out.append(TestOutcome(
             model=req.model, scenario=o.scenario, mode=o.mode, verdict=o.verdict, directory=o.directory,
             reasons=tuple(reasons),
-            metric=s.get("tokens_per_second") if o.mode == "performance" else None,
-            unit="tokens/s" if o.mode == "performance" and s.get("tokens_per_second") is not None else "",
+            metric=s.get("metric") if o.mode == "performance" else None,
+            unit=(s.get("metric_unit") or "") if o.mode == "performance" else "",
             samples_per_second=s.get("samples_per_second") if perf else None,
             queries=s.get("queries"),
             ttft_p99_ms=_ms(s.get("ttft_p99_ns")) if perf else None,
             tpot_p99_ms=_ms(s.get("tpot_p99_ns")) if perf else None,
             ttft_limit_ms=_ms(s.get("ttft_limit_ns")) if perf else None,
             tpot_limit_ms=_ms(s.get("tpot_limit_ns")) if perf else None,
-            target_qps=s.get("target_qps") if perf else None,
+            target_qps=s.get("target_qps") if perf and not latency_target else None,
+            target_latency_ms=_ms(s.get("target_latency_ns")) if perf else None,
             target_source=f"given as {flag}" if source == "given" else source))
     return out

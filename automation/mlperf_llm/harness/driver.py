@@ -3,7 +3,8 @@
 `find_performance` first runs a short Offline test and derives the targets from it. Without it,
 a Server or Interactive test whose target was not given takes it from the Offline performance test
 that ran before it in the same request (LoadGen's own default, 1 query/s, is right for no system);
-`targets.json` records each target used and where it came from. A Server or Interactive target
+`targets.json` records each target used and where it came from (SingleStream's is a latency: given,
+or LoadGen's default in a test run; a valid run needs it given). A Server or Interactive target
 the run chose itself (not given) that misses the latency bounds is lowered and the performance test
 run again (at most LATENCY_RETRIES times); the missed runs' logs are kept under
 `<results>/latency_search/`.
@@ -55,6 +56,7 @@ class HarnessRequest(TestSettings):
     offline_target_qps: float | None = None
     server_target_qps: float | None = None
     interactive_target_qps: float | None = None
+    singlestream_target_latency: float | None = None   # ms: one query's expected latency (user.conf target_latency)
     test_query_count: int | None = None
     max_test_duration_s: float | None = None
     accuracy_sample_count: int | None = None   # 0 = the whole data set; None = test_query_count in test mode
@@ -84,6 +86,14 @@ class HarnessRequest(TestSettings):
             raise HarnessInputError(f"accuracy_sample_count={self.accuracy_sample_count} with execution_mode=valid: "
                                     "a valid run's accuracy test covers the whole data set (the checker "
                                     "requires it); fix: drop --accuracy_sample_count, or use --execution_mode=test")
+        if ("SingleStream" in self.scenarios and self.execution_mode == "valid" and "performance" in self.modes
+                and self.singlestream_target_latency is None):
+            raise HarnessInputError(
+                "SingleStream in valid mode needs its target latency: LoadGen plans at least 2 x min_duration / "
+                "target_latency queries, a multiple of the performance sample count under equal issue, and "
+                "mlperf.conf's 10 ms plans 125,000 on a 5000-sample set (days at a second a query); fix: pass "
+                "--singlestream_target_latency=MS (CM_MLPERF_LOADGEN_SINGLESTREAM_TARGET_LATENCY), one query's "
+                "expected latency, e.g. the '90.00 percentile latency (ns)' of a test run's summary / 1e6")
         if self.accuracy_sample_count is not None and self.accuracy_sample_count < 0:
             raise HarnessInputError(f"accuracy_sample_count={self.accuracy_sample_count}: must be a count of "
                                     "samples, or 0 (or 'all') for the whole data set")
@@ -105,8 +115,10 @@ class HarnessRequest(TestSettings):
         return min(rows, n) if n else rows
 
     def target_for(self, scenario: str) -> float | None:
+        """The scenario's target: queries/s, SingleStream's a latency in ms (TARGET_INPUTS)."""
         return {"Offline": self.offline_target_qps, "Server": self.server_target_qps,
-                "Interactive": self.interactive_target_qps or self.server_target_qps}[scenario]
+                "Interactive": self.interactive_target_qps or self.server_target_qps,
+                "SingleStream": self.singlestream_target_latency}[scenario]
 
 
 @dataclass
@@ -130,8 +142,9 @@ class RunOutcome:
     def line(self) -> str:
         s = self.summary
         perf = ""
-        if self.mode == "performance" and s.get("tokens_per_second") is not None:
-            perf = f" {s.get('samples_per_second')} samples/s, {s.get('tokens_per_second')} tokens/s"
+        if self.mode == "performance" and s.get("metric") is not None:
+            rate = f" {s['samples_per_second']} samples/s," if s.get("samples_per_second") is not None else ""
+            perf = f"{rate} {s['metric']:g} {s.get('metric_unit')}"
         why = f" ({'; '.join(self.reasons[:4])})" if self.reasons else ""
         return f"{self.scenario:<11} {self.mode:<11} {self.verdict:<7}{perf}{why}\n    {self.directory}"
 
@@ -184,8 +197,11 @@ def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: 
     final = layout_dir(base_dir or req.results_dir, model_dir, scenario_dir, mode)
     stage = staging_dir(final)
     stage.mkdir(parents=True, exist_ok=False)
-    spec = UserConfSpec(lg_model, lg_scenario, req.execution_mode, req.target_for(scenario),
-                        req.test_query_count, req.max_test_duration_s, rows, req.loadgen_version)
+    target, latency = req.target_for(scenario), lg_scenario == "SingleStream"
+    spec = UserConfSpec(lg_model, lg_scenario, req.execution_mode, None if latency else target,
+                        req.test_query_count, req.max_test_duration_s, rows, req.loadgen_version,
+                        target_latency_ms=target if latency else None,
+                        full_sample_count=req.bench.performance_sample_count)
     user_conf = stage / "user.conf"
     write_atomic(str(user_conf), spec.text())
     rc = _run_logged(_command(req, scenario, mode, stage, user_conf), stage / "harness.log", req.loadgen_path)
@@ -335,7 +351,7 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
     write_atomic(str(Path(req.results_dir) / "harness_outcomes.json"),
                  json.dumps([asdict(o) for o in outcomes], indent=1))
     if "performance" in req.modes:      # a TEST06-only request keeps the record of the benchmark's run
-        used = {s: {"target_qps": req.target_for(s), "source": sources.get(s, "LoadGen default (mlperf.conf)")}
-                for s in req.scenarios}
+        used = {s: {"target_latency_ms" if s == "SingleStream" else "target_qps": req.target_for(s),
+                    "source": sources.get(s, "LoadGen default (mlperf.conf)")} for s in req.scenarios}
         write_atomic(str(Path(req.results_dir) / "targets.json"), json.dumps(used, indent=1))
     return outcomes

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..files import write_json_atomic
+from ..submission.spec import RESULT_KEYS
 
 STATUS_FILE = "harness_status.json"
 
@@ -58,6 +59,9 @@ class Summary:
     tokens_per_second: float | None = None
     ttft_p99_ns: float | None = None
     tpot_p99_ns: float | None = None
+    latency_p90_ns: float | None = None  # a sample's whole latency: SingleStream's result
+    ttft_p90_ns: float | None = None    # SingleStream's token latencies at its percentile
+    tpot_p90_ns: float | None = None
     qsl_rng_seed: int | None = None
     latency_met: bool | None = None     # "Performance constraints satisfied" (Server/Interactive)
     errors: list[str] = field(default_factory=list)
@@ -65,8 +69,12 @@ class Summary:
     invalid_reasons: list[str] = field(default_factory=list)
     queries: int | None = None          # result_query_count
     target_qps: float | None = None     # effective_target_qps
+    target_latency_ns: float | None = None  # SingleStream's target_latency (LoadGen: target_qps = 1 s / it)
     ttft_limit_ns: float | None = None  # requested_server_ttft_latency (Server, Interactive)
     tpot_limit_ns: float | None = None
+    # the metric the checker reports for the scenario (submission.spec.RESULT_KEYS), in its unit
+    metric: float | None = None
+    metric_unit: str = ""               # as screens write it: tokens/s | ms (p90 latency)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -81,6 +89,9 @@ _SUMMARY_RX = {
     "tokens_per_second": re.compile(r"^(?:Completed tokens per second|Tokens per second)\s*:\s*" + _NUM, re.M),
     "ttft_p99_ns": re.compile(r"^99\.00 percentile first token latency \(ns\)\s*:\s*" + _NUM, re.M),
     "tpot_p99_ns": re.compile(r"^99\.00 percentile time to output token \(ns\)\s*:\s*" + _NUM, re.M),
+    "latency_p90_ns": re.compile(r"^90\.00 percentile latency \(ns\)\s*:\s*" + _NUM, re.M),
+    "ttft_p90_ns": re.compile(r"^90\.00 percentile first token latency \(ns\)\s*:\s*" + _NUM, re.M),
+    "tpot_p90_ns": re.compile(r"^90\.00 percentile time to output token \(ns\)\s*:\s*" + _NUM, re.M),
     "qsl_rng_seed": re.compile(r"^qsl_rng_seed\s*:\s*(\d+)", re.M),
     "latency_met": re.compile(r"^\s*Performance constraints satisfied\s*:\s*(\S+)", re.M),
 }
@@ -128,7 +139,10 @@ def detail_values(text: str) -> dict:
     return values
 
 
+# LoadGen's early-stopping messages (results.cc): Server says how many MORE queries it needs,
+# SingleStream (and MultiStream) how many in all
 _EARLY_STOP = re.compile(r"Processed (\d+) queries\.\s*\*\s*Would need to run at least (\d+) more queries")
+_EARLY_STOP_TOTAL = re.compile(r"Only processed (\d+) queries\.\s*\*\s*Need to process at least (\d+) queries")
 
 
 def _num(values: dict, key: str) -> float | None:
@@ -140,6 +154,21 @@ def _num(values: dict, key: str) -> float | None:
 
 def _ms(ns: float) -> str:
     return f"{ns / 1e6:.0f} ms" if ns >= 1e7 else f"{ns / 1e6:.3g} ms"
+
+
+def _duration_judged(values: dict) -> tuple[str, float | None]:
+    """What LoadGen held against min_duration (results.cc MinDurationMet), in seconds: Offline the
+    test's length, Server the last query's scheduled time, SingleStream the last query's issue time
+    (queries - 1 over `QPS w/ loadgen overhead`, which LoadGen computes from it)."""
+    scenario = values.get("effective_scenario")
+    if scenario == "Offline":
+        ns = _num(values, "result_max_latency_ns")
+        return "the test lasted", None if ns is None else ns / 1e9
+    if scenario == "SingleStream":
+        q, qps = _num(values, "result_query_count"), _num(values, "result_qps_with_loadgen_overhead")
+        return "the last query was issued after", (q - 1) / qps if q and qps else None
+    ns = _num(values, "generated_query_duration")
+    return "its queries were scheduled over", None if ns is None else ns / 1e9
 
 
 def invalid_reasons(values: dict) -> list[str]:
@@ -155,11 +184,9 @@ def invalid_reasons(values: dict) -> list[str]:
                 parts.append(f"p99 {what} {_ms(v)} {'>' if v > b else '<='} {_ms(b)}")
         out.append("latency bounds not met" + (f": {', '.join(parts)}" if parts else ""))
     if values.get("result_min_duration_met") is False:
-        offline = values.get("effective_scenario") == "Offline"
-        lasted = _num(values, "result_max_latency_ns" if offline else "generated_query_duration")
+        what, lasted = _duration_judged(values)
         need = _num(values, "effective_min_duration_ms")
-        what = "the test lasted" if offline else "its queries were scheduled over"
-        out.append("min duration not met" + (f": {what} {lasted / 1e9:.3g} s" if lasted is not None else "")
+        out.append("min duration not met" + (f": {what} {lasted:.3g} s" if lasted is not None else "")
                    + (f", LoadGen's min_duration is {need / 1e3:g} s" if need is not None else ""))
     if values.get("result_min_queries_met") is False:
         q, per = _num(values, "result_query_count"), _num(values, "generated_samples_per_query") or 1
@@ -171,10 +198,12 @@ def invalid_reasons(values: dict) -> list[str]:
         found = []
         for what, key in (("TTFT", "early_stopping_ttft_result"), ("TPOT", "early_stopping_tpot_result"),
                           ("latency", "early_stopping_result")):
-            m = _EARLY_STOP.search(str(values.get(key) or ""))
-            if m:
-                done, more = int(m.group(1)), int(m.group(2))
-                found.append(f"{done} queries processed, at least {done + more} needed ({what})")
+            text = str(values.get(key) or "")
+            more, total = _EARLY_STOP.search(text), _EARLY_STOP_TOTAL.search(text)
+            if more or total:
+                done = int((more or total).group(1))
+                need = done + int(more.group(2)) if more else int(total.group(2))
+                found.append(f"{done} queries processed, at least {need} needed ({what})")
         out.append("early stopping not met" + (f": {'; '.join(found)}" if found else ""))
     return out
 
@@ -189,10 +218,15 @@ _SUMMARY_VALUES = {   # a line of mlperf_log_summary.txt -> the detail log's key
     "requested_server_ttft_latency": r"^ttft_latency \(ns\)\s*:\s*(\S+)",
     "requested_server_tpot_latency": r"^tpot_latency \(ns\)\s*:\s*(\S+)",
     "result_max_latency_ns": r"^Max latency \(ns\)\s*:\s*(\S+)",
+    "result_qps_with_loadgen_overhead": r"^QPS w/ loadgen overhead\s*:\s*(\S+)",
     "effective_min_duration_ms": r"^min_duration \(ms\)\s*:\s*(\S+)",
     "effective_min_query_count": r"^min_query_count\s*:\s*(\S+)",
     "effective_target_qps": r"^target_qps\s*:\s*(\S+)",
     "effective_scenario": r"^Scenario\s*:\s*(\S+)",
+    # the metric each scenario reports (RESULT_KEYS)
+    "result_tokens_per_second": r"^Tokens per second\s*:\s*(\S+)",
+    "result_completed_tokens_per_second": r"^Completed tokens per second\s*:\s*(\S+)",
+    "result_90.00_percentile_latency_ns": r"^90\.00 percentile latency \(ns\)\s*:\s*(\S+)",
 }
 
 
@@ -205,7 +239,7 @@ def summary_values(text: str) -> dict:
         if m:
             v = m.group(1)
             values[key] = {"yes": True, "no": False}.get(v.lower(), v)
-    if values.get("effective_scenario") == "Offline":     # listed, but only Server-like tests have them
+    if values.get("effective_scenario") == "Offline":     # listed, but only the other scenarios log them
         values.pop("requested_server_ttft_latency", None)
         values.pop("requested_server_tpot_latency", None)
     for what in ("TTFT", "TPOT"):
@@ -231,8 +265,14 @@ def read_summary(directory: Path) -> Summary:
         s.invalid_reasons = invalid_reasons(values)
     s.queries = int(values["result_query_count"]) if _num(values, "result_query_count") is not None else None
     s.target_qps = _num(values, "effective_target_qps")
-    s.ttft_limit_ns = _num(values, "requested_server_ttft_latency")
-    s.tpot_limit_ns = _num(values, "requested_server_tpot_latency")
+    if s.scenario == "SingleStream" and s.target_qps:
+        s.target_latency_ns = 1e9 / s.target_qps
+    if s.scenario == "Server":      # LoadGen logs them for SingleStream too, where they bound nothing
+        s.ttft_limit_ns = _num(values, "requested_server_ttft_latency")
+        s.tpot_limit_ns = _num(values, "requested_server_tpot_latency")
+    metric = RESULT_KEYS.get(s.scenario)
+    if metric is not None and _num(values, metric.key) is not None:
+        s.metric, s.metric_unit = metric.value(values[metric.key]), metric.shown
     return s
 
 

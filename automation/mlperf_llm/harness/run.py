@@ -150,7 +150,9 @@ def run(cfg: TestConfig) -> int:
         if problem:
             print(f"WARNING: {problem} (execution_mode=test goes on)", file=sys.stderr)
         ds = load_dataset(cfg.dataset_path, cfg.total_sample_count)
-        streaming = lg_scenario == "Server"
+        # LoadGen measures the first token in every scenario but Offline (loadgen.cc: needs_first_token):
+        # Server and Interactive, and SingleStream, which issues one query after the other
+        streaming = lg_scenario != "Offline"
         watch = ServerWatch(cfg.managed_servers, f"{cfg.scenario} {cfg.mode}")
         if cfg.backend == "vllm":
             make_client = _make_client_factory(cfg)

@@ -2,7 +2,8 @@
 
 Each of `num_workers` loops runs in its own thread with its own `ApiClient` (one
 connection pool spread over all endpoints). Offline sends every sample as its own
-request (the server batches); Server and Interactive stream, reporting the first token.
+request (the server batches); Server, Interactive and SingleStream (one query at a time: LoadGen
+issues the next when this one completes) stream, reporting the first token.
 After the first failed sample the run is failed and later samples complete at once, empty. A failure
 the server caused (it ended, or stopped answering) is one error for all the samples it failed
 (serverwatch.py).
@@ -23,7 +24,7 @@ from .serverwatch import ServerWatch
 
 @dataclass(frozen=True)
 class ApiSutConfig:
-    streaming: bool                 # Server / Interactive
+    streaming: bool                 # report the first token: every scenario but Offline
     num_workers: int = 1
     max_inflight: int = 1024        # requests in flight per worker
 

@@ -18,20 +18,24 @@ class UserConfError(ValueError):
 
 @dataclass(frozen=True)
 class UserConfSpec:
-    lg_model: str                       # LoadGen config model name: llama2-70b | llama2-70b-interactive
-    lg_scenario: str                    # Offline | Server
+    lg_model: str                       # LoadGen config model name (the benchmark table's loadgen_key)
+    lg_scenario: str                    # Offline | Server | SingleStream
     execution_mode: str = "test"
     target_qps: float | None = None     # offline_target_qps or server_target_qps
     test_query_count: int | None = None
     max_test_duration_s: float | None = None
     dataset_count: int = FULL_SAMPLE_COUNT
     loadgen_version: str = ""           # the LoadGen that reads it ("" when not known)
+    target_latency_ms: float | None = None  # SingleStream's target_latency: one query's expected latency
+    full_sample_count: int = FULL_SAMPLE_COUNT  # the benchmark's performance sample count (mlperf.conf's)
 
     def __post_init__(self) -> None:
         if self.execution_mode not in EXECUTION_MODES:
             raise UserConfError(f"execution_mode={self.execution_mode!r}: choose one of {', '.join(EXECUTION_MODES)}")
         if self.target_qps is not None and not self.target_qps > 0:
             raise UserConfError(f"target qps {self.target_qps}: must be a positive number of queries per second")
+        if self.target_latency_ms is not None and not self.target_latency_ms > 0:
+            raise UserConfError(f"target latency {self.target_latency_ms}: must be a positive number of milliseconds")
         if self.test_query_count is not None and self.test_query_count < 1:
             raise UserConfError(f"test_query_count={self.test_query_count}: must be at least 1")
         if self.max_test_duration_s is not None and not self.max_test_duration_s > 0:
@@ -42,16 +46,19 @@ class UserConfSpec:
         out = [f"# user.conf for {self.lg_model} {self.lg_scenario}, execution_mode={self.execution_mode}"]
         if self.target_qps is not None:
             out.append(f"{p}target_qps = {self.target_qps:g}")
+        if self.target_latency_ms is not None:
+            out.append(f"{p}target_latency = {self.target_latency_ms:g}")
         queries = test_queries(self.test_query_count, self.dataset_count)
         samples = self.performance_sample_count()
-        if samples < FULL_SAMPLE_COUNT:
+        if samples < self.full_sample_count:
             out.append(f"{self.lg_model}.*.performance_sample_count_override = {samples}")
         if self.execution_mode == "test":
             out.append(f"{p}min_query_count = {queries}")
             out.append(f"{p}min_duration = 0")
-            # llama2-70b's mlperf.conf turns on equal issue (sample_concatenate_permutation = 1), which
+            # the LLMs' mlperf.conf turns on equal issue (sample_concatenate_permutation = 1), which
             # pads the query count to a multiple of the performance sample count: 10 test queries on
-            # the full set would become 24,576. A test run issues what was asked; valid runs keep
+            # llama2-70b's full set would become 24,576 (SingleStream pads too: at least 2 x min_duration
+            # / target_latency, rounded up). A test run issues what was asked; valid runs keep
             # equal issue. A LoadGen that pads whatever this says gets as many samples as queries.
             out.append(f"{p}sample_concatenate_permutation = 0")
         if self.max_test_duration_s is not None:
@@ -62,7 +69,7 @@ class UserConfSpec:
         """The samples a performance test loads: the data set's rows (at most the full set), except
         in a test run on a LoadGen that pads equal issue whatever user.conf says, where it is the
         test's query count, so that the padding adds nothing."""
-        rows = min(self.dataset_count, FULL_SAMPLE_COUNT)
+        rows = min(self.dataset_count, self.full_sample_count)
         if self.execution_mode == "test" and pads_whatever_user_conf_says(self.loadgen_version):
             return min(rows, test_queries(self.test_query_count, self.dataset_count))
         return rows
@@ -76,9 +83,10 @@ class UserConfSpec:
 SERVER_FRACTION = 0.7
 INTERACTIVE_FRACTION = 0.35
 
-# each scenario's target: the harness request's field and the run's input (--server_target_qps=...)
+# each scenario's target: the harness request's field and the run's input (--server_target_qps=...);
+# SingleStream's is a latency in ms (user.conf's target_latency), the others' a rate in queries/s
 TARGET_INPUTS = {"Offline": "offline_target_qps", "Server": "server_target_qps",
-                 "Interactive": "interactive_target_qps"}
+                 "Interactive": "interactive_target_qps", "SingleStream": "singlestream_target_latency"}
 
 
 def pads_whatever_user_conf_says(loadgen_version: str) -> bool:

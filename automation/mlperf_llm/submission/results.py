@@ -36,11 +36,12 @@ class ScenarioResult:
 
     @property
     def unit(self) -> str:
-        return RESULT_KEYS[self.scenario][1]
+        return RESULT_KEYS[self.scenario].unit
 
     @property
     def value(self) -> float:
-        return float(self.performance_log.get(RESULT_KEYS[self.scenario][0], 0.0))
+        metric = RESULT_KEYS[self.scenario]
+        return metric.value(self.performance_log.get(metric.key, 0.0))
 
     @property
     def valid(self) -> bool:

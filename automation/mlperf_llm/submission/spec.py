@@ -17,10 +17,29 @@ FILE_SIZE_LIMIT = 50 * 1024 * 1024
 MAX_ACCURACY_LOG_SIZE = 10 * 1024
 VIEWABLE_SIZE = 4096                      # head and tail kept by truncation
 SCENARIO_ORDER = SCENARIOS
-RESULT_KEYS = {                           # detail-log key of the reported metric, and its unit
-    "Offline": ("result_tokens_per_second", "Tokens/s"),
-    "Server": ("result_completed_tokens_per_second", "Tokens/s"),
-    "Interactive": ("result_completed_tokens_per_second", "Tokens/s"),
+
+
+@dataclass(frozen=True)
+class ResultMetric:
+    """The metric the checker reports for a scenario (RESULT_FIELD_BENCHMARK_OVERWRITE of v5.1.1 and
+    master): the detail log's key, the checker's unit, the scale from the logged value to that unit
+    (SingleStream logs ns, the checker divides by MS_TO_NS), and the unit as our screens write it."""
+    key: str
+    unit: str
+    shown: str
+    scale: float = 1.0
+
+    def value(self, logged) -> float:
+        return float(logged) * self.scale
+
+
+RESULT_KEYS = {      # every scenario of the LLM benchmarks: the metric the checker reports for it
+    "Offline": ResultMetric("result_tokens_per_second", "Tokens/s", "tokens/s"),
+    "Server": ResultMetric("result_completed_tokens_per_second", "Tokens/s", "tokens/s"),
+    "Interactive": ResultMetric("result_completed_tokens_per_second", "Tokens/s", "tokens/s"),
+    # llama3.1-8b-edge: the checker's SPECIAL_UNIT_DICT names Offline only, so SingleStream keeps
+    # UNIT_DICT's "Latency (ms)"
+    "SingleStream": ResultMetric("result_90.00_percentile_latency_ns", "Latency (ms)", "ms (p90 latency)", 1e-6),
 }
 # the results folders of a benchmark: its name, and v5.0's `<family>-interactive-<level>` for Interactive
 MODELS = tuple(BENCHMARKS) + tuple(b.name.replace(b.family, b.family + "-interactive")

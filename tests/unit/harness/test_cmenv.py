@@ -126,3 +126,17 @@ def test_all_scenarios_are_the_rounds():
     assert r.scenarios == ("Offline", "Server")
     r = request_from_env(dict(BASE, CM_MLPERF_LOADGEN_SCENARIO="all", CM_MLPERF_MODEL="llama2-70b-99.9"), cwd="/w")
     assert r.scenarios == ("Offline", "Server", "Interactive") and r.rnd.name == "6.1"
+
+
+def test_singlestream_takes_its_target_latency_and_a_valid_run_needs_it():
+    env = dict(BASE, CM_MLPERF_MODEL="llama3.1-8b-edge", CM_MLPERF_LOADGEN_SCENARIO="singlestream",
+               CM_MLPERF_INFERENCE_VERSION="6.1")
+    r = request_from_env(dict(env, CM_MLPERF_LOADGEN_SINGLESTREAM_TARGET_LATENCY="850"))
+    assert (r.scenarios, r.singlestream_target_latency, r.target_for("SingleStream")) == (("SingleStream",), 850, 850)
+    r.validate()
+    request_from_env(env).validate()                       # a test run: LoadGen's 10 ms plans nothing
+    with pytest.raises(HarnessInputError, match="--singlestream_target_latency=MS"):
+        request_from_env(dict(env, CM_MLPERF_EXECUTION_MODE="valid")).validate()
+    request_from_env(dict(env, CM_MLPERF_EXECUTION_MODE="valid", CM_MLPERF_LOADGEN_MODE="accuracy")).validate()
+    with pytest.raises(HarnessInputError, match="CM_MLPERF_LOADGEN_SINGLESTREAM_TARGET_LATENCY"):
+        request_from_env(dict(env, CM_MLPERF_LOADGEN_SINGLESTREAM_TARGET_LATENCY="fast"))

@@ -41,8 +41,30 @@ def test_valid_mode_leaves_the_minimums_alone():
     assert "sample_concatenate_permutation" not in text      # equal issue stays as mlperf.conf has it
 
 
+def test_a_singlestream_test_run_is_short_and_sets_the_target_latency_it_was_given():
+    spec = UserConfSpec("llama3_1-8b-edge", "SingleStream", "test", None, 8, dataset_count=64,
+                        loadgen_version="6.0.17", target_latency_ms=250, full_sample_count=5000)
+    assert spec.lines()[1:] == ["llama3_1-8b-edge.SingleStream.target_latency = 250",
+                                "llama3_1-8b-edge.*.performance_sample_count_override = 64",
+                                "llama3_1-8b-edge.SingleStream.min_query_count = 8",
+                                "llama3_1-8b-edge.SingleStream.min_duration = 0",
+                                "llama3_1-8b-edge.SingleStream.sample_concatenate_permutation = 0"]
+    # LoadGen's 10 ms (mlperf.conf) stays when none is given: in a test run it plans nothing
+    assert "target_latency" not in UserConfSpec("llama3_1-8b-edge", "SingleStream", "test", None, 8).text()
+
+
+def test_the_benchmarks_own_performance_sample_count_is_the_full_set():
+    # llama3.1-8b-edge's mlperf.conf loads 5000 samples: a 5000-row set needs no override, 4999 rows do
+    full = UserConfSpec("llama3_1-8b-edge", "SingleStream", "valid", None, dataset_count=5000,
+                        target_latency_ms=900, full_sample_count=5000)
+    assert full.lines()[1:] == ["llama3_1-8b-edge.SingleStream.target_latency = 900"]
+    fewer = UserConfSpec("llama3_1-8b-edge", "Offline", "valid", 2.0, dataset_count=4999, full_sample_count=5000)
+    assert "llama3_1-8b-edge.*.performance_sample_count_override = 4999" in fewer.text()
+
+
 @pytest.mark.parametrize("kwargs, word", [({"execution_mode": "fast"}, "execution_mode"),
                                           ({"target_qps": 0}, "target qps"),
+                                          ({"target_latency_ms": -5}, "target latency"),
                                           ({"test_query_count": 0}, "test_query_count"),
                                           ({"max_test_duration_s": -1}, "max_test_duration")])
 def test_bad_user_conf_inputs_are_named(kwargs, word):

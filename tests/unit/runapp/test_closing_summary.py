@@ -86,3 +86,25 @@ def test_a_malformed_record_is_reported_not_raised(state):
     text = summary(FULL, state)
     assert "no verdict (state['mlperf_accuracy']: expected a list of AccuracyVerdict, got dict)" in text
     assert "early stopping not met" in text
+
+
+def test_a_singlestream_test_shows_its_p90_latency_in_ms_and_its_target_latency(tmp_path):
+    # the harness's record of a real SingleStream test (tests/fixtures/harness/singlestream_test_run)
+    from pathlib import Path
+    from mlperf_llm.harness.cmenv import outcome_records
+    from mlperf_llm.harness.driver import HarnessRequest, RunOutcome
+    from mlperf_llm.harness.results import read_summary
+    run = Path(__file__).resolve().parents[2] / "fixtures" / "harness" / "singlestream_test_run"
+    (tmp_path / "targets.json").write_text('{"SingleStream": {"target_latency_ms": null, '
+                                           '"source": "LoadGen default (mlperf.conf)"}}')
+    outcome = RunOutcome("SingleStream", "performance", "INVALID", ["LoadGen result is INVALID"],
+                         str(run), 0, read_summary(run).to_dict())
+    req = HarnessRequest(model="llama3.1-8b-edge", results_dir=str(tmp_path), dataset_path="unused.pkl")
+    [t] = outcome_records(req, [outcome])
+    assert (t.metric, t.unit, t.target_qps, t.target_latency_ms) == (pytest.approx(54.006646), "ms (p90 latency)",
+                                                                     None, pytest.approx(10))
+    text = summary(dict(PERFORMANCE_ONLY, CM_MLPERF_MODEL="llama3.1-8b-edge"),
+                   {outcomes.HARNESS: outcomes.to_state([t])})
+    assert ("SingleStream performance INVALID  54.01 ms (p90 latency), target latency 10 ms "
+            "(LoadGen default (mlperf.conf))") in text
+    assert "tokens/s" not in text and "QPS" not in text
