@@ -19,6 +19,7 @@ CHOICES = {
 }
 NUMBERS = {
     "CM_MLPERF_LOADGEN_SERVER_TARGET_QPS": "--server_target_qps",
+    "CM_MLPERF_LOADGEN_SINGLESTREAM_TARGET_LATENCY": "--singlestream_target_latency",
     "CM_MLPERF_LOADGEN_OFFLINE_TARGET_QPS": "--offline_target_qps",
     "CM_MLPERF_LOADGEN_TEST_QUERY_COUNT": "--test_query_count",
     "CM_MLPERF_MAX_DURATION_TEST": "--max_test_duration",
