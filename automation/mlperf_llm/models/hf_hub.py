@@ -1,4 +1,5 @@
-"""Llama-2 checkpoints: which repository a variant means, and getting a snapshot of it.
+"""Getting a Hugging Face checkpoint and checking it, by one of three routes (the model steps'
+run.sh calls `main`; which repository a step means is in llama.py).
 
 Routes: the Hugging Face hub through `huggingface_hub.snapshot_download` (honours `HF_ENDPOINT`;
 the token comes from `HF_TOKEN` or a stored `hf auth login` and is never printed, logged or
@@ -22,16 +23,6 @@ from .errors import ModelError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 TOKEN_ENV = "HF_TOKEN"
-R2_LLAMA2_70B_URI = "https://llama2.mlcommons-storage.org/metadata/llama-2-70b-chat-hf.uri"
-
-# (size, precision) -> repository; "fp16" is the original checkpoint (stored as float16)
-LLAMA2_REPOS = {
-    ("70b", "fp16"): "meta-llama/Llama-2-70b-chat-hf",
-    ("7b", "fp16"): "meta-llama/Llama-2-7b-chat-hf",
-    ("70b", "fp8"): "nm-testing/Llama-2-70b-chat-hf-FP8",
-    ("70b", "gptq"): "nm-testing/Llama-2-70B-Chat-GPTQ",
-    ("7b", "fp8"): "neuralmagic/Llama-2-7b-chat-hf-FP8",
-}
 # weights stored twice in some repositories; with safetensors present the others are skipped
 REDUNDANT_WEIGHTS = ["*.bin", "*.pth", "*.pt", "*.h5", "*.msgpack", "*.ckpt", "original/*", "consolidated.*"]
 
@@ -53,15 +44,6 @@ class ModelResult:
     source: str                            # "hf:<repo>@<commit>", "r2:<uri>", "local"
     report: CheckpointReport
     reused: bool = False
-
-
-def llama2_repo(size: str = "70b", precision: str = "fp16") -> str:
-    try:
-        return LLAMA2_REPOS[(size, precision)]
-    except KeyError:
-        known = ", ".join(f"_{s},_{p}" if p != "fp16" else f"_{s}" for s, p in LLAMA2_REPOS)
-        raise ModelError(f"no known Llama-2 checkpoint for size {size!r} with precision {precision!r}; "
-                         f"known variants: {known}; or pass --repo_id=ORG/NAME or --checkpoint=DIR") from None
 
 
 def endpoint_of(req: HubRequest) -> str:
@@ -193,7 +175,7 @@ def use_local(path) -> ModelResult:
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import json
-    p = argparse.ArgumentParser(description="Get a Llama-2 checkpoint (hub, MLCommons R2 or local) and check it")
+    p = argparse.ArgumentParser(description="Get a Hugging Face checkpoint (hub, MLCommons R2 or local) and check it")
     p.add_argument("--dest", help="folder to create (hub and r2 routes)")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--repo-id")

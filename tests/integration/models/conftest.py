@@ -1,4 +1,22 @@
 import os
 import sys
 
+import pytest
+
+from cmengine.registry import Repo
+from enginefixtures import Runner
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "models"))
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("cache"))          # one ml venv for each script's test module
+
+
+@pytest.fixture
+def runner(cache_dir):
+    """The engine on this project's scripts (the model steps' tests)."""
+    return Runner([Repo("cm4mlperf-llm", ROOT)], cache_dir, include_project=True)

@@ -5,22 +5,9 @@ import os
 
 import pytest
 
-from cmengine.registry import Repo
-from enginefixtures import Runner
 from fakehub import FakeHub, FakeRepo
 from tinyckpt import checkpoint_files, write_checkpoint
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("cache"))          # one ml venv for the module
-
-
-@pytest.fixture
-def runner(cache_dir):
-    return Runner([Repo("cm4mlperf-llm", ROOT)], cache_dir, include_project=True)
 
 
 @pytest.fixture
