@@ -29,6 +29,10 @@ INSTRUCTION_KEY = "llama"
 KEYS = ("instruction", "input", "tok_input", "output")
 VALIDATION_FILE = "cnn_eval.json"
 EDGE_FILE = "sample_cnn_eval_5000.json"
+# their row counts: dataset_rows of llama3.1-8b and llama3.1-8b-edge in benchmarks.py (a unit test
+# keeps them equal; held here too so that an edit of the benchmark table re-keys no data set step)
+VALIDATION_ROWS = 13368
+EDGE_ROWS = 5000
 _FIX = (f"a {VALIDATION_FILE} row is an object with {', '.join(KEYS)}: use {VALIDATION_FILE} or {EDGE_FILE} "
         "from the MLCommons downloader (not the raw CNN/DailyMail article/highlights data), or write the "
         "file with mlperf_llm.datasets.cnndm.write_rows")

@@ -20,6 +20,9 @@ SPLITS = ("validation", "edge")
 # benchmarks.py), applied to our 300 stories: round(300 * 5000 / 13368)
 EDGE_ROWS = 112
 EDGE_SALT = "cnndm-edge/"
+# the reference numbers of each split (made as embedded/reference.json is, docs/datasets.md); both
+# beside the one reference_answers.jsonl (the edge rows are some of the validation rows)
+REFERENCE_FILES = {"validation": EMBEDDED_DIR / "reference.json", "edge": EMBEDDED_DIR / "reference_edge.json"}
 PROMPT_FORMAT = "cnn_eval template, tokenizer.encode(prompt) with the tokenizer's special tokens, no chat template"
 
 
@@ -82,14 +85,34 @@ def edge_ids(stories: list[Story], n: int = EDGE_ROWS) -> set[str]:
     return {s.id for s in ranked[:n]}
 
 
-def select(stories: list[Story], split: str) -> list[Story]:
-    """The stories of a split, in file order (as sample_cnn_eval_5000.json keeps cnn_eval.json's order)."""
+def _known(split: str) -> str:
     if split not in SPLITS:
         raise DatasetError(f"split {split!r} is unknown for the embedded summarisation set; use one of {list(SPLITS)}.")
-    if split == "validation":
+    return split
+
+
+def select(stories: list[Story], split: str) -> list[Story]:
+    """The stories of a split, in file order (as sample_cnn_eval_5000.json keeps cnn_eval.json's order)."""
+    if _known(split) == "validation":
         return list(stories)
     chosen = edge_ids(stories)
     return [s for s in stories if s.id in chosen]
+
+
+def reference_file(split: str) -> Path:
+    """Where the split's reference numbers are (the file may not be made yet: see missing_reference)."""
+    return REFERENCE_FILES[_known(split)]
+
+
+def missing_reference(split: str) -> str:
+    """'' when the split's reference numbers exist, else what that means and how to make them."""
+    path = reference_file(split)
+    if path.is_file():
+        return ""
+    return (f"the embedded summarisation set's reference numbers for split {split!r} are not made yet "
+            f"({path} is missing): the data set is built and performance runs work, but an accuracy "
+            "run judged by the embedded targets (_embedded) fails until that file is generated and "
+            "committed (docs/datasets.md, 'The embedded summarisation set').")
 
 
 def output_name(split: str, rows: int) -> str:

@@ -1,5 +1,6 @@
-"""One entry point for the `get-preprocessed-dataset-openorca` step: pick the route, fetch or build,
-check the schema, cut a deterministic subset, and say where the result is."""
+"""One entry point for the `get-preprocessed-dataset-openorca` step (OpenOrca, llama2-70b): pick the
+route, fetch or build, check the schema, cut a deterministic subset, and say where the result is.
+(The summarisation step's is get_cnndm.py.)"""
 from __future__ import annotations
 
 import gzip
@@ -12,6 +13,7 @@ from cmcontract.publish import staged_file
 from . import embedded, r2, rclone
 from .schema import CALIBRATION_ROWS, VALIDATION_ROWS, DatasetError, deterministic_subset, load_processed, \
     save_processed
+from .steps import DatasetResult, embedded_tokenizer
 
 SPLITS = {
     "validation": ("open_orca_gpt4_tokenized_llama.sampled_24576.pkl", VALIDATION_ROWS),
@@ -33,16 +35,6 @@ class DatasetRequest:
     r2_token: str | None = field(default=None, repr=False)
 
 
-@dataclass(frozen=True)
-class DatasetResult:
-    path: Path
-    rows: int
-    split: str
-    source: str
-    reference_file: Path | None = None
-    max_new_tokens: int | None = None      # embedded: the generation length the reference used
-
-
 def get_dataset(req: DatasetRequest) -> DatasetResult:
     if req.split not in (*SPLITS, "embedded"):
         raise DatasetError(f"dataset split {req.split!r} is unknown; use one of validation, calibration, embedded.")
@@ -51,10 +43,7 @@ def get_dataset(req: DatasetRequest) -> DatasetResult:
         df = load_processed(req.dataset_path)
         path, source = Path(req.dataset_path).resolve(), f"user file {req.dataset_path}"
     elif req.split == "embedded":
-        if not req.tokenizer_dir:
-            raise DatasetError("the embedded data set needs the embedded model's tokenizer: pass "
-                               "--tokenizer_path=DIR or let the get,ml-model,smollm2 dependency set CM_ML_MODEL_PATH.")
-        meta = embedded.build_embedded(req.tokenizer_dir, out_dir)
+        meta = embedded.build_embedded(embedded_tokenizer(req.tokenizer_dir), out_dir)
         path, source = Path(meta["pickle"]), f"embedded samples tokenized with {req.tokenizer_dir}"
         df = load_processed(path)
     else:

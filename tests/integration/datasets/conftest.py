@@ -1,3 +1,4 @@
+import hashlib
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -59,6 +60,18 @@ class FileServer:
 
     def ranges(self, path):
         return [r for p, r, _ in self.log if p == path]
+
+    def publish_r2(self, files, name, private=False):
+        """Lay out a data set the way the R2 bucket does: `/metadata/<name>.uri` (`.url` when private)
+        holds the base URL, `/metadata/<name>.md5` lists `<md5>  ./<path>`, the files (path -> bytes)
+        lie under `/data/<name>/`; returns the metadata URI."""
+        ext = ".url" if private else ".uri"
+        self.files[f"/metadata/{name}{ext}"] = f"{self.url}/data/{name}\n".encode()
+        self.files[f"/metadata/{name}.md5"] = "".join(
+            f"{hashlib.md5(b).hexdigest()}  ./{p}\n" for p, b in files.items()).encode()
+        for p, b in files.items():
+            self.files[f"/data/{name}/{p}"] = b
+        return f"{self.url}/metadata/{name}{ext}"
 
 
 @pytest.fixture

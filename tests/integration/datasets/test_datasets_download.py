@@ -92,19 +92,11 @@ def processed_frame(n):
                           "origin": "cot"} for i in range(n)], columns=list(COLUMNS))
 
 
-def publish_r2(server, files, name="llama-2-70b-open-orca-dataset", private=False):
-    """Lay out a data set the way the R2 bucket does: metadata URI, <name>.md5, files under a base URL."""
-    ext = ".url" if private else ".uri"
-    server.files[f"/metadata/{name}{ext}"] = f"{server.url}/data/open_orca\n".encode()
-    server.files[f"/metadata/{name}.md5"] = "".join(
-        f"{sha(b, 'md5')}  ./{p}\n" for p, b in files.items()).encode()
-    for p, b in files.items():
-        server.files[f"/data/open_orca/{p}"] = b
-    return f"{server.url}/metadata/{name}{ext}"
+ORCA = "llama-2-70b-open-orca-dataset"
 
 
 def test_r2_protocol_fetches_listed_files(server, tmp_path):
-    uri = publish_r2(server, {"a.bin": b"alpha" * 1000, "sub/b.bin": b"beta" * 1000})
+    uri = server.publish_r2({"a.bin": b"alpha" * 1000, "sub/b.bin": b"beta" * 1000}, ORCA)
     results = download_dataset(uri, tmp_path, log=QUIET)
     assert (tmp_path / "a.bin").read_bytes() == b"alpha" * 1000
     assert (tmp_path / "sub" / "b.bin").read_bytes() == b"beta" * 1000
@@ -116,7 +108,7 @@ def test_r2_protocol_fetches_listed_files(server, tmp_path):
 
 
 def test_r2_private_needs_token_and_sends_it(server, tmp_path):
-    uri = publish_r2(server, {"a.bin": b"x" * 10}, private=True)
+    uri = server.publish_r2({"a.bin": b"x" * 10}, ORCA, private=True)
     with pytest.raises(DownloadError, match="CM_R2_ACCESS_TOKEN"):
         download_dataset(uri, tmp_path, log=QUIET)
     download_dataset(uri, tmp_path, token="t0ken", log=QUIET)
@@ -124,8 +116,8 @@ def test_r2_private_needs_token_and_sends_it(server, tmp_path):
 
 
 def test_r2_corrupt_published_file_is_refused(server, tmp_path):
-    uri = publish_r2(server, {"a.bin": b"good" * 100})
-    server.files["/data/open_orca/a.bin"] = b"evil" * 100
+    uri = server.publish_r2({"a.bin": b"good" * 100}, ORCA)
+    server.files[f"/data/{ORCA}/a.bin"] = b"evil" * 100
     with pytest.raises(ChecksumMismatch):
         download_dataset(uri, tmp_path, log=QUIET)
     assert not (tmp_path / "a.bin").exists()
@@ -141,8 +133,8 @@ def gz_pickle(df):
 
 def test_get_dataset_calibration_via_r2(server, tmp_path):
     name = "open_orca_gpt4_tokenized_llama.calibration_1000.pkl.gz"
-    uri = publish_r2(server, {name: gz_pickle(processed_frame(1000)),
-                              "open_orca_gpt4_tokenized_llama.sampled_24576.pkl.gz": b"not fetched"})
+    uri = server.publish_r2({name: gz_pickle(processed_frame(1000)),
+                             "open_orca_gpt4_tokenized_llama.sampled_24576.pkl.gz": b"not fetched"}, ORCA)
     res = get_dataset(DatasetRequest(split="calibration", out_dir=str(tmp_path), uri=uri, size=10))
     assert res.rows == 10 and res.path.name.endswith(".size_10.pkl")
     assert (tmp_path / "open_orca_gpt4_tokenized_llama.calibration_1000.pkl").is_file()
@@ -150,7 +142,8 @@ def test_get_dataset_calibration_via_r2(server, tmp_path):
 
 
 def test_get_dataset_refuses_wrong_row_count(server, tmp_path):
-    uri = publish_r2(server, {"open_orca_gpt4_tokenized_llama.sampled_24576.pkl.gz": gz_pickle(processed_frame(7))})
+    uri = server.publish_r2({"open_orca_gpt4_tokenized_llama.sampled_24576.pkl.gz": gz_pickle(processed_frame(7))},
+                            ORCA)
     with pytest.raises(DatasetError, match="has 7 rows, expected 24576"):
         get_dataset(DatasetRequest(split="validation", out_dir=str(tmp_path), uri=uri))
 
