@@ -249,6 +249,7 @@ def validate_hook_result(env: dict, model_key: str = "CM_MLPERF_MODEL", benchmar
 
 
 def steps_env(bench: Benchmark) -> dict[str, str]:
-    """The tags of the steps that differ between benchmarks, for the manifests'
-    `update_tags_from_env` (run-mlperf-inference-app's data set and model dependencies)."""
-    return {"CM_MLPERF_DATASET_TAGS": bench.dataset_tags, "CM_MLPERF_MODEL_TAGS": bench.model_tags}
+    """What differs between benchmarks in run-mlperf-inference-app's dependencies: the tags of the
+    data set and model steps (`update_tags_from_env`) and the compliance tests ('' skips TEST06)."""
+    return {"CM_MLPERF_DATASET_TAGS": bench.dataset_tags, "CM_MLPERF_MODEL_TAGS": bench.model_tags,
+            "CM_MLPERF_COMPLIANCE_TESTS": ",".join(bench.compliance)}

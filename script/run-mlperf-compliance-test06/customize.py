@@ -38,7 +38,10 @@ def postprocess(i):
     eos = env.get('CM_MLPERF_EOS_TOKEN_ID', '')
     if not eos:
         from mlperf_llm.accuracy.test06 import eos_token_id_of
-        eos_id, origin = eos_token_id_of(env.get('CM_ML_MODEL_PATH', ''))
+        try:
+            eos_id, origin = eos_token_id_of(env.get('CM_ML_MODEL_PATH', ''), env.get('CM_MLPERF_MODEL', ''))
+        except ValueError as e:
+            return {'return': 1, 'error': str(e)}
         eos = str(eos_id)
         print(f'TEST06: EOS token id {eos} from {origin}')
     if not eos.lstrip('-').isdigit():

@@ -22,6 +22,7 @@ import numpy as np
 from cmcontract.publish import staged_file
 
 from .log import AccuracyLogError, parse_entry, read_log
+from ..benchmarks import get_benchmark
 from ..files import write_atomic
 
 SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream", "MultiStream")
@@ -107,9 +108,10 @@ def write_verification(result: Test06Result, accuracy_log: str, output_dir: str)
     return test_dir
 
 
-def eos_token_id_of(model_dir: str) -> Tuple[int, str]:
+def eos_token_id_of(model_dir: str, model: str) -> Tuple[int, str]:
     """(EOS id, where it came from): the model folder's generation_config.json / config.json,
-    else Llama-2's 2 (run_verification.py's default)."""
+    else the benchmark's fixed one (llama2-70b: 2, run_verification.py's default); ValueError
+    naming the fix when neither says it (a benchmark whose EOS is its tokenizer's)."""
     for name in ("generation_config.json", "config.json"):
         path = os.path.join(model_dir, name) if model_dir else ""
         if path and os.path.isfile(path):
@@ -119,4 +121,9 @@ def eos_token_id_of(model_dir: str) -> Tuple[int, str]:
                 value = value[0]
             if isinstance(value, int):
                 return value, path
-    return LLAMA2_EOS, "Llama-2's EOS (run_verification.py's default)"
+    bench = get_benchmark(model)
+    if bench.eos_token_id is None:
+        raise ValueError(f"TEST06 of {model} needs the EOS id of its tokenizer, and the model folder "
+                         f"{model_dir or '(none)'} has no generation_config.json or config.json that says it; "
+                         "fix: pass --eos_token_id=N")
+    return bench.eos_token_id, f"{bench.family}'s EOS (the benchmark table)"

@@ -81,10 +81,12 @@ def test_compliance_layout_written(tmp_path):
 def test_eos_id_from_the_model_folder(tmp_path):
     from mlperf_llm.accuracy.test06 import eos_token_id_of
     (tmp_path / "config.json").write_text(json.dumps({"eos_token_id": [7, 8]}))
-    assert eos_token_id_of(str(tmp_path)) == (7, str(tmp_path / "config.json"))
+    assert eos_token_id_of(str(tmp_path), "llama3.1-8b") == (7, str(tmp_path / "config.json"))
     (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": 0}))
-    assert eos_token_id_of(str(tmp_path))[0] == 0
-    assert eos_token_id_of("")[0] == 2
+    assert eos_token_id_of(str(tmp_path), "llama3.1-8b")[0] == 0
+    assert eos_token_id_of("", "llama2-70b-99") == (2, "llama2-70b's EOS (the benchmark table)")
+    with pytest.raises(ValueError, match="TEST06 of llama3.1-8b needs the EOS id of its tokenizer.*--eos_token_id=N"):
+        eos_token_id_of("", "llama3.1-8b")
 
 
 @pytest.mark.parametrize("rnd,where", [("5.0", ("llama2-70b-interactive-99", "Server")),
