@@ -97,6 +97,18 @@ def output_name(split: str, rows: int) -> str:
     return "embedded_cnn_eval.json" if split == "validation" else f"embedded_sample_cnn_eval_{rows}.json"
 
 
+def story_ids(rows: list[cnndm.SummaryRow], stories: list[Story] | None = None) -> list[str]:
+    """The embedded story id of each cnn_eval.json-layout row, found by its article (the rows carry
+    no id); DatasetError for a row whose article is not one of the embedded stories."""
+    by_article = {s.article: s.id for s in (stories if stories is not None else load_stories())}
+    unknown = [row.input for row in rows if row.input not in by_article]
+    if unknown:
+        raise DatasetError(f"{len(unknown)} of {len(rows)} rows are not embedded stories (the first begins "
+                           f"{unknown[0][:60]!r}): the data set is not the embedded summarisation set "
+                           f"({ARTICLES_FILE.name}); pass the file build_embedded wrote.")
+    return [by_article[row.input] for row in rows]
+
+
 def build_rows(stories: list[Story], tok: ModelTokenizer) -> list[cnndm.SummaryRow]:
     return [cnndm.build_row(s.article, s.reference, tok) for s in stories]
 
