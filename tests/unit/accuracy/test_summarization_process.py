@@ -137,3 +137,27 @@ def test_a_log_of_another_data_set_or_a_data_set_of_another_layout_is_named(run,
     pickle.write_bytes(b"\x80\x04not json")
     with pytest.raises(EvaluationError, match="summarisation data set of the run cannot be read: .*openorca.pkl"):
         process_accuracy(AccuracyRequest([run["dir"]], str(pickle), TOKENIZER, "llama3.1-8b-edge"))
+
+
+def step_hooks():
+    import importlib.util
+    path = Path(__file__).resolve().parents[3] / "script" / "process-mlperf-accuracy" / "customize.py"
+    spec = importlib.util.spec_from_file_location("process_accuracy_hooks", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_step_scores_by_the_model_and_refuses_another_data_sets_variation(run):
+    env = {"CM_MLPERF_MODEL": "llama3.1-8b", "CM_MLPERF_ACCURACY_RESULTS_DIR": run["dir"],
+           "CM_DATASET_PREPROCESSED_PATH": run["dataset"], "CM_ML_MODEL_PATH": TOKENIZER,
+           "CM_MLPERF_ACCURACY_DTYPE": "int32", "CM_MLPERF_ACCURACY_SENTENCE_SPLITTER": "auto",
+           "CM_MLPERF_ACCURACY_TARGETS": "mlperf"}
+    refused = step_hooks().preprocess({"env": dict(env, CM_MLPERF_ACCURACY_DATASET="open-orca"), "state": {}})
+    assert refused == {"return": 1, "error": "llama3.1-8b is scored on its cnndm data set, not open-orca: "
+                                             "use the variation _cnndm or none"}
+    state = {}
+    for asked in ("", "cnndm"):
+        assert step_hooks().preprocess({"env": dict(env, CM_MLPERF_ACCURACY_DATASET=asked), "state": state}) == {"return": 0}
+    [v] = outcomes.from_state(state, outcomes.ACCURACY)
+    assert (v.samples, v.rougeLsum, v.gen_len) == (8, 55.5798, 1235)
