@@ -161,3 +161,13 @@ def test_the_step_scores_by_the_model_and_refuses_another_data_sets_variation(ru
         assert step_hooks().preprocess({"env": dict(env, CM_MLPERF_ACCURACY_DATASET=asked), "state": state}) == {"return": 0}
     [v] = outcomes.from_state(state, outcomes.ACCURACY)
     assert (v.samples, v.rougeLsum, v.gen_len) == (8, 55.5798, 1235)
+
+
+def test_the_cli_evaluates_a_summarisation_benchmark(run, tmp_path, capsys):
+    from mlperf_llm.accuracy.cli import main
+    rc = main(["evaluate", "--model=llama3.1-8b-edge", "--accuracy-log", str(Path(run["dir"]) / "mlperf_log_accuracy.json"),
+               "--dataset", run["dataset"], "--tokenizer", TOKENIZER, "--output-dir", str(tmp_path), "--workers", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "'rougeLsum': '55.5798', 'gen_len': 1235, 'gen_num': 8" in out
+    assert "llama3.1-8b-edge: FAIL" in out and "this test scored 8: x 8/5000" in out
+    assert json.loads((tmp_path / "accuracy.json").read_text())["accuracy_log"].endswith("mlperf_log_accuracy.json")
