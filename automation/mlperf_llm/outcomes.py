@@ -98,10 +98,10 @@ class TestOutcome(_Record):
         return self.verdict == "VALID"
 
 
-# -- accuracy: ROUGE and tokens per sample against the targets -----------------------------------
+# -- accuracy: ROUGE and the length metric against the targets ------------------------------------
 @dataclass(frozen=True)
 class MetricCheck(_Record):
-    metric: str                          # ROUGE1 | ROUGE2 | ROUGEL | TOKENS_PER_SAMPLE
+    metric: str                          # ROUGE1 | ROUGE2 | ROUGEL | ROUGELSUM | TOKENS_PER_SAMPLE | GEN_LEN
     value: float
     minimum: float
     maximum: Optional[float]
@@ -115,20 +115,25 @@ class TargetCheck(_Record):
     label: str                           # where the reference numbers come from
     passed: bool
     metrics: Tuple[MetricCheck, ...]
+    note: str = ""                       # how the length reference was scaled to the rows scored ("": not)
     _nested: ClassVar[dict] = {"metrics": MetricCheck}
 
 
 @dataclass(frozen=True)
 class AccuracyVerdict(_Record):
-    """One accuracy test, scored: the run's own model's targets first, then its sibling's."""
+    """One accuracy test, scored: the run's own model's targets first, then its sibling's. The
+    values are the benchmark's checker metrics: llama2-70b's ROUGE-1/2/L and tokens per sample;
+    llama3.1-8b's ROUGE-1/2/L/Lsum and GEN_LEN (None where the benchmark has no such metric)."""
     scenario: str
     directory: str                       # .../<Scenario>/accuracy (accuracy.txt, accuracy.json)
     samples: int                         # samples scored
     rouge1: float
     rouge2: float
     rougeL: float
-    tokens_per_sample: float
     targets: Tuple[TargetCheck, ...]
+    rougeLsum: Optional[float] = None    # ROUGELSUM (llama3.1-8b)
+    tokens_per_sample: Optional[float] = None   # TOKENS_PER_SAMPLE (llama2-70b)
+    gen_len: Optional[int] = None        # GEN_LEN (llama3.1-8b): characters of all predictions
     _nested: ClassVar[dict] = {"targets": TargetCheck}
 
     @property

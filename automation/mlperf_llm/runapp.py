@@ -108,7 +108,8 @@ def check_inputs(env: dict) -> list[str]:
     return problems
 
 
-_METRIC_NAMES = {"ROUGE1": "ROUGE-1", "ROUGE2": "ROUGE-2", "ROUGEL": "ROUGE-L", "TOKENS_PER_SAMPLE": "tokens/sample"}
+_METRIC_NAMES = {"ROUGE1": "ROUGE-1", "ROUGE2": "ROUGE-2", "ROUGEL": "ROUGE-L", "ROUGELSUM": "ROUGE-Lsum",
+                 "TOKENS_PER_SAMPLE": "tokens/sample", "GEN_LEN": "gen_len (characters)"}
 RULE = "=" * 72
 
 
@@ -168,6 +169,8 @@ def _accuracy_lines(verdicts: list) -> list[str]:
         lines.append(f"  {v.scenario:<11} {'PASS' if own.passed else 'FAIL'} against {own.model}'s targets "
                      f"({own.label}), {v.samples} samples")
         lines.append("      " + ", ".join(_metric_text(m) for m in own.metrics))
+        if own.note:
+            lines.append(f"      ({own.note})")
         for other in v.targets[1:]:
             failed = [_metric_text(m) for m in other.metrics if not m.passed]
             lines.append(f"      against {other.model}'s targets: {'PASS' if other.passed else 'FAIL'}"
@@ -211,7 +214,7 @@ def _checker_lines(c) -> list[str]:
 
 def summary(env: dict, state: dict) -> str:
     """The closing screen, from the typed results the steps left in `state` (mlperf_llm.outcomes):
-    each test's verdict and why when it is not VALID, ROUGE and tokens per sample against the
+    each test's verdict and why when it is not VALID, ROUGE and the output length against the
     targets, TEST06, the checker's verdict, and where the results and the submission are."""
     division, mode = env.get("CM_MLPERF_SUBMISSION_DIVISION", ""), env.get("CM_MLPERF_EXECUTION_MODE", "")
     lines = ["", RULE, f"MLPerf Inference v{env.get('CM_MLPERF_INFERENCE_VERSION', '?')} "
@@ -226,7 +229,7 @@ def summary(env: dict, state: dict) -> str:
         lines.append(f"  no test results ({problem or 'the benchmark step reported none'})")
 
     for key, flag, title, render, step in (
-            (outcomes.ACCURACY, "CM_MLPERF_RUN_ACCURACY", "Accuracy (ROUGE, tokens per sample):",
+            (outcomes.ACCURACY, "CM_MLPERF_RUN_ACCURACY", "Accuracy (ROUGE, output length):",
              _accuracy_lines, "process-mlperf-accuracy"),
             (outcomes.TEST06, "CM_MLPERF_RUN_COMPLIANCE", "TEST06 (compliance):", _test06_lines,
              "run-mlperf-compliance-test06")):

@@ -6,6 +6,7 @@ def preprocess(i):
     from mlperf_llm.accuracy.evaluate import EvaluationError
     from mlperf_llm.accuracy.log import AccuracyLogError
     from mlperf_llm import outcomes as records
+    from mlperf_llm.accuracy.pipelines import pipeline_for
     from mlperf_llm.accuracy.process import (AccuracyRequest, accuracy_dirs, accuracy_verdict, describe,
                                              process_accuracy)
     from mlperf_llm.accuracy.splitter import SplitterError
@@ -13,6 +14,14 @@ def preprocess(i):
 
     env, state = i['env'], i['state']
     model = env['CM_MLPERF_MODEL']
+    try:
+        pipeline = pipeline_for(model)
+    except EvaluationError as e:
+        return {'return': 1, 'error': str(e)}
+    asked = env.get('CM_MLPERF_ACCURACY_DATASET', '')
+    if asked and asked != pipeline.name:
+        return {'return': 1, 'error': f'{model} is scored on its {pipeline.name} data set, not {asked}: '
+                f'use the variation _{pipeline.name} or none'}
     if env.get('CM_MLPERF_ACCURACY_RESULTS_DIR'):
         dirs = [env['CM_MLPERF_ACCURACY_RESULTS_DIR']]
     elif env.get('CM_MLPERF_RESULTS_DIR'):
@@ -23,8 +32,8 @@ def preprocess(i):
     dataset = env.get('CM_DATASET_PREPROCESSED_PATH', '')
     tokenizer = env.get('CM_MLPERF_ACCURACY_TOKENIZER_PATH') or env.get('CM_ML_MODEL_PATH', '')
     if not dataset or not tokenizer:
-        return {'return': 1, 'error': 'the data set and the tokenizer of the run '
-                'are needed: pass --dataset_path=<processed pickle> and --tokenizer_path=<model folder>'}
+        return {'return': 1, 'error': 'the data set and the tokenizer of the run are needed: pass '
+                f'--dataset_path=<{pipeline.data_set}> and --tokenizer_path=<model folder>'}
     embedded = env['CM_MLPERF_ACCURACY_TARGETS'] == 'embedded'
     if embedded and not env.get('CM_DATASET_REFERENCE_FILE'):
         return {'return': 1, 'error': '_embedded targets need the embedded data '

@@ -1,7 +1,8 @@
 """python -m mlperf_llm.accuracy evaluate|test06|audit-config ...
 
 evaluate: mlperf_log_accuracy.json -> accuracy.txt (checker form, hash= line) + accuracy.json
-          (numbers and the verdict against the targets, seed 003's lines), printed as well.
+          (numbers and the verdict against the targets, seed 003's lines), printed as well; every
+          benchmark, scored by its own pipeline (pipelines.py: OpenOrca or summarisation).
 test06:   the TEST06 run's accuracy log -> TEST06/verify_accuracy.txt + TEST06/accuracy/.
 audit-config: print the path of TEST06's audit.config (from the inference source, or written with
           the settings of --round).
@@ -15,12 +16,12 @@ import os
 import sys
 from typing import List, Optional
 
-from .evaluate import EvaluationError, evaluate
+from ..benchmarks import BENCHMARKS
+from .evaluate import EvaluationError
 from .log import DTYPES, AccuracyLogError
-from .process import target_models
-from .report import write_accuracy_txt, write_result_json
+from .process import AccuracyRequest, score_accuracy_log
 from .splitter import CHOICES, SplitterError, get_splitter
-from .targets import SCALE, TargetError, embedded_targets, judge, mlperf_targets
+from .targets import SCALE, TargetError
 from .test06 import SCENARIOS, verify, write_verification
 from .test06_config import AuditConfigError, audit_config
 from ..rounds import round_for
@@ -31,26 +32,20 @@ EXIT_BAD_INPUT = 2
 def cmd_evaluate(a: argparse.Namespace) -> int:
     splitter = get_splitter(a.sentence_splitter)
     print(f"sentence splitter: {splitter.name} ({splitter.detail})", flush=True)
-    result = evaluate(a.accuracy_log, a.dataset, a.tokenizer, dtype=a.dtype,
-                      workers=a.workers or None, splitter=splitter)
+    out_dir = a.output_dir or os.path.dirname(os.path.abspath(a.accuracy_log))
+    req = AccuracyRequest([out_dir], a.dataset, a.tokenizer, a.model, dtype=a.dtype, workers=a.workers or None,
+                          sentence_splitter=a.sentence_splitter, embedded_reference=a.embedded_reference)
+    outcome = score_accuracy_log(req, a.accuracy_log, out_dir, splitter=splitter,
+                                 extra={"accuracy_log": os.path.abspath(a.accuracy_log)})
+    result = outcome.result
     print(f"tokenizer: {result.tokenizer}")
     print("\nResults\n")
     print(result.reference_dict())
-    verdicts = []
-    for model in target_models(a.model):
-        targets = (embedded_targets(model, a.embedded_reference) if a.embedded_reference
-                   else mlperf_targets(model))
-        verdict = judge(result.checker_values(), targets)
-        verdicts.append(verdict)
-        print(f"\n{model}: {'PASS' if verdict.passed else 'FAIL'}")
+    for verdict in outcome.verdicts:
+        print(f"\n{verdict.model}: {'PASS' if verdict.passed else 'FAIL'}")
         for line in verdict.lines():
             print("  " + line)
-    out_dir = a.output_dir or os.path.dirname(os.path.abspath(a.accuracy_log))
-    log_hash = write_accuracy_txt(os.path.join(out_dir, "accuracy.txt"), result, a.accuracy_log)
-    write_result_json(os.path.join(out_dir, "accuracy.json"), result, verdicts, log_hash,
-                      extra={"model": a.model, "accuracy_log": os.path.abspath(a.accuracy_log),
-                             "dataset": os.path.abspath(a.dataset)})
-    print(f"\nwrote {os.path.join(out_dir, 'accuracy.txt')} (hash={log_hash[:12]}...) and accuracy.json; "
+    print(f"\nwrote {os.path.join(out_dir, 'accuracy.txt')} (hash={outcome.log_hash[:12]}...) and accuracy.json; "
           f"timings {result.seconds}")
     return 0
 
@@ -83,9 +78,11 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     e = sub.add_parser("evaluate", help="score an accuracy run")
     e.add_argument("--accuracy-log", required=True)
-    e.add_argument("--dataset", required=True, help="processed OpenOrca pickle of the run")
+    e.add_argument("--dataset", required=True, help="the run's data set: the processed OpenOrca pickle "
+                   "(llama2-70b), a cnn_eval.json-layout file (llama3.1-8b, llama3.1-8b-edge)")
     e.add_argument("--tokenizer", required=True, help="model/tokenizer folder of the run")
-    e.add_argument("--model", required=True, choices=sorted(SCALE), help="the benchmark")
+    e.add_argument("--model", required=True, choices=sorted(set(BENCHMARKS) | set(SCALE)),
+                   help="the benchmark (llama2-70b's also under v5.0's Interactive names)")
     e.add_argument("--embedded-reference", default="",
                    help="reference.json of the embedded data set: its numbers make the targets")
     e.add_argument("--dtype", default="int32", choices=sorted(DTYPES))

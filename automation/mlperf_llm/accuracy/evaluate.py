@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -96,38 +96,57 @@ def aggregate(entries: Sequence[LogEntry], texts_scores, n_tokens: int) -> dict:
     return out
 
 
-def evaluate(accuracy_log: str, dataset_file: str, tokenizer_path: str, dtype: str = "int32",
-             workers: Optional[int] = None, splitter: Optional[SentenceSplitter] = None,
-             tokenizer=None) -> AccuracyResult:
+@dataclass
+class DecodedLog:
+    """An accuracy log read and detokenized: the first entry per qsl_idx, each one's reference text
+    from the data set (by qsl_idx) and its decoded prediction, in log order."""
+    entries: List[LogEntry]
+    references: List[str]
+    predictions: List[str]
+    tokenizer: str                      # which tokenizer decoded them
+    seconds: Dict[str, float]
+
+
+def decode_log(accuracy_log: str, dataset_file: str, load_references: Callable[[str], List[str]],
+               tokenizer_path: str, dtype: str = "int32", tokenizer=None) -> DecodedLog:
+    """The steps every benchmark's evaluation shares: first entry per qsl_idx, the data set's
+    reference texts (`load_references(dataset_file)`, by position), the run's tokenizer decoding
+    the token ids with skip_special_tokens=True."""
     seconds = {}
     t0 = time.perf_counter()
     entries = first_per_sample(accuracy_log, dtype)
     if not entries:
         raise EvaluationError(f"accuracy log {accuracy_log} has no entries: was the run an "
                               f"AccuracyOnly run that completed?")
-    targets_all = load_targets(dataset_file)
-    bad = [e.qsl_idx for e in entries if not 0 <= e.qsl_idx < len(targets_all)]
+    references_all = load_references(dataset_file)
+    bad = [e.qsl_idx for e in entries if not 0 <= e.qsl_idx < len(references_all)]
     if bad:
         raise EvaluationError(f"qsl_idx {bad[:5]} outside the data set {dataset_file} "
-                              f"({len(targets_all)} rows): the log comes from another data set")
-    targets = [targets_all[e.qsl_idx] for e in entries]
+                              f"({len(references_all)} rows): the log comes from another data set")
+    references = [references_all[e.qsl_idx] for e in entries]
     seconds["read"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     tokenizer = tokenizer or load_tokenizer(tokenizer_path)
     predictions = tokenizer.batch_decode([e.token_ids.tolist() for e in entries], skip_special_tokens=True)
     seconds["detokenize"] = time.perf_counter() - t0
+    return DecodedLog(entries, references, predictions, describe_tokenizer(tokenizer, tokenizer_path), seconds)
 
+
+def evaluate(accuracy_log: str, dataset_file: str, tokenizer_path: str, dtype: str = "int32",
+             workers: Optional[int] = None, splitter: Optional[SentenceSplitter] = None,
+             tokenizer=None) -> AccuracyResult:
+    """llama2-70b's evaluate-accuracy.py on an accuracy log of the processed OpenOrca data set."""
+    log = decode_log(accuracy_log, dataset_file, load_targets, tokenizer_path, dtype, tokenizer)
     splitter = splitter or get_splitter()
     t0 = time.perf_counter()
-    scores = score_pairs(targets, predictions, splitter=splitter, workers=workers or default_workers())
-    seconds["split_and_score"] = time.perf_counter() - t0
+    scores = score_pairs(log.references, log.predictions, splitter=splitter, workers=workers or default_workers())
+    seconds = dict(log.seconds, split_and_score=time.perf_counter() - t0)
 
-    n_tokens = int(sum(len(e.token_ids) for e in entries))
-    numbers = aggregate(entries, scores, n_tokens)
+    n_tokens = int(sum(len(e.token_ids) for e in log.entries))
+    numbers = aggregate(log.entries, scores, n_tokens)
     return AccuracyResult(**numbers, sentence_splitter=f"{splitter.name}: {splitter.detail}",
-                          tokenizer=describe_tokenizer(tokenizer, tokenizer_path),
-                          seconds={k: round(v, 3) for k, v in seconds.items()})
+                          tokenizer=log.tokenizer, seconds={k: round(v, 3) for k, v in seconds.items()})
 
 
 def score_texts(targets: Sequence[str], predictions: Sequence[str],

@@ -10,14 +10,17 @@ import os
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from ..benchmarks import BENCHMARKS, get_benchmark
 from ..outcomes import AccuracyVerdict, MetricCheck, TargetCheck, Test06Verdict
-from .evaluate import AccuracyResult, EvaluationError, evaluate, load_tokenizer
+from .evaluate import EvaluationError, load_tokenizer
+from .pipelines import Pipeline, ScoredResult, pipeline_for
 from .report import write_accuracy_txt, write_result_json
 from .splitter import get_splitter
-from .targets import SCALE, Verdict, embedded_subset_targets, embedded_targets, judge, mlperf_targets
+from .targets import Targets, Verdict, embedded_subset_targets, embedded_targets, judge, mlperf_targets
 from .test06 import Test06Result, verify, write_verification
 
 LOG = "mlperf_log_accuracy.json"
+ANSWERS = "reference_answers.jsonl"   # beside an embedded data set's reference.json
 
 
 def accuracy_dirs(results_dir: str, model: str = "") -> List[str]:
@@ -39,16 +42,21 @@ def scenario_dir(results_dir: str, model: str, scenario: str, round_name: str) -
 
 
 def target_models(model: str) -> List[str]:
-    """The run's model first, then its -99 / -99.9 sibling: both verdicts are shown."""
-    base = model.replace("-99.9", "").replace("-99", "")
-    ordered = [model] + [m for m in (f"{base}-99", f"{base}-99.9") if m != model]
-    return [m for m in ordered if m in SCALE]
+    """The run's model first, then every benchmark that scores the same data set at another accuracy
+    level (llama2-70b-99's -99.9: both verdicts are shown), under v5.0's Interactive name when the
+    run's model is named so (llama2-70b-interactive-99)."""
+    own = get_benchmark(model)
+    others = [b.name for b in BENCHMARKS.values()
+              if b.family == own.family and b.dataset_tags == own.dataset_tags and b.name != own.name]
+    if model != own.name:
+        others = [name.replace(own.family, own.interactive_key) for name in others]
+    return [model] + others
 
 
 @dataclass
 class AccuracyRequest:
     directories: List[str]          # each holds mlperf_log_accuracy.json; accuracy.txt goes there
-    dataset: str
+    dataset: str                    # the run's data set (pipelines.py: which form the benchmark needs)
     tokenizer: str
     model: str                      # the benchmark (mlperf_llm.benchmarks)
     dtype: str = "int32"
@@ -60,7 +68,7 @@ class AccuracyRequest:
 @dataclass
 class AccuracyOutcome:
     directory: str
-    result: AccuracyResult
+    result: ScoredResult            # evaluate.AccuracyResult | summarization.SummaryScores
     verdicts: List[Verdict]
     log_hash: str
 
@@ -70,47 +78,61 @@ class AccuracyOutcome:
 
 
 def process_accuracy(req: AccuracyRequest) -> List[AccuracyOutcome]:
+    """Score <directory>/mlperf_log_accuracy.json of each directory with the benchmark's pipeline."""
     if not req.directories:
         raise EvaluationError("no accuracy run found: expected <results>/<model>/<Scenario>/accuracy/"
                               f"{LOG}; run the benchmark with --mode=accuracy first")
+    pipeline = pipeline_for(req.model)
     splitter = get_splitter(req.sentence_splitter)
     tokenizer = load_tokenizer(req.tokenizer)
-    whole = [embedded_targets(m, req.embedded_reference) if req.embedded_reference else mlperf_targets(m)
-             for m in target_models(req.model)]
-    outcomes = []
-    for directory in req.directories:
-        log = os.path.join(directory, LOG)
-        result = evaluate(log, req.dataset, req.tokenizer, dtype=req.dtype, workers=req.workers,
-                          splitter=splitter, tokenizer=tokenizer)
-        targets = whole
-        if req.embedded_reference:
-            subset = _embedded_subset(req, log, splitter)
-            if subset is not None:
-                targets = [embedded_subset_targets(m, subset[1], subset[0]) for m in target_models(req.model)]
-        verdicts = [judge(result.checker_values(), t) for t in targets]
-        log_hash = write_accuracy_txt(os.path.join(directory, "accuracy.txt"), result, log)
-        write_result_json(os.path.join(directory, "accuracy.json"), result, verdicts, log_hash,
-                          extra={"model": req.model, "dataset": os.path.abspath(req.dataset)})
-        outcomes.append(AccuracyOutcome(directory, result, verdicts, log_hash))
-    return outcomes
+    return [score_accuracy_log(req, os.path.join(d, LOG), d, pipeline=pipeline, splitter=splitter, tokenizer=tokenizer)
+            for d in req.directories]
 
 
-def _embedded_subset(req: AccuracyRequest, log: str, splitter):
-    """(count, metrics of the embedded reference answers of the samples the log holds) when the
-    test scored fewer samples than the reference covers (test mode); None for the whole set."""
+def score_accuracy_log(req: AccuracyRequest, log: str, out_dir: str, pipeline: Optional[Pipeline] = None,
+                       splitter=None, tokenizer=None, extra: Optional[dict] = None) -> AccuracyOutcome:
+    """One accuracy log scored and judged against each target model's targets; accuracy.txt and
+    accuracy.json written into out_dir (`extra`: more keys for accuracy.json)."""
+    pipeline = pipeline or pipeline_for(req.model)
+    splitter = splitter or get_splitter(req.sentence_splitter)
+    result = pipeline.score_log(log, req.dataset, req.tokenizer, dtype=req.dtype, workers=req.workers,
+                                splitter=splitter, tokenizer=tokenizer)
+    verdicts = [judge(result.checker_values(), t) for t in _targets(req, log, result.gen_num, pipeline, splitter)]
+    log_hash = write_accuracy_txt(os.path.join(out_dir, "accuracy.txt"), result, log)
+    write_result_json(os.path.join(out_dir, "accuracy.json"), result, verdicts, log_hash,
+                      extra={"model": req.model, "dataset": os.path.abspath(req.dataset), **(extra or {})})
+    return AccuracyOutcome(out_dir, result, verdicts, log_hash)
+
+
+def _targets(req: AccuracyRequest, log: str, rows_scored: int, pipeline: Pipeline, splitter) -> List[Targets]:
+    """Each target model's targets for a test that scored `rows_scored` rows: the checker's (a sum
+    such as GEN_LEN scaled to those rows), the embedded data set's, or, for a test that scored fewer
+    rows than the embedded reference covers, the reference answers of those same rows."""
+    models = target_models(req.model)
+    if not req.embedded_reference:
+        return [mlperf_targets(m, rows_scored) for m in models]
+    subset = _embedded_subset(req, log, splitter, pipeline)
+    if subset is not None:
+        count, metrics = subset
+        return [embedded_subset_targets(m, metrics, count) for m in models]
+    return [embedded_targets(m, req.embedded_reference, rows_scored) for m in models]
+
+
+def _embedded_subset(req: AccuracyRequest, log: str, splitter, pipeline: Optional[Pipeline] = None):
+    """(count, metrics of the embedded reference answers of the samples the log holds, scored as the
+    benchmark scores a run) when the test scored fewer samples than the reference covers (test
+    mode); None for the whole set. The answers are reference_answers.jsonl beside reference.json."""
     import json
 
-    import pandas as pd
-
-    from .evaluate import score_texts
     from .log import first_per_sample
 
+    pipeline = pipeline or pipeline_for(req.model)
     with open(req.embedded_reference, encoding="utf-8") as f:
         covered = int(json.load(f).get("samples") or 0)
     idx = sorted({e.qsl_idx for e in first_per_sample(log, req.dtype)})
     if not covered or len(idx) >= covered:
         return None
-    answers_file = os.path.join(os.path.dirname(req.embedded_reference), "reference_answers.jsonl")
+    answers_file = os.path.join(os.path.dirname(req.embedded_reference), ANSWERS)
     try:
         with open(answers_file, encoding="utf-8") as f:
             answers = {a["id"]: a for a in (json.loads(line) for line in f if line.strip())}
@@ -118,28 +140,26 @@ def _embedded_subset(req: AccuracyRequest, log: str, splitter):
         raise EvaluationError(f"the test scored {len(idx)} of {covered} samples, and the reference answers "
                               f"to judge that subset by are missing ({answers_file}: {e.strerror}); "
                               "fix: rerun with --accuracy_sample_count=all") from None
-    frame = pd.read_pickle(req.dataset)
-    rows = frame.iloc[idx]
-    missing = [i for i in rows["id"] if i not in answers]
+    ids, references = pipeline.reference_rows(req.dataset, idx)
+    missing = [i for i in ids if i not in answers]
     if missing:
         raise EvaluationError(f"{answers_file} has no reference answer for {missing[:3]}: the data set "
                               f"{req.dataset} is not the embedded one it was made for")
-    metrics = score_texts([str(x) for x in rows["output"]], [answers[i]["text"] for i in rows["id"]],
-                          splitter=splitter)
-    metrics["tokens_per_sample"] = round(sum(answers[i]["n_tokens"] for i in rows["id"]) / len(idx), 1)
-    return len(idx), metrics
+    return len(idx), pipeline.answer_metrics(references, [answers[i] for i in ids], splitter)
 
 
 def accuracy_verdict(outcome: AccuracyOutcome) -> AccuracyVerdict:
-    """The typed verdict for `state` (mlperf_llm.outcomes): the numbers, each target set's checks."""
-    r = outcome.result
+    """The typed verdict for `state` (mlperf_llm.outcomes): the numbers the benchmark is judged by
+    (its checker metrics), each target set's checks."""
+    values = outcome.result.checker_values()
     return AccuracyVerdict(
         scenario=os.path.basename(os.path.dirname(os.path.normpath(outcome.directory))),
-        directory=outcome.directory, samples=r.gen_num, rouge1=r.rouge1, rouge2=r.rouge2,
-        rougeL=r.rougeL, tokens_per_sample=r.tokens_per_sample,
+        directory=outcome.directory, samples=outcome.result.gen_num, rouge1=values["ROUGE1"],
+        rouge2=values["ROUGE2"], rougeL=values["ROUGEL"], rougeLsum=values.get("ROUGELSUM"),
+        tokens_per_sample=values.get("TOKENS_PER_SAMPLE"), gen_len=values.get("GEN_LEN"),
         targets=tuple(TargetCheck(v.model, v.label, v.passed,
                                   tuple(MetricCheck(m.metric, m.value, m.minimum, m.maximum, m.passed)
-                                        for m in v.metrics))
+                                        for m in v.metrics), note=v.note)
                       for v in outcome.verdicts))
 
 

@@ -1,5 +1,7 @@
 """Summarisation accuracy (llama3.1-8b, CNN/DailyMail): the numbers of the reference
-`language/llama3.1-8b/evaluation.py` from decoded predictions and the reference highlights.
+`language/llama3.1-8b/evaluation.py` from decoded predictions and the reference highlights
+(`score_summaries`), or from an accuracy log and its cnn_eval.json-layout data set
+(`evaluate_summaries`: the log read and decoded as evaluate.decode_log does for every benchmark).
 
 The reference's steps, each done here the same way:
 - both sides: strip, split into sentences with `nltk.sent_tokenize`, join the sentences with "\\n"
@@ -27,11 +29,12 @@ moves rougeLsum (the test measures by how much). Every result names the splitter
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Dict, Optional, Sequence
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Dict, List, Optional, Sequence
 
-from .evaluate import EvaluationError, score_texts
-from .splitter import SentenceSplitter
+from .evaluate import EvaluationError, decode_log, score_texts
+from .splitter import SentenceSplitter, get_splitter
 
 # the result's names (the reference's printed keys) -> the checker's metric names
 CHECKER_NAMES = {"rouge1": "ROUGE1", "rouge2": "ROUGE2", "rougeL": "ROUGEL", "rougeLsum": "ROUGELSUM",
@@ -47,6 +50,8 @@ class SummaryScores:
     gen_len: int            # characters of all postprocessed predictions
     gen_num: int            # predictions scored
     sentence_splitter: str  # which splitter ran (name: detail)
+    tokenizer: str = ""     # which tokenizer decoded the predictions (scored from an accuracy log)
+    seconds: Dict[str, float] = field(default_factory=dict, compare=False)
 
     def reference_dict(self) -> dict:
         """What the reference prints, in its key order and types, with plain numbers: ROUGE as the
@@ -78,3 +83,28 @@ def score_summaries(*, predictions: Sequence[str], references: Sequence[str],
     return SummaryScores(rouge1=numbers["rouge1"], rouge2=numbers["rouge2"], rougeL=numbers["rougeL"],
                          rougeLsum=numbers["rougeLsum"], gen_len=numbers["gen_len"],
                          gen_num=len(predictions), sentence_splitter=numbers["sentence_splitter"])
+
+
+def load_highlights(dataset_file: str) -> List[str]:
+    """The reference highlights (`output`) of a cnn_eval.json-layout data set, by position."""
+    from ..datasets.cnndm import read_rows
+    from ..datasets.schema import DatasetError
+    try:
+        return [row.output for row in read_rows(dataset_file)]
+    except DatasetError as e:
+        raise EvaluationError(f"the summarisation data set of the run cannot be read: {e}") from None
+
+
+def evaluate_summaries(accuracy_log: str, dataset_file: str, tokenizer_path: str, dtype: str = "int32",
+                       workers: Optional[int] = None, splitter: Optional[SentenceSplitter] = None,
+                       tokenizer=None) -> SummaryScores:
+    """language/llama3.1-8b/evaluation.py on an accuracy log: the first entry per qsl_idx, its token
+    ids decoded by the run's tokenizer (special tokens skipped), scored against the highlights of
+    the data set row it answers."""
+    log = decode_log(accuracy_log, dataset_file, load_highlights, tokenizer_path, dtype, tokenizer)
+    splitter = splitter or get_splitter()
+    t0 = time.perf_counter()
+    scores = score_summaries(predictions=log.predictions, references=log.references, splitter=splitter,
+                             workers=workers)
+    seconds = dict(log.seconds, split_and_score=time.perf_counter() - t0)
+    return replace(scores, tokenizer=log.tokenizer, seconds={k: round(v, 3) for k, v in seconds.items()})

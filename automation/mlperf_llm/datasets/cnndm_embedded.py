@@ -22,7 +22,10 @@ EDGE_ROWS = 112
 EDGE_SALT = "cnndm-edge/"
 # the reference numbers of each split (made as embedded/reference.json is, docs/datasets.md); both
 # beside the one reference_answers.jsonl (the edge rows are some of the validation rows)
-REFERENCE_FILES = {"validation": EMBEDDED_DIR / "reference.json", "edge": EMBEDDED_DIR / "reference_edge.json"}
+# each split's reference numbers and answers, in a folder of its own (datasets/cnndm_reference.py makes them)
+REFERENCE_NAME = "reference.json"
+ANSWERS_NAME = "reference_answers.jsonl"
+REFERENCE_FILES = {split: EMBEDDED_DIR / split / REFERENCE_NAME for split in ("validation", "edge")}
 PROMPT_FORMAT = "cnn_eval template, tokenizer.encode(prompt) with the tokenizer's special tokens, no chat template"
 
 
@@ -118,6 +121,18 @@ def missing_reference(split: str) -> str:
 def output_name(split: str, rows: int) -> str:
     """Named like the MLCommons files: embedded_cnn_eval.json, embedded_sample_cnn_eval_<rows>.json."""
     return "embedded_cnn_eval.json" if split == "validation" else f"embedded_sample_cnn_eval_{rows}.json"
+
+
+def story_ids(rows: list[cnndm.SummaryRow], stories: list[Story] | None = None) -> list[str]:
+    """The embedded story id of each cnn_eval.json-layout row, found by its article (the rows carry
+    no id); DatasetError for a row whose article is not one of the embedded stories."""
+    by_article = {s.article: s.id for s in (stories if stories is not None else load_stories())}
+    unknown = [row.input for row in rows if row.input not in by_article]
+    if unknown:
+        raise DatasetError(f"{len(unknown)} of {len(rows)} rows are not embedded stories (the first begins "
+                           f"{unknown[0][:60]!r}): the data set is not the embedded summarisation set "
+                           f"({ARTICLES_FILE.name}); pass the file build_embedded wrote.")
+    return [by_article[row.input] for row in rows]
 
 
 def build_rows(stories: list[Story], tok: ModelTokenizer) -> list[cnndm.SummaryRow]:

@@ -7,8 +7,9 @@
     PYTHONPATH=automation DEV_VENV/bin/python -m mlperf_llm.datasets.embedded_reference score
 
 `generate` feeds each sample's tok_input ids (as the benchmark's SUT does), decodes greedily with
-min_new_tokens=1 and max_new_tokens=MAX_NEW_TOKENS in length-sorted left-padded batches, and writes embedded/reference_answers.jsonl and
-the provenance half of embedded/reference.json. `score` adds the metrics, computed as the reference
+min_new_tokens=1 and max_new_tokens=MAX_NEW_TOKENS in length-sorted left-padded batches (greedy.py,
+shared with cnndm_reference.py), and writes embedded/reference_answers.jsonl and the provenance half
+of embedded/reference.json. `score` adds the metrics, computed as the reference
 evaluate-accuracy.py does, through mlperf_llm.accuracy (decoded text stripped, sentences joined by
 newlines, rouge with the stemmer, per-sample mean x100 rounded to 4 places); tokens_per_sample counts
 the generated ids (the end-of-sequence id included when generation stopped on it); `capped` counts
@@ -16,8 +17,6 @@ answers that hit max_new_tokens. `rouge_scores` is a plain rouge_score cross-che
 """
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
 import json
 import sys
 import time
@@ -26,12 +25,14 @@ from pathlib import Path
 from ..files import sha256_file, write_json_atomic
 from .embedded import (REFERENCE_ANSWERS_FILE, REFERENCE_FILE, SAMPLES_FILE, build_rows, load_reference,
                        load_samples)
+from .greedy import (Generator, Prompt, Settings, command_line, greedy_answers, now, provenance,
+                     read_jsonl, transformers_generator, write_jsonl)
 from .tokenizer import ModelTokenizer
 
 MAX_NEW_TOKENS = 128
-DTYPE = "float32"
-BATCH_SIZE = 16
-THREADS = 1  # one intra-op thread: on a shared 2-core box two threads mostly spin-wait
+DTYPE = Settings.dtype
+BATCH_SIZE = Settings.batch_size
+THREADS = Settings.threads
 
 
 def check_tokenizer_parity(model_dir, rows) -> int:
@@ -52,65 +53,27 @@ def check_tokenizer_parity(model_dir, rows) -> int:
 
 
 def generate(model_dir, max_new_tokens=MAX_NEW_TOKENS, limit=None, out=REFERENCE_ANSWERS_FILE,
-             batch_size=BATCH_SIZE, threads=THREADS, dtype=DTYPE) -> dict:
-    import torch
-    import transformers
-    from transformers import AutoModelForCausalLM
-
+             batch_size=BATCH_SIZE, threads=THREADS, dtype=DTYPE, generator: Generator | None = None) -> dict:
+    """Greedy answers of every sample (greedy.py's loop); `generator`: the model (default: transformers)."""
     model_dir = Path(model_dir)
+    settings = Settings(max_new_tokens=max_new_tokens, batch_size=batch_size, threads=threads, dtype=dtype)
     tok = ModelTokenizer.from_folder(model_dir)
     rows = build_rows(load_samples(), tok)[:limit]
     mismatches = check_tokenizer_parity(model_dir, rows)
     if mismatches:
         raise SystemExit(f"{mismatches} samples tokenize differently from transformers; fix tokenizer.py first")
-    torch.manual_seed(0)
-    torch.set_num_threads(threads)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype)).eval()
-    eos = model.generation_config.eos_token_id
-    answers, t0, total = {}, time.time(), 0
-    # Batches of similar-length prompts, left-padded (pad = EOS, masked out): far fewer forward passes
-    # than batch size 1 on a CPU; each answer is cut after its first EOS.
-    order = sorted(range(len(rows)), key=lambda k: len(rows[k]["tok_input"]))
-    with torch.inference_mode():
-        for b in range(0, len(order), batch_size):
-            batch = [rows[k] for k in order[b:b + batch_size]]
-            width = max(len(r["tok_input"]) for r in batch)
-            ids = torch.tensor([[eos] * (width - len(r["tok_input"])) + r["tok_input"] for r in batch])
-            mask = torch.tensor([[0] * (width - len(r["tok_input"])) + [1] * len(r["tok_input"]) for r in batch])
-            out_ids = model.generate(ids, attention_mask=mask, do_sample=False, max_new_tokens=max_new_tokens,
-                                     min_new_tokens=1, pad_token_id=eos)
-            for r, seq in zip(batch, out_ids[:, width:].tolist()):
-                gen = seq[:seq.index(eos) + 1] if eos in seq else seq
-                total += len(gen)
-                answers[r["id"]] = {"id": r["id"], "n_tokens": len(gen), "token_ids": gen,
-                                    "text": tok.decode(gen, skip_special_tokens=True)}
-            print(f"{len(answers)}/{len(rows)} samples, {total / (time.time() - t0):.1f} tokens/s",
-                  file=sys.stderr, flush=True)
-    answers = [answers[r["id"]] for r in rows]
+    gen = generator or transformers_generator(model_dir, settings)
+    t0 = time.time()
+    answers = greedy_answers([Prompt(r["id"], r["tok_input"]) for r in rows], gen, tok.decode, batch_size)
     seconds = time.time() - t0
-    _write_jsonl(out, answers)
-    weights = sorted(model_dir.glob("*.safetensors"))
-    provenance = {
-        "model_dir": model_dir.name,             # the folder's name: no path of one machine
-        "model_sha256": {p.name: sha256_file(str(p)) for p in weights},
-        "tokenizer_sha256": tok.fingerprint(),
-        "prompt_format": "chat_template (SmolLM2's own; no system message when system_prompt is empty, "
-                         "so the template inserts its default system prompt)",
-        "backend": (f"transformers AutoModelForCausalLM.generate, token-id prompts sorted by length, "
-                    f"batch size {batch_size}, left padding with EOS masked out"),
-        "settings": {"do_sample": False, "max_new_tokens": max_new_tokens, "min_new_tokens": 1,
-                     "batch_size": batch_size, "torch_threads": threads,
-                     "dtype": dtype, "device": "cpu", "eos_token_id": eos},
-        "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
-                     "python": sys.version.split()[0]},
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "samples": len(answers), "samples_sha256": sha256_file(str(SAMPLES_FILE)),
-        "generation_seconds": round(seconds, 1), "generated_tokens": total,
-        "tokenizer_parity_with_transformers": True,
-    }
+    write_jsonl(out, answers)
+    record = dict(provenance(model_dir, tok.fingerprint(), gen, settings, answers, seconds),
+                  prompt_format=("chat_template (SmolLM2's own; no system message when system_prompt is empty, "
+                                 "so the template inserts its default system prompt)"),
+                  samples_sha256=sha256_file(str(SAMPLES_FILE)), tokenizer_parity_with_transformers=True)
     if out == REFERENCE_ANSWERS_FILE:
-        write_json_atomic(REFERENCE_FILE, provenance, indent=1, sort_keys=True)
-    return provenance
+        write_json_atomic(REFERENCE_FILE, record, indent=1, sort_keys=True)
+    return record
 
 
 def sentence_splitter():
@@ -149,40 +112,23 @@ def score(answers_path=REFERENCE_ANSWERS_FILE) -> dict:
     reference = load_reference()
     eos = reference["settings"]["eos_token_id"]
     samples = {s.id: s for s in load_samples()}
-    answers = _read_jsonl(answers_path)
+    answers = read_jsonl(answers_path)
     metrics = score_texts([samples[a["id"]].output for a in answers], [a["text"] for a in answers])
     splitter = metrics.pop("sentence_splitter")
     n_tokens = sum(a["n_tokens"] for a in answers)
     metrics.update(gen_tok_len=n_tokens, gen_num=len(answers), tokens_per_sample=round(n_tokens / len(answers), 1),
                    capped=sum(1 for a in answers if a["token_ids"][-1] != eos))
     reference.update(metrics=metrics, sentence_splitter=splitter, scorer="mlperf_llm.accuracy.evaluate.score_texts",
-                     scored_date=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+                     scored_date=now())
     write_json_atomic(REFERENCE_FILE, reference, indent=1, sort_keys=True)
     return reference
 
 
-def _write_jsonl(path, rows) -> None:
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(path)
-
-
-def _read_jsonl(path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    g = sub.add_parser("generate")
-    g.add_argument("--model", required=True, help="converted embedded model folder (HF safetensors)")
+    ap, g, _ = command_line(__doc__)
     g.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
-    g.add_argument("--batch-size", type=int, default=BATCH_SIZE)
-    g.add_argument("--threads", type=int, default=THREADS)
-    g.add_argument("--dtype", default=DTYPE, choices=["float32", "bfloat16"])
     g.add_argument("--limit", type=int, help="only the first N samples (a timing probe; writes to --out)")
     g.add_argument("--out", default=str(REFERENCE_ANSWERS_FILE))
-    sub.add_parser("score")
     a = ap.parse_args(argv)
     if a.cmd == "generate":
         out = Path(a.out)

@@ -34,7 +34,7 @@ CACHED = {"get-python3 ", "install-python-venv name.ml", "install-vllm ", "get-m
           "get-mlperf-inference-loadgen r6.1,test06",   # TEST06's own LoadGen (built from the source on v4.1)
           "get-preprocessed-dataset-openorca embedded,r2-downloader"}
 # the steps that read the results folder and the test's size, and the ones that run on them
-BENCHMARK = {"app-mlperf-inference r6.1,vllm", "process-mlperf-accuracy embedded,open-orca",
+BENCHMARK = {"app-mlperf-inference r6.1,vllm", "process-mlperf-accuracy embedded",
              "run-mlperf-compliance-test06 ", "generate-mlperf-inference-submission r6.1",
              "run-mlperf-inference-submission-checker r6.1", "run-mlperf-inference-app embedded,full,r6.1"}
 # every step whose key holds the inference source's or LoadGen's (they import mlperf_llm.rounds,
@@ -44,7 +44,7 @@ ROUND_AWARE = BENCHMARK | {"get-mlperf-inference-src r6.1", "get-mlperf-inferenc
 # the data set step and the steps whose dependencies hold it (the submission steps run after the
 # benchmark, as the top step's posthook_deps, and do not)
 DATASET_AND_USERS = {"get-preprocessed-dataset-openorca embedded,r2-downloader", "app-mlperf-inference r6.1,vllm",
-                     "process-mlperf-accuracy embedded,open-orca", "run-mlperf-compliance-test06 ",
+                     "process-mlperf-accuracy embedded", "run-mlperf-compliance-test06 ",
                      "run-mlperf-inference-app embedded,full,r6.1"}
 
 NEW_ROUND_ROW = '''    Round("4.0", _LLAMA2,

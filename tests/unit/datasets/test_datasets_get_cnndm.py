@@ -108,7 +108,9 @@ def test_a_user_file_with_embedded_is_checked_against_the_embedded_split(tokdir,
 
 
 def test_reference_file_names_a_file_per_split():
-    assert emb.reference_file("validation") == emb.EMBEDDED_DIR / "reference.json"
-    assert emb.reference_file("edge") == emb.EMBEDDED_DIR / "reference_edge.json"
+    assert emb.reference_file("validation") == emb.EMBEDDED_DIR / "validation" / "reference.json"
+    assert emb.reference_file("edge") == emb.EMBEDDED_DIR / "edge" / "reference.json"
+    from mlperf_llm.datasets import cnndm_reference
+    assert cnndm_reference.split_dir("edge") == emb.reference_file("edge").parent   # the answers go beside it
     with pytest.raises(DatasetError, match="split 'x' is unknown"):
         emb.reference_file("x")

@@ -108,3 +108,19 @@ def test_a_singlestream_test_shows_its_p90_latency_in_ms_and_its_target_latency(
     assert ("SingleStream performance INVALID  54.01 ms (p90 latency), target latency 10 ms "
             "(LoadGen default (mlperf.conf))") in text
     assert "tokens/s" not in text and "QPS" not in text
+
+
+def test_a_summarisation_run_shows_rougelsum_gen_len_and_how_gen_len_was_scaled():
+    from mlperf_llm.accuracy.process import AccuracyOutcome, accuracy_verdict
+    from mlperf_llm.accuracy.summarization import SummaryScores
+    from mlperf_llm.accuracy.targets import judge, mlperf_targets
+    result = SummaryScores(rouge1=38.9, rouge2=16.0, rougeL=24.6, rougeLsum=35.9, gen_len=60000, gen_num=100,
+                           sentence_splitter="nltk")
+    verdict = judge(result.checker_values(), mlperf_targets("llama3.1-8b", rows_scored=100))
+    record = accuracy_verdict(AccuracyOutcome("/r/llama3.1-8b/Offline/accuracy", result, [verdict], "h"))
+    text = summary(dict(FULL, CM_MLPERF_MODEL="llama3.1-8b"), {outcomes.ACCURACY: outcomes.to_state([record])})
+    assert "Accuracy (ROUGE, output length):" in text
+    assert "Offline     PASS against llama3.1-8b's targets (Required accuracy for closed division), 100 samples" in text
+    assert ("ROUGE-1 38.9 >= 38.39, ROUGE-2 16 >= 15.75, ROUGE-L 24.6 >= 24.25, ROUGE-Lsum 35.9 >= 35.44, "
+            "gen_len (characters) 60,000 in [54,989, 67,208]") in text
+    assert "(GEN_LEN reference 8167644 is for all 13368 rows; this test scored 100: x 100/13368 = 61098.47397)" in text
