@@ -55,11 +55,35 @@ def test_no_model_plans_the_rounds_first_benchmark_and_says_why(runner, capsys):
     assert r["return"] == 0 and "_model.llama2-70b-99,_r5.0" in runner.output
 
 
+def test_the_edge_benchmark_plans_its_own_data_scenarios_and_category_and_no_test06(runner):
+    r = runner.plan(MAIN, model="llama3.1-8b-edge", division="open")
+    assert r["return"] == 0, r.get("error")
+    text = runner.output
+    assert "get-dataset-cnndm _edge,_embedded" in text and "get-preprocessed-dataset-openorca" not in text
+    assert "not planned under run-mlperf-inference-app: run,mlperf,compliance,test06" in text
+    root = runner.session().plan({"action": "run", "tags": MAIN, "model": "llama3.1-8b-edge", "division": "open",
+                                  "quiet": True}).root
+    assert root.env["CM_MLPERF_LOADGEN_SCENARIO"] == "Offline,SingleStream"
+    assert root.env["CM_MLPERF_SUBMISSION_CATEGORY"] == "edge"
+    r = runner.plan(MAIN, model="llama3.1-8b", division="open", scenario="Offline")
+    assert r["return"] == 0 and "get-dataset-cnndm _embedded,_validation" in runner.output
+    root = runner.session().plan({"action": "run", "tags": MAIN, "model": "llama3.1-8b", "division": "open",
+                                  "scenario": "Offline", "quiet": True}).root
+    assert root.env["CM_MLPERF_LOADGEN_SCENARIO"] == "Offline"          # as given
+    assert "run-mlperf-compliance-test06" in runner.output
+
+
+def test_a_category_that_is_not_the_benchmarks_is_refused(runner, tmp_path):
+    r = runner.run(MAIN, model="llama3.1-8b-edge", category="datacenter", division="open",
+                   results_dir=str(tmp_path / "results"))
+    assert r["return"] == 2 and ("--category=datacenter: llama3.1-8b-edge is a edge benchmark; fix: --category=edge, "
+                                 "or a datacenter benchmark of round v6.1: llama2-70b-99.9, llama3.1-8b") in r["error"]
+
+
 @pytest.mark.parametrize("model, words", [
     ("llama2-70b", "--model=llama2-70b is not a benchmark this tool knows; benchmarks: llama2-70b-99, "
                    "llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge"),
     ("llama3.1-8b-99.9", "--model=llama3.1-8b-99.9 is not a benchmark this tool knows; benchmarks: "),
-    ("llama3.1-8b", "--model=llama3.1-8b: this tool cannot run it yet: "),
 ])
 def test_a_model_this_tool_does_not_run_is_refused_with_the_benchmarks(runner, tmp_path, model, words):
     r = runner.run(MAIN, model=model, division="open", results_dir=str(tmp_path / "results"))
