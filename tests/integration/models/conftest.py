@@ -11,9 +11,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "fixtures
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def cache_dir(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("cache"))          # one ml venv for each script's test module
+    # one cache for the model steps' tests: their ml venv (torch-free: huggingface_hub, transformers)
+    # is built once, not once per step's module (about 25 s each on 2 cores)
+    return str(tmp_path_factory.mktemp("cache"))
 
 
 @pytest.fixture
