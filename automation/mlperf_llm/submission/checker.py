@@ -299,7 +299,7 @@ def format_report(report: CheckerReport) -> str:
     if warnings:
         lines += ["", "Warnings:"] + [f"  - {f.message}" for f in warnings]
     lines += ["", "Our pre-check (what the checker misses: Interactive p99 limits, the round's benchmarks, "
-                  "closed scenarios):"]
+                  "closed scenarios of the benchmark's category):"]
     lines += [f"  - {f.path}: {f.message}" for f in report.precheck] or ["  clean"]
     lines += ["", f"Verdict: {report.checker_verdict}" + ("" if not report.precheck else
                                                           f"; pre-check: {len(report.precheck)} problem(s) (FAIL)")]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import jinja2
 
+from ..benchmarks import get_benchmark
 from .inputs import Metadata, placeholder_note
 from .quantization import method_lines, scheme_of
 from .results import ScenarioResult, targets_for
@@ -78,11 +79,28 @@ def render_measurement_readme(meta: Metadata, r: ScenarioResult) -> str:
         served_model_name=meta.served_model_name, accuracy=accuracy, performance=perf)
 
 
+_SCENARIO_LINES = {    # how the SUT serves each scenario
+    "Offline": "Offline keeps many requests in flight.",
+    "Streamed": "{names}: each answer is streamed; `FirstTokenComplete` is called on the first token, "
+                "`QuerySamplesComplete` with all ids and `n_tokens`.",
+}
+
+
 def render_code_readme(meta: Metadata, model: str, scenarios: list[str]) -> str:
+    """The implementation's README, its facts from the benchmark table (data set, prompt, metrics,
+    compliance tests) and the scenarios of the tree."""
+    bench = get_benchmark(model)
+    streamed = [s for s in SCENARIO_ORDER if s in scenarios and s != "Offline"]
+    if "interactive" in model and "Interactive" not in streamed:     # v5.0's Interactive benchmark (Server)
+        streamed.append("Interactive")
+    lines = ([_SCENARIO_LINES["Offline"]] if "Offline" in scenarios else []) + (
+        [_SCENARIO_LINES["Streamed"].format(names=" and ".join(streamed))] if streamed else [])
     return _ENV.get_template("code_readme.md.j2").render(
-        model=model, implementation=meta.implementation, framework=meta.framework,
-        has_interactive="Interactive" in scenarios or "interactive" in model, round=meta.round,
-        code_version=meta.code_version, command=meta.command)
+        model=model, implementation=meta.implementation, framework=meta.framework, round=meta.round,
+        code_version=meta.code_version, command=meta.command, rows=bench.dataset_rows,
+        dataset_tags=bench.dataset_tags, prompt=bench.prompt, max_new_tokens=bench.max_new_tokens,
+        scenario_lines=lines, metrics=", ".join(bench.accuracy.metrics), family=bench.family,
+        compliance=", ".join(bench.compliance))
 
 
 def render_calibration(meta: Metadata, models: list[str]) -> str:
