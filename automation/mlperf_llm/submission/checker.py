@@ -6,7 +6,10 @@ from v6.0 the package tools/submission/submission_checker (PyYAML), run as
 `python3 -m submission_checker.main` from a copy of tools/submission in the work folder (it may
 write beside itself; the source stays untouched). Its ERROR lines are sorted into:
 - checks that only a full-length run can pass (named in FULL_LENGTH_CHECKS): in a `test`-mode run these
-  are expected, and listed by name;
+  are expected, and listed by name; among them a length metric that is a sum over the data set
+  (llama3.1-8b's GEN_LEN, the benchmark table's length_rule "sum") missed by an accuracy run that scored
+  fewer rows, when its value is within the range scaled to the rows scored (outside it: an error);
+- a missed accuracy target (the checkers log it as a WARNING): an error in the closed division;
 - consequences of other lines ("... has issues", "NoResults ...", the SUMMARY line), explained by them;
 - everything else: real errors, which fail the step in any mode.
 Beside it, our pre-check (precheck.py) reports what the checker misses; its findings fail the step too.
@@ -14,6 +17,7 @@ Beside it, our pre-check (precheck.py) reports what the checker misses; its find
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -21,6 +25,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
+from ..benchmarks import BENCHMARKS, BenchmarkError, get_benchmark
 from ..outcomes import CheckerVerdict
 from .errors import SubmissionError
 from .logs import read_detail_log
@@ -28,13 +33,20 @@ from .precheck import precheck
 from ..rounds import NEWEST, Round, RoundError, get_round
 from .spec import MIN_DURATION_MS
 
+_ROWS = ", ".join(f"{b.name} {b.dataset_rows}" for b in BENCHMARKS.values())     # the benchmark table's
+_SUMS = ", ".join(sorted({f"{b.accuracy.length_metric} of {b.family}" for b in BENCHMARKS.values()
+                          if b.accuracy.length_rule == "sum"}))
 FULL_LENGTH_CHECKS = (   # (name, what the checker says, what a full-length run does)
     ("min_duration", "Test duration less than 600s", "runs at least 600 s (min_duration=600000)"),
     ("min_query_count", "Required minimum Query Count not met", "issues the round's minimum query count"),
     ("offline_samples_per_query", "Required minimum samples per query not met",
-     "issues at least 24576 samples in its Offline query"),
-    ("performance_sample_count", "performance_sample_count, found", "uses all 24576 samples of the data set"),
-    ("accuracy_covers_dataset", "does not cover all dataset", "scores all 24576 samples"),
+     f"issues every row of the data set in its Offline query ({_ROWS})"),
+    ("performance_sample_count", "performance_sample_count, found",
+     f"uses every row of the data set ({_ROWS})"),
+    ("accuracy_covers_dataset", "does not cover all dataset", f"scores every row of the data set ({_ROWS})"),
+    ("length_sum", "accuracy not met", f"scores every row: its length metric ({_SUMS}) is a sum over the whole "
+                                       "data set, which a test run's fewer rows stay below though they are in the "
+                                       "range scaled to them"),
     ("early_stopping", "Early stopping condition was not met", "runs enough queries for early stopping"),
     ("equal_issue", "requires equal issue mode", "issues in equal-issue mode (test mode turns it off so that "
                                                  "test_query_count queries are issued, not a multiple of the data set)"),
@@ -137,6 +149,55 @@ def _scenario_folders(tree: str, model_path: str) -> set:
 
 
 GROUP_FAILED = re.compile(r"^Some \w+ checks Checks failed for: ")     # master's summary of a file's checks
+NOT_MET = re.compile(r"^(?P<path>\S+) accuracy not met: (?:expected|upper limit)=(?P<bound>[\d.]+), "
+                     r"found=(?P<found>[\d.]+)")
+ACC_NOT_VALID = re.compile(r"^(?P<path>\S+), accuracy not valid$")   # v5.1.1: the verdict on an accuracy folder
+
+
+def _length_sum_short(path: str, bound: float, found: float, mode: str) -> Finding | None:
+    """The metric missed is a sum-rule length metric (GEN_LEN) of an accuracy run that scored fewer
+    rows than the data set: full-length only (test mode) when the value is within [low, high] x
+    reference x rows scored / rows (the accuracy step's own scaled target), an error outside it; None
+    for any other metric or benchmark, or a run of every row."""
+    acc_dir = path if os.path.isdir(path) else os.path.dirname(path)
+    try:
+        bench = get_benchmark(os.path.basename(os.path.dirname(os.path.dirname(acc_dir))))
+    except BenchmarkError:
+        return None
+    spec = bench.accuracy
+    low, high = (spec.length_reference * f for f in spec.length_range)
+    detail = os.path.join(acc_dir, "mlperf_log_detail.txt")
+    if spec.length_rule != "sum" or not any(math.isclose(bound, b, rel_tol=1e-9) for b in (low, high)) \
+            or not os.path.isfile(detail):
+        return None
+    rows = int(read_detail_log(detail).get("qsl_reported_total_count", bench.dataset_rows))
+    if rows >= bench.dataset_rows:
+        return None
+    share = rows / bench.dataset_rows
+    if low * share <= found <= high * share and mode == "test":
+        return Finding("WARNING", "", "full_length", "length_sum")
+    return Finding("ERROR", f" ({spec.length_metric} is a sum over the data set: {found:g} for {rows} of "
+                   f"{bench.dataset_rows} rows, against {low * share:g}..{high * share:g} scaled to them)", "error")
+
+
+def _accuracy_not_met(msg: str, tree: str, mode: str) -> Finding | None:
+    """The checkers log a missed accuracy target as a WARNING (v5.1.1 adds an "accuracy not valid"
+    ERROR; master only its per-file summary, which a full-length line beside it would explain). Here:
+    a sum-rule length metric short of the rows scored is full-length only (_length_sum_short); any
+    other miss is an error in the closed division and stays a warning in the open one (which takes
+    any accuracy). None for other lines. The script checkers name the accuracy folder relative to the
+    tree, the package the detail log's absolute path."""
+    m = NOT_MET.match(msg)
+    if not m:
+        return None
+    path = os.path.join(tree, m.group("path"))
+    found = _length_sum_short(path, float(m.group("bound")), float(m.group("found")), mode)
+    if found:
+        found.message = msg + found.message
+        return found
+    closed = os.path.relpath(path, tree).split(os.sep)[0] == "closed"
+    return Finding("ERROR", msg + " (closed division: the accuracy target is missed)", "error") if closed \
+        else Finding("WARNING", msg, "warning")
 
 
 def classify(output: str, tree: str, mode: str) -> list:
@@ -147,6 +208,11 @@ def classify(output: str, tree: str, mode: str) -> list:
         if not m or (m.group("l1") or m.group("l2")) == "INFO":
             continue
         level, msg = m.group("l1") or m.group("l2"), m.group("msg").strip()
+        missed = _accuracy_not_met(msg, tree, mode)
+        if missed:
+            findings.append(missed)
+            block += missed.kind != "warning"
+            continue
         if level == "WARNING":
             findings.append(Finding(level, msg, "warning"))
             continue
@@ -160,6 +226,11 @@ def classify(output: str, tree: str, mode: str) -> list:
             findings.append(Finding(level, msg, "full_length" if mode == "test" else "error", named))
         elif msg.startswith("NoResults ") or msg.startswith("SUMMARY:"):
             findings.append(Finding(level, msg, "consequence"))
+        elif ACC_NOT_VALID.match(msg):    # explained by an error or length_sum line on the same folder
+            path = ACC_NOT_VALID.match(msg).group("path")
+            explained = any((f.kind == "error" or f.check == "length_sum") and f.message.startswith(path + " ")
+                            for f in findings)     # what makes it invalid: not the data set coverage
+            findings.append(Finding(level, msg, "consequence" if explained else "error"))
         elif msg.endswith(" has issues") and "/performance/" in msg:
             findings.append(Finding(level, msg, "consequence"))
             extra = _perf_has_issues(tree, msg[:-len(" has issues")].strip())
@@ -228,7 +299,7 @@ def format_report(report: CheckerReport) -> str:
     if warnings:
         lines += ["", "Warnings:"] + [f"  - {f.message}" for f in warnings]
     lines += ["", "Our pre-check (what the checker misses: Interactive p99 limits, the round's benchmarks, "
-                  "closed scenarios):"]
+                  "closed scenarios of the benchmark's category):"]
     lines += [f"  - {f.path}: {f.message}" for f in report.precheck] or ["  clean"]
     lines += ["", f"Verdict: {report.checker_verdict}" + ("" if not report.precheck else
                                                           f"; pre-check: {len(report.precheck)} problem(s) (FAIL)")]

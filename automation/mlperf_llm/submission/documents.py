@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 import jinja2
 
+from ..benchmarks import get_benchmark
 from .inputs import Metadata, placeholder_note
 from .quantization import method_lines, scheme_of
 from .results import ScenarioResult, targets_for
-from .spec import SCENARIO_ORDER
+from .spec import RESULT_KEYS, SCENARIO_ORDER
 
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
@@ -52,9 +53,10 @@ def _fmt(v: float) -> str:
 def render_measurement_readme(meta: Metadata, r: ScenarioResult) -> str:
     _, label = targets_for(meta, r.model)
     phrase = "Required accuracy for closed division" if label == "closed division" else f"Required accuracy ({label})"
-    accuracy = [dict(metric=c.metric, value=f"{c.value:g}", required=c.target.describe(), phrase=phrase,
-                     passed=c.passed) for c in r.checks]
-    perf = [dict(name=f"{r.unit.replace('/s', ' per second')}", value=_fmt(r.value)),
+    accuracy = [dict(metric=c.metric, value=f"{c.value:g}", required=c.target.describe(),
+                     phrase=phrase + (f" ({c.target.note})" if c.target.note else ""), passed=c.passed)
+                for c in r.checks]
+    perf = [dict(name=RESULT_KEYS[r.scenario].title, value=_fmt(r.value)),
             dict(name="Result is", value="VALID" if r.valid else
                  "INVALID (" + ", ".join(r.performance_log.failed_conditions() or ["see the log"]) + " not met)")]
     if r.scenario in ("Server", "Interactive"):
@@ -62,6 +64,10 @@ def render_measurement_readme(meta: Metadata, r: ScenarioResult) -> str:
                      "result_completed_samples_per_sec", 0)))),
                  dict(name="p99 time to first token (ms)", value=_fmt(r.ttft_p99_ms or 0)),
                  dict(name="p99 time per output token (ms)", value=_fmt(r.tpot_p99_ms or 0))]
+    elif r.scenario == "SingleStream":
+        perf += [dict(name="Mean latency (ms)", value=_fmt(r.percentile_ms("result_mean_latency_ns") or 0)),
+                 dict(name="p90 time to first token (ms)",
+                      value=_fmt(r.percentile_ms("result_first_token_90.00_percentile_latency_ns") or 0))]
     else:
         perf.append(dict(name="Samples per second", value=_fmt(float(r.performance_log.get(
             "result_samples_per_second", 0)))))
@@ -73,11 +79,28 @@ def render_measurement_readme(meta: Metadata, r: ScenarioResult) -> str:
         served_model_name=meta.served_model_name, accuracy=accuracy, performance=perf)
 
 
+_SCENARIO_LINES = {    # how the SUT serves each scenario
+    "Offline": "Offline keeps many requests in flight.",
+    "Streamed": "{names}: each answer is streamed; `FirstTokenComplete` is called on the first token, "
+                "`QuerySamplesComplete` with all ids and `n_tokens`.",
+}
+
+
 def render_code_readme(meta: Metadata, model: str, scenarios: list[str]) -> str:
+    """The implementation's README, its facts from the benchmark table (data set, prompt, metrics,
+    compliance tests) and the scenarios of the tree."""
+    bench = get_benchmark(model)
+    streamed = [s for s in SCENARIO_ORDER if s in scenarios and s != "Offline"]
+    if "interactive" in model and "Interactive" not in streamed:     # v5.0's Interactive benchmark (Server)
+        streamed.append("Interactive")
+    lines = ([_SCENARIO_LINES["Offline"]] if "Offline" in scenarios else []) + (
+        [_SCENARIO_LINES["Streamed"].format(names=" and ".join(streamed))] if streamed else [])
     return _ENV.get_template("code_readme.md.j2").render(
-        model=model, implementation=meta.implementation, framework=meta.framework,
-        has_interactive="Interactive" in scenarios or "interactive" in model, round=meta.round,
-        code_version=meta.code_version, command=meta.command)
+        model=model, implementation=meta.implementation, framework=meta.framework, round=meta.round,
+        code_version=meta.code_version, command=meta.command, rows=bench.dataset_rows,
+        dataset_tags=bench.dataset_tags, prompt=bench.prompt, max_new_tokens=bench.max_new_tokens,
+        scenario_lines=lines, metrics=", ".join(bench.accuracy.metrics), family=bench.family,
+        compliance=", ".join(bench.compliance))
 
 
 def render_calibration(meta: Metadata, models: list[str]) -> str:
@@ -94,9 +117,15 @@ def _scenarios(results: list[ScenarioResult]) -> list[str]:
     return [s for s in SCENARIO_ORDER if s in present]
 
 
+def _bound(v: float) -> str:
+    """6 significant digits, but a sum such as GEN_LEN's 2746001.7 in full, not as 2.746e+06."""
+    return f"{v:g}" if abs(v) < 1e6 else f"{v:.1f}"
+
+
 def _target_text(meta: Metadata, model: str) -> str:
     targets, _ = targets_for(meta, model)
-    return ", ".join(f"{t.metric}: {t.minimum:g}" + (f"..{t.maximum:g}" if t.maximum else "") for t in targets)
+    return ", ".join(f"{t.metric}: {_bound(t.minimum)}" + (f"..{_bound(t.maximum)}" if t.maximum else "")
+                     for t in targets)
 
 
 def render_summary_html(meta: Metadata, system: dict, results: list[ScenarioResult]) -> str:

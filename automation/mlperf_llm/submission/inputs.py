@@ -69,7 +69,7 @@ class Metadata:
     command: str = ""               # the exact command that reproduces the run
     vllm_serve_command: str = ""
     served_model_name: str = ""
-    starting_weights_filename: str = "https://huggingface.co/meta-llama/Llama-2-70b-chat-hf"
+    starting_weights_filename: str = ""   # "": the benchmark's reference checkpoint (its Hugging Face URL)
     weight_data_types: str = "bf16"
     input_data_types: str = "int32"
     retraining: str = "no"

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 
 from .errors import SubmissionError
 
-ACCURACY_PATTERNS = {          # metric -> pattern (the checker's ACC_PATTERN for llama2)
+ACCURACY_PATTERNS = {          # metric -> pattern (the checker's ACC_PATTERN, v5.1.1 and master)
     "ROUGE1": r".*'rouge1':\s+'?([\d.]+)'?.*",
     "ROUGE2": r".*'rouge2':\s+'?([\d.]+)'?.*",
     "ROUGEL": r".*'rougeL':\s+'?([\d.]+)'?.*",
+    "ROUGELSUM": r".*'rougeLsum':\s+'?([\d.]+)'?.*",
+    "GEN_LEN": r".*'gen_len':\s([\d.]+).*",
     "TOKENS_PER_SAMPLE": r".*'tokens_per_sample':\s([\d.]+).*",
 }
 HASH_PATTERN = r"^hash=([\w\d]+)$"
@@ -91,7 +93,7 @@ def read_accuracy_txt(path: str) -> AccuracyResult:
         if m:
             hash_val = m.group(1)
     if not values:
-        raise SubmissionError(path, "holds no ROUGE or tokens_per_sample values",
+        raise SubmissionError(path, "holds no ROUGE, tokens_per_sample or gen_len values",
                               "run process-mlperf-accuracy on this accuracy log")
     return AccuracyResult(values, hash_val, text)
 

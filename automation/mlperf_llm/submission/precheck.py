@@ -1,11 +1,14 @@
 """Our own checks of a submission tree for what the round's official checker misses.
 
-The master checker (v6.0, v6.1) has known holes for llama2-70b (REFERENCE.md section 7):
+The master checker (v6.0, v6.1) has known holes (REFERENCE.md section 7); every fact used here is
+the benchmark table's (mlperf_llm.benchmarks) or the round table's:
 - an Interactive run is checked against the Server latency limits (its LoadGen log says Server), so a
-  run over Interactive's p99 TTFT/TPOT limits (450/40 ms) would pass;
-- a `llama2-70b-99` folder in a v6.1 tree makes it crash instead of refusing the benchmark;
-- (closed) each benchmark needs Offline plus Server or Interactive: checked here by name, for every
-  round, so the verdict says which scenario is missing.
+  run over Interactive's p99 TTFT/TPOT limits (llama2-70b 450/40 ms, llama3.1-8b 500/30 ms) would pass;
+- a folder of a benchmark the round does not have (`llama2-70b-99` in v6.1) makes it crash instead
+  of refusing the benchmark;
+- (closed) each benchmark needs its round's scenarios (datacenter: Offline plus Server or
+  Interactive; edge: Offline and SingleStream): checked here by name, for every round, so the verdict
+  says which scenario is missing.
 The findings are reported beside the checker's verdict (checker.format_report) and fail the step like
 the checker's own errors do.
 """

@@ -6,6 +6,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from ..accuracy.targets import TargetError, mlperf_targets
 from .inputs import Metadata, ScenarioRun
 from .logs import AccuracyResult, DetailLog
 from .spec import RESULT_KEYS, Target, accuracy_targets
@@ -65,13 +66,22 @@ class ScenarioResult:
         return sep.join(f"{c.metric}: {c.value:g}" for c in self.checks)
 
 
-def targets_for(meta: Metadata, model: str) -> tuple[list[Target], str]:
-    """The targets the run is judged by: the metadata's own (embedded data set) or the closed-division ones."""
+def targets_for(meta: Metadata, model: str, rows_scored: int | None = None) -> tuple[list[Target], str]:
+    """The targets the run is judged by: the metadata's own (embedded data set) or the closed-division
+    ones; with `rows_scored` (the rows the accuracy run scored), a length metric that is a sum over the
+    data set (GEN_LEN) is scaled to them as the accuracy step does, its Target's note saying so."""
     if meta.accuracy_targets:
         targets = [Target(k, float(v[0]), None if len(v) < 2 or v[1] is None else float(v[1]))
                    for k, v in meta.accuracy_targets.items()]
         return targets, meta.accuracy_targets_label or "the run's own targets"
-    return accuracy_targets(model), "closed division"
+    try:
+        scaled = mlperf_targets(model, rows_scored) if rows_scored else None
+    except TargetError:          # more rows than the data set: judged on the whole set's targets
+        scaled = None
+    if scaled is None or not scaled.note:
+        return accuracy_targets(model), "closed division"
+    return [Target(m, scaled.minimum[m], scaled.length_max if m == scaled.length_metric else None,
+                   scaled.note if m == scaled.length_metric else "") for m in scaled.reference], "closed division"
 
 
 def targets_from_accuracy_json(path: str) -> tuple[dict, str] | None:
@@ -91,9 +101,11 @@ def targets_from_accuracy_json(path: str) -> tuple[dict, str] | None:
     return None
 
 
-def scenario_result(meta: Metadata, run: ScenarioRun, perf: DetailLog, acc: AccuracyResult | None) -> ScenarioResult:
+def scenario_result(meta: Metadata, run: ScenarioRun, perf: DetailLog, acc: AccuracyResult | None,
+                    rows_scored: int | None = None) -> ScenarioResult:
     res = ScenarioResult(run.model, run.scenario, meta.system_name, perf, acc)
     if acc:
-        targets, _ = targets_for(meta, run.model)
+        targets, _ = targets_for(meta, run.model, rows_scored)
         res.checks = [AccuracyCheck(t.metric, acc.values[t.metric], t) for t in targets if t.metric in acc.values]
+        res.notes += [t.note for t in targets if t.note]
     return res

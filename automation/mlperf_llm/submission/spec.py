@@ -23,11 +23,13 @@ SCENARIO_ORDER = SCENARIOS
 class ResultMetric:
     """The metric the checker reports for a scenario (RESULT_FIELD_BENCHMARK_OVERWRITE of v5.1.1 and
     master): the detail log's key, the checker's unit, the scale from the logged value to that unit
-    (SingleStream logs ns, the checker divides by MS_TO_NS), and the unit as our screens write it."""
+    (SingleStream logs ns, the checker divides by MS_TO_NS), the unit as our screens write it, and
+    what the measurement README calls it."""
     key: str
     unit: str
     shown: str
     scale: float = 1.0
+    title: str = "Tokens per second"
 
     def value(self, logged) -> float:
         return float(logged) * self.scale
@@ -39,7 +41,8 @@ RESULT_KEYS = {      # every scenario of the LLM benchmarks: the metric the chec
     "Interactive": ResultMetric("result_completed_tokens_per_second", "Tokens/s", "tokens/s"),
     # llama3.1-8b-edge: the checker's SPECIAL_UNIT_DICT names Offline only, so SingleStream keeps
     # UNIT_DICT's "Latency (ms)"
-    "SingleStream": ResultMetric("result_90.00_percentile_latency_ns", "Latency (ms)", "ms (p90 latency)", 1e-6),
+    "SingleStream": ResultMetric("result_90.00_percentile_latency_ns", "Latency (ms)", "ms (p90 latency)", 1e-6,
+                                 "90th percentile latency (ms)"),
 }
 # the results folders of a benchmark: its name, and v5.0's `<family>-interactive-<level>` for Interactive
 MODELS = tuple(BENCHMARKS) + tuple(b.name.replace(b.family, b.family + "-interactive")
@@ -55,6 +58,7 @@ class Target:
     metric: str
     minimum: float
     maximum: float | None = None
+    note: str = ""          # how the bounds were scaled to the rows an accuracy run scored ("": not scaled)
 
     def passes(self, value: float) -> bool:
         return value >= self.minimum and (self.maximum is None or value <= self.maximum)

@@ -10,10 +10,16 @@
         results/<system>/<model>/<Scenario>/performance/run_1/{mlperf_log_summary.txt, mlperf_log_detail.txt}
         results/<system>/<model>/<Scenario>/accuracy/{accuracy.txt, mlperf_log_accuracy.json (truncated), ...}
         compliance/<system>/<model>/<Scenario>/TEST06/{verify_accuracy.txt, accuracy/mlperf_log_accuracy.json}
+                                               (only for a benchmark whose compliance tests include TEST06)
 
 Layout "v6" (v6.0 and later): src/ instead of code/, and everything of a test in its results folder:
         results/<system>/<model>/<Scenario>/{measurements.json, README.md, user.conf, performance/,
                                              accuracy/, TEST06/}
+
+What differs between benchmarks comes from mlperf_llm.benchmarks: which compliance tests a closed
+tree needs (llama2-70b and llama3.1-8b: TEST06; llama3.1-8b-edge: none, so no TEST06 folder is
+copied), the category (the systems JSON's system_type and the pages follow it), the scenarios a
+closed tree needs and the starting weights when none are given.
 
 The tree is built in a sibling folder and renamed into place only when it is complete and breaks no rule
 of rules.py; the input folders are never modified.
@@ -99,6 +105,10 @@ def _find_test06_log(test06_dir: str) -> str | None:
     return None
 
 
+def _needs_test06(model: str) -> bool:
+    return "TEST06" in get_benchmark(model).compliance
+
+
 def _missing_inputs(runs: list[ScenarioRun], meta: Metadata, need_mlperf_conf: bool, inference_src) -> list[str]:
     problems = []
     for r in runs:
@@ -109,7 +119,7 @@ def _missing_inputs(runs: list[ScenarioRun], meta: Metadata, need_mlperf_conf: b
         if not r.accuracy:
             problems.append(f"{where}: accuracy/ lacks accuracy.txt, mlperf_log_accuracy.json or the LoadGen logs "
                             "(run the accuracy mode, then process-mlperf-accuracy)")
-        if meta.division == "closed" and not r.test06:
+        if meta.division == "closed" and not r.test06 and _needs_test06(r.model):
             problems.append(f"{where}: TEST06/verify_accuracy.txt is missing (closed division needs TEST06: "
                             "run run-mlperf-compliance-test06)")
         if not r.user_conf:
@@ -139,6 +149,27 @@ def _prepare_system(req: BuildRequest, meta: Metadata, warnings: list) -> dict:
     return system
 
 
+def _settle_category(runs: list[ScenarioRun], meta: Metadata, system: dict, warnings: list) -> None:
+    """The tree's category is its benchmarks' (the benchmark table's): the metadata and the systems
+    JSON's system_type follow it (a system_type naming both categories is kept); one tree, one category."""
+    by_category: dict[str, list[str]] = {}
+    for model in sorted({r.model for r in runs}):
+        by_category.setdefault(get_benchmark(model).category, []).append(model)
+    if len(by_category) > 1:
+        raise SubmissionError("results folder", "holds benchmarks of more than one category (" + "; ".join(
+            f"{c}: {', '.join(m)}" for c, m in sorted(by_category.items())) + "), and a system folder is checked "
+            "as one category", "build one tree per category, each from a results folder of that category's runs")
+    (category, models), = by_category.items()
+    if meta.category != category:
+        warnings.append(f"category {meta.category!r} replaced by {category!r}: {', '.join(models)} is a {category} "
+                        f"benchmark (pass --category={category})")
+        meta.category = category
+    if category not in str(system.get("system_type", "")).split(","):
+        warnings.append(f"systems JSON system_type={system.get('system_type')!r} replaced by {category!r}, the "
+                        f"category of {', '.join(models)} (describe the system with --category={category})")
+        system["system_type"] = category
+
+
 def _availability(system: dict) -> str:
     status = str(system.get("status", "available")).lower()
     when = datetime.date.today().strftime("%b %Y")
@@ -146,12 +177,14 @@ def _availability(system: dict) -> str:
             "rdi": "Research, Development, or Internal (RDI)"}.get(status, status)
 
 
-def _measurements_json(meta: Metadata) -> dict:
+def _measurements_json(meta: Metadata, model: str) -> dict:
+    """`starting_weights_filename`: the metadata's, else the benchmark's reference checkpoint."""
     q = meta.quantization
     doc = {
         "input_data_types": meta.input_data_types,
         "retraining": meta.retraining,
-        "starting_weights_filename": meta.starting_weights_filename,
+        "starting_weights_filename": meta.starting_weights_filename
+        or "https://huggingface.co/" + get_benchmark(model).hf_model,
         "weight_data_types": scheme_of(q).weight_data_types if q.scheme != "none" else meta.weight_data_types,
         "weight_transformations": weight_transformations(q),
     }
@@ -209,6 +242,7 @@ def build_submission(req: BuildRequest) -> BuildReport:
                               "produce the missing parts, then build again")
     for r in runs:
         check_conf(r.user_conf)
+    _settle_category(runs, meta, system, warnings)
     if meta.division == "closed":
         warnings += _scenario_warnings(runs, spec)
     if not meta.accuracy_targets:      # an embedded run: the accuracy step judged it by its own targets
@@ -255,17 +289,21 @@ def _build(root, req, meta, spec, system, runs, warnings) -> BuildReport:
             _copy(os.path.join(run.accuracy, name), os.path.join(acc_dir, name))
         truncate_with_hash(acc_dir)
         perf_log = read_detail_log(os.path.join(perf_dir, "mlperf_log_detail.txt"))
-        result = scenario_result(meta, run, perf_log, read_accuracy_txt(os.path.join(acc_dir, "accuracy.txt")))
+        acc_log = read_detail_log(os.path.join(acc_dir, "mlperf_log_detail.txt"))
+        result = scenario_result(meta, run, perf_log, read_accuracy_txt(os.path.join(acc_dir, "accuracy.txt")),
+                                 acc_log.get("qsl_reported_total_count"))
         seed = perf_log.get("effective_qsl_rng_seed")
         if spec.qsl_rng_seed and seed != spec.qsl_rng_seed:
             warnings.append(f"{run.model}/{run.scenario}: LoadGen's qsl_rng_seed {seed} is not round {spec.version}'s "
                             f"({spec.qsl_rng_seed}); the checker will refuse the run: rerun with mlcommons-loadgen "
                             "pinned to the round")
-        for label, log in (("performance", perf_log),
-                           ("accuracy", read_detail_log(os.path.join(acc_dir, "mlperf_log_detail.txt")))):
+        for label, log in (("performance", perf_log), ("accuracy", acc_log)):
             if log.errors:
                 warnings.append(f"{run.model}/{run.scenario} {label} detail log has LoadGen errors: {log.errors[:3]}")
-        if run.test06:
+        if run.test06 and not _needs_test06(run.model):
+            warnings.append(f"{run.model}/{run.scenario}: TEST06 left out of the tree ({run.model} has no TEST06 "
+                            "among its compliance tests)")
+        elif run.test06:
             t06_dir = os.path.join(res_dir if spec.layout == "v6" else os.path.join(sub, "compliance", *key),
                                    "TEST06")
             _add_test06(t06_dir, run, result, warnings)
@@ -276,7 +314,7 @@ def _build(root, req, meta, spec, system, runs, warnings) -> BuildReport:
             _copy(conf, os.path.join(meas_dir, "mlperf.conf"))
         _write(os.path.join(meas_dir, "measurements.json" if spec.layout == "v6" else
                             f"{sysname}_{impl}_{run.scenario}.json"),
-               json.dumps(_measurements_json(meta), indent=2) + "\n")
+               json.dumps(_measurements_json(meta, run.model), indent=2) + "\n")
         _write(os.path.join(meas_dir, "README.md"), documents.render_measurement_readme(meta, result))
         if os.path.isfile(os.path.join(req.results_dir, RECORD_NAME)):   # how the run was made (docs/reproduce.md)
             _copy(os.path.join(req.results_dir, RECORD_NAME), os.path.join(meas_dir, RECORD_NAME))

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from submission_fixtures import ROUNDS, build, inference_source
+from submission_fixtures import ROUNDS, build, inference_source, set_p99
 from mlperf_llm.submission.checker import format_report, run_checker
 
 FULL_LENGTH = {"early_stopping", "min_duration", "offline_samples_per_query", "performance_sample_count",
@@ -69,17 +69,6 @@ def test_a_missing_closed_scenario_fails_the_step(tmp_path):
     assert any("does not have all required scenarios, missing {'Offline'}" in f.message for f in r.errors)
 
 
-def _interactive_p99(log_path, ttft_ms, tpot_ms):
-    import re
-    with open(log_path, encoding="utf-8") as f:
-        text = f.read()
-    for key, ms in (("result_first_token_99.00_percentile_latency_ns", ttft_ms),
-                    ("result_time_per_output_token_99.00_percentile_ns", tpot_ms)):
-        text = re.sub(rf'("key": "{re.escape(key)}", "value": )[\d.]+', rf"\g<1>{int(ms * 1e6)}", text)
-    with open(log_path, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
 def test_precheck_finds_what_the_master_checker_misses(tmp_path):
     """v6.1: an Interactive run over 450/40 ms passes the master checker (it applies Server's limits);
     our pre-check fails it, beside the checker's verdict."""
@@ -87,7 +76,7 @@ def test_precheck_finds_what_the_master_checker_misses(tmp_path):
     report = build(tmp_path, "v6.1", "closed")
     log = os.path.join(report.submitter_dir, "results", "cpu_2c-reference-cpu-vllm", "llama2-70b-99.9",
                        "Interactive", "performance", "run_1", "mlperf_log_detail.txt")
-    _interactive_p99(log, 900, 30)           # TTFT over 450 ms, under Server's 2000; TPOT fine
+    set_p99(log, 900, 30)           # TTFT over 450 ms, under Server's 2000; TPOT fine
     r = run_checker(report.submission_dir, "v6.1", "cm4mlperf", src, workdir=str(tmp_path / "chk"))
     text = format_report(r)
     assert r.errors == [], text                                  # the checker does not see it ...

@@ -114,3 +114,54 @@ def test_no_source_names_the_fix(tmp_path, monkeypatch):
         find_checker(str(tmp_path), get_round("5.1"))
     with pytest.raises(SubmissionError, match="submission_checker/main.py .the checker of v6.1.*at b66003e"):
         find_checker(str(tmp_path), get_round("6.1"))
+
+
+EDGE = "results/cpu_2c-reference-cpu-vllm/llama3.1-8b-edge/Offline/accuracy"
+
+
+@pytest.fixture
+def edge_tree(tmp_path):
+    """A closed and an open llama3.1-8b-edge accuracy folder: the detail log of a 16-row accuracy run."""
+    for division in ("closed", "open"):
+        dst = tmp_path / division / "cm4mlperf" / EDGE
+        dst.mkdir(parents=True)
+        shutil.copy(os.path.join(FIX, "results-v6.1-llama3.1-8b-edge", "llama3.1-8b-edge", "Offline", "accuracy",
+                                 "mlperf_log_detail.txt"), dst)
+    return str(tmp_path)
+
+
+def _not_met(path, bound, found, level="WARNING"):
+    return f"[2026-11-26 07:00:00,000 submission_checker.py:1417 {level}] {path} accuracy not met: " \
+           f"expected={bound:f}, found={found}\n"
+
+
+def test_gen_len_of_fewer_rows_is_full_length_only_within_the_scaled_range(edge_tree):
+    script = f"closed/cm4mlperf/{EDGE}"                               # v5.1.1: relative to the tree
+    package = os.path.join(edge_tree, script, "mlperf_log_detail.txt")  # master: the detail log, absolute
+    low = 3051113 * 0.9                                                # the checker's GEN_LEN target
+    invalid = f"[2026-11-26 07:00:00,000 submission_checker.py:2667 ERROR] {script}, accuracy not valid\n"
+    for path in (script, package):
+        kinds = [(f.kind, f.check) for f in classify(_not_met(path, low, 9772) + invalid, edge_tree, "test")]
+        assert kinds[0] == ("full_length", "length_sum")
+    assert [f.kind for f in classify(_not_met(script, low, 9772) + invalid, edge_tree, "test")] == [
+        "full_length", "consequence"]
+    valid = classify(_not_met(script, low, 9772), edge_tree, "valid")           # a valid run scores every row
+    short = classify(_not_met(script, low, 4000), edge_tree, "test")            # 16 rows: 8787.2..10739.9
+    assert [f.kind for f in valid + short] == ["error", "error"]
+    assert short[0].message.endswith("(GEN_LEN is a sum over the data set: 4000 for 16 of 5000 rows, against "
+                                     "8787.21..10739.9 scaled to them)")
+
+
+def test_a_missed_quality_target_is_an_error_in_the_closed_division_only(edge_tree):
+    rouge = 36.124 * 0.99
+    closed = classify(_not_met(f"closed/cm4mlperf/{EDGE}", rouge, 10.0), edge_tree, "test")
+    opened = classify(_not_met(f"open/cm4mlperf/{EDGE}", rouge, 10.0), edge_tree, "test")
+    assert [(f.kind, f.message.endswith("(closed division: the accuracy target is missed)")) for f in closed] == [
+        ("error", True)]
+    assert [f.kind for f in opened] == ["warning"]
+    coverage = (f"[2026-11-26 07:00:00,000 submission_checker.py:1482 ERROR] closed/cm4mlperf/{EDGE} accurcy run "
+                "does not cover all dataset, accuracy samples: 16, dataset size: 5000\n")
+    invalid = f"[2026-11-26 07:00:00,000 submission_checker.py:2667 ERROR] open/cm4mlperf/{EDGE}, accuracy not valid\n"
+    # v5.1.1's verdict line is not explained by the data set coverage (which does not invalidate accuracy)
+    assert [f.kind for f in classify(coverage + invalid.replace("open/", "closed/"), edge_tree, "test")] == [
+        "full_length", "error"]

@@ -46,14 +46,20 @@ def test_detail_log_keeps_loadgen_errors(tmp_path):
 
 def test_accuracy_txt_with_the_checkers_patterns(tmp_path):
     acc = logs.read_accuracy_txt(os.path.join(RUN, "Offline", "accuracy", "accuracy.txt"))
-    assert set(acc.values) == {"ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE"}
+    # the fixture prints what evaluate-accuracy.py prints: rougeLsum and gen_len too
+    assert set(acc.values) == {"ROUGE1", "ROUGE2", "ROUGEL", "ROUGELSUM", "GEN_LEN", "TOKENS_PER_SAMPLE"}
     assert acc.values["TOKENS_PER_SAMPLE"] == 294.1 and acc.hash is None
     p = tmp_path / "accuracy.txt"
-    p.write_text("{'rouge1': 44.1, 'rouge2': 22.0, 'rougeL': 28.5, 'rougeLsum': 41.0, 'tokens_per_sample': 293.0}\n"
+    p.write_text("{'rouge1': 44.1, 'rouge2': 22.0, 'rougeL': 28.5, 'tokens_per_sample': 293.0}\n"
                  "hash=abc123\n")
     acc = logs.read_accuracy_txt(str(p))
     assert acc.values == {"ROUGE1": 44.1, "ROUGE2": 22.0, "ROUGEL": 28.5, "TOKENS_PER_SAMPLE": 293.0}
     assert acc.hash == "abc123"
+    # llama3.1-8b: the lines accuracy.report writes (ROUGE as strings, gen_len an int)
+    p.write_text("\nResults\n\n{'rouge1': '38.9', 'rouge2': '16.0', 'rougeL': '24.5', 'rougeLsum': '35.9', "
+                 "'gen_len': 8167000, 'gen_num': 13368}\n\nhash=ff00\n")
+    assert logs.read_accuracy_txt(str(p)).values == {"ROUGE1": 38.9, "ROUGE2": 16.0, "ROUGEL": 24.5,
+                                                     "ROUGELSUM": 35.9, "GEN_LEN": 8167000.0}
     p.write_text("nothing\n")
     with pytest.raises(SubmissionError, match="process-mlperf-accuracy"):
         logs.read_accuracy_txt(str(p))
