@@ -10,7 +10,6 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Optional, TextIO
 
 from cmcontract.secret import is_secret
@@ -406,13 +405,16 @@ def _request_record(req) -> dict:
             "version": list(req.version)}
 
 
-@dataclass
 class Settled:
     """What the top step's validate settled from its inputs: variations to select and env values
     (a default the step derives, e.g. the data set of a benchmark), for the run to be planned again
-    as if they had been asked for (`--env.NAME=VALUE`)."""
-    variations: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
+    as if they had been asked for (`--env.NAME=VALUE`). A plain class: the engine's import leaves
+    dataclasses out (tests/integration/engine/test_import_cost.py)."""
+    __slots__ = ("variations", "env")
+
+    def __init__(self) -> None:
+        self.variations: list[str] = []
+        self.env: dict[str, str] = {}
 
     def __bool__(self) -> bool:
         return bool(self.variations or self.env)

@@ -198,7 +198,7 @@ def test_a_failed_run_that_loadgen_would_keep_going_is_aborted(tmp_path, dataset
     out = tmp_path / "out"
     with StandinProcess(StandinConfig(output_tokens=3, die_after=3)) as sp:
         t0 = time.monotonic()
-        p = subprocess.run([sys.executable, "-m", "mlperf_llm.harness.run", "--scenario=Server",
+        p = subprocess.run([sys.executable, "-m", "mlperf_llm.harness.run", "--model=llama2-70b-99", "--scenario=Server",
                             f"--dataset-path={dataset}", f"--output-dir={out}", f"--user-conf={conf}",
                             f"--api-servers={sp.url}", "--api-model-name=standin-model", "--abort-grace-s=2",
                             "--no-progress"], capture_output=True, text=True, timeout=50,
