@@ -1,4 +1,4 @@
-"""app-mlperf-inference: run the llama2-70b LoadGen tests (see docs/harness.md)."""
+"""app-mlperf-inference: run the benchmark's LoadGen tests (see docs/harness.md)."""
 
 
 def validate(i):
@@ -24,7 +24,7 @@ def preprocess(i):
         return {'return': 1, 'error': str(e)}
     env.update(env_from_outcomes(req, outcomes))
     state[records.HARNESS] = records.to_state(outcome_records(req, outcomes))
-    print('\nMLPerf llama2-70b tests:')
+    print(f'\nMLPerf {req.model} tests:')
     for o in outcomes:
         print('  ' + o.line())
     failed = [o for o in outcomes if o.verdict == 'FAILED']
