@@ -75,6 +75,12 @@ class Benchmark:
         """LoadGen's model name for a scenario (Interactive runs as LoadGen's Server under its own key)."""
         return self.interactive_key if scenario == "Interactive" else self.loadgen_key
 
+    @property
+    def interactive_benchmark(self) -> str:
+        """The name its Interactive runs had where Interactive was a benchmark of its own (v5.0:
+        llama2-70b-interactive-99), the name of their results folder there."""
+        return self.name.replace(self.family, self.family + "-interactive")
+
     def check_scenario(self, scenario: str) -> None:
         if scenario not in self.scenarios:
             raise BenchmarkError(f"scenario {scenario!r}: {self.name} runs {', '.join(self.scenarios)}; "

@@ -7,14 +7,14 @@ import difflib
 from cmcontract.yesno import is_yes
 
 from . import outcomes
-from .benchmarks import BENCHMARKS, SCENARIOS
+from .benchmarks import BENCHMARKS, CATEGORIES, SCENARIOS
 
 CHOICES = {
     "CM_MLPERF_IMPLEMENTATION": ("--implementation", ("reference",)),
     "CM_MLPERF_BACKEND": ("--framework", ("vllm", "transformers")),
     "CM_MLPERF_DEVICE": ("--device", ("cpu", "cuda", "rocm")),
     "CM_MLPERF_SUBMISSION_DIVISION": ("--division", ("open", "closed")),
-    "CM_MLPERF_SUBMISSION_CATEGORY": ("--category", ("datacenter", "edge")),
+    "CM_MLPERF_SUBMISSION_CATEGORY": ("--category", CATEGORIES),
     "CM_MLPERF_EXECUTION_MODE": ("--execution_mode", ("test", "valid")),
 }
 NUMBERS = {

@@ -25,8 +25,8 @@ ANSWERS = "reference_answers.jsonl"   # beside an embedded data set's reference.
 
 def accuracy_dirs(results_dir: str, model: str = "") -> List[str]:
     """Every <results>/<model>/<Scenario>/accuracy holding an accuracy log (with v5.0's
-    llama2-70b-interactive-* model folder for Interactive runs)."""
-    models = [model, model.replace("llama2-70b", "llama2-70b-interactive")] if model else ["*"]
+    <family>-interactive-* model folder for Interactive runs)."""
+    models = [model, get_benchmark(model).interactive_benchmark] if model else ["*"]
     found = set()
     for m in dict.fromkeys(models):
         found.update(os.path.dirname(p) for p in glob.glob(os.path.join(results_dir, m, "*", "accuracy", LOG)))

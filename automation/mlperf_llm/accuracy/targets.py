@@ -24,12 +24,12 @@ from ..benchmarks import BENCHMARKS, AccuracySpec, BenchmarkError, get_benchmark
 RESULT_KEYS = {"ROUGE1": "rouge1", "ROUGE2": "rouge2", "ROUGEL": "rougeL", "ROUGELSUM": "rougeLsum",
                "TOKENS_PER_SAMPLE": "tokens_per_sample", "GEN_LEN": "gen_len"}
 
-# The models the OpenOrca pipeline (evaluate.py, process.py, cli.py) scores: llama2-70b's, also
-# under v5.0's names for its Interactive runs (a benchmark of their own then), with their scale.
-OPENORCA_FAMILY = "llama2-70b"
+# The models the OpenOrca pipeline (evaluate.py, process.py, cli.py) scores (those whose length
+# metric is tokens per sample: llama2-70b's), also under v5.0's names for their Interactive runs
+# (a benchmark of their own then), with their scale.
 SCALE = {name: b.accuracy.scale
-         for b in BENCHMARKS.values() if b.family == OPENORCA_FAMILY
-         for name in (b.name, b.name.replace(b.family, b.interactive_key))}
+         for b in BENCHMARKS.values() if b.accuracy.length_metric == "TOKENS_PER_SAMPLE"
+         for name in (b.name, b.interactive_benchmark)}
 
 
 class TargetError(ValueError):

@@ -47,5 +47,5 @@ def loadgen_model_and_dirs(model: str, scenario: str, rnd: Round) -> tuple[str, 
         later = [r.name for r in ROUNDS.values() if r.interactive != "none"]
         raise RoundError(f"scenario Interactive does not exist in round {rnd.name}; use {later[0]} or later")
     if rnd.interactive == "model":      # v5.0: a benchmark of its own, run as its Server
-        return bench.interactive_key, "Server", bench.name.replace(bench.family, bench.family + "-interactive"), "Server"
+        return bench.interactive_key, "Server", bench.interactive_benchmark, "Server"
     return bench.interactive_key, "Server", model, "Interactive"

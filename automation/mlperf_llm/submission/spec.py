@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..benchmarks import BENCHMARKS, SCENARIOS, BenchmarkError, get_benchmark
+from ..rounds import ROUNDS
 from .errors import SubmissionError
 
 MIN_DURATION_MS = 600000
@@ -44,9 +45,10 @@ RESULT_KEYS = {      # every scenario of the LLM benchmarks: the metric the chec
     "SingleStream": ResultMetric("result_90.00_percentile_latency_ns", "Latency (ms)", "ms (p90 latency)", 1e-6,
                                  "90th percentile latency (ms)"),
 }
-# the results folders of a benchmark: its name, and v5.0's `<family>-interactive-<level>` for Interactive
-MODELS = tuple(BENCHMARKS) + tuple(b.name.replace(b.family, b.family + "-interactive")
-                                   for b in BENCHMARKS.values() if b.family == "llama2-70b")
+# the results folders of a benchmark: its name, and for a benchmark of a round where Interactive was a
+# benchmark of its own (v5.0), that name (`<family>-interactive-<level>`)
+MODELS = tuple(BENCHMARKS) + tuple(BENCHMARKS[name].interactive_benchmark for r in ROUNDS.values()
+                                   if r.interactive == "model" for name in r.benchmarks)
 # what this project adds to each measurement folder: the reproduction record (docs/reproduce.md,
 # written by mlperf_llm.reproduce); no system name starts it, so the checkers' `<system>*.json` never
 # picks it
