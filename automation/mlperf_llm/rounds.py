@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .benchmarks import SCENARIOS, Benchmark, BenchmarkError, get_benchmark, required_in
+from .benchmarks import Benchmark, BenchmarkError, get_benchmark, required_in
 
 MASTER_B66003E = "b66003e10e2db4b8c36a448b0545ec90fcc6e9e9"   # mlcommons/inference master, 2026-08-20
 
@@ -220,31 +220,39 @@ def settle(given: str, model: str = "") -> tuple[Round, str]:
     return rnd, f"round v{rnd.name} ({rnd.tag}): no round given, so {why}"
 
 
-def validate_hook_result(env: dict, model_key: str = "CM_MLPERF_MODEL", benchmark: bool = False) -> dict:
-    """What a round-aware step's `validate(i)` returns: an error naming the fix, or (no round given)
-    the variations to plan with and the note the plan prints. A step that runs a benchmark
-    (`benchmark`) also settles one when none was given (variation `model.<name>`) and the steps it
-    needs (env: the tags of its data set and model steps, from the benchmark table), and refuses,
-    before anything runs, a benchmark the chain cannot run yet."""
+def settle_benchmark(env: dict, model_key: str = "CM_MLPERF_MODEL") -> tuple[Round, Benchmark, list[str], list[str]]:
+    """The round and the benchmark of a run that runs one: (round, benchmark, the variations that
+    select what was not given, the notes saying why). No --model: the round's first benchmark this
+    tool runs (variation `model.<name>`). RoundError when the round is unknown or lacks the model,
+    or the chain cannot run the benchmark yet."""
     model = env.get(model_key, "")
-    try:
-        rnd, note = settle(env.get("CM_MLPERF_INFERENCE_VERSION", ""), model)
-    except RoundError as e:
-        return {"return": 1, "error": str(e)}
+    rnd, note = settle(env.get("CM_MLPERF_INFERENCE_VERSION", ""), model)
     variations = [rnd.tag[1:]] if note else []
     notes = [note] if note else []
-    if not benchmark:
-        return {"return": 0, "variations": variations, "note": note} if variations else {"return": 0}
     if not model:
         bench = default_benchmark(rnd)
         variations.append(f"model.{bench.name}")
         notes.append(f"benchmark {bench.name}: no --model given, so the first of round v{rnd.name}'s benchmarks "
                      f"({', '.join(rnd.benchmarks)}) that this tool runs")
-    else:
-        bench = get_benchmark(model)
-        if bench.runnable:
-            return {"return": 1, "error": f"--model={model}: this tool cannot run it yet: {bench.runnable}; "
-                    f"fix: choose one of {', '.join(b for b in rnd.benchmarks if not get_benchmark(b).runnable)}"}
+        return rnd, bench, variations, notes
+    bench = get_benchmark(model)
+    if bench.runnable:
+        raise RoundError(f"--model={model}: this tool cannot run it yet: {bench.runnable}; fix: choose one of "
+                         f"{', '.join(b for b in rnd.benchmarks if not get_benchmark(b).runnable)}")
+    return rnd, bench, variations, notes
+
+
+def validate_hook_result(env: dict, model_key: str = "CM_MLPERF_MODEL", benchmark: bool = False) -> dict:
+    """What a round-aware step's `validate(i)` returns: an error naming the fix, or (no round given)
+    the variations to plan with and the note the plan prints. A step that runs a benchmark
+    (`benchmark`) also settles one (settle_benchmark) and the steps it needs (env: steps_env)."""
+    try:
+        if not benchmark:
+            rnd, note = settle(env.get("CM_MLPERF_INFERENCE_VERSION", ""), env.get(model_key, ""))
+            return {"return": 0, "variations": [rnd.tag[1:]], "note": note} if note else {"return": 0}
+        rnd, bench, variations, notes = settle_benchmark(env, model_key)
+    except RoundError as e:
+        return {"return": 1, "error": str(e)}
     return {"return": 0, "variations": variations, "note": "; ".join(notes), "env": steps_env(bench)}
 
 

@@ -45,29 +45,29 @@ def submitter_notice(env: dict) -> str:
     return "note: " + placeholder_note(name)
 
 
-def settle_for_benchmark(result: dict, env: dict, inputs: dict) -> dict:
-    """`result` (rounds.validate_hook_result's) with what follows from the benchmark when the user
-    did not say it: its category (an edge benchmark is an edge run) and the scenarios it runs by
-    default (the first of each of the closed division's requirements: llama2-70b Offline and Server,
-    llama3.1-8b-edge Offline and SingleStream). A category that is not the benchmark's is refused."""
+def settle_for_benchmark(env: dict, inputs: dict) -> dict:
+    """The top step's validate result for the round and the benchmark (rounds.settle_benchmark,
+    steps_env) and what follows from the benchmark when the user did not say it: its category (an
+    edge benchmark is an edge run) and the scenarios it runs by default (the first of each of the
+    closed division's requirements: llama2-70b Offline and Server, llama3.1-8b-edge Offline and
+    SingleStream). A category that is not the benchmark's is refused."""
     from .benchmarks import get_benchmark
-    from .rounds import round_for
-    model = env.get("CM_MLPERF_MODEL") or next(v.split(".", 1)[1] for v in result.get("variations", [])
-                                                if v.startswith("model."))
-    bench = get_benchmark(model)
-    rnd = round_for(next((v[1:] for v in result.get("variations", []) if v.startswith("r")),
-                         env.get("CM_MLPERF_INFERENCE_VERSION", "")), bench.name)
+    from .rounds import RoundError, settle_benchmark, steps_env
+    try:
+        rnd, bench, variations, notes = settle_benchmark(env)
+    except RoundError as e:
+        return {"return": 1, "error": str(e)}
     given = inputs.get("category")
     if given and given != bench.category:
         return {"return": 1, "error": f"--category={given}: {bench.name} is a {bench.category} benchmark; fix: "
                 f"--category={bench.category}, or a {given} benchmark of round v{rnd.name}: "
                 f"{', '.join(b for b in rnd.benchmarks if get_benchmark(b).category == given) or 'none'}"}
-    settled = dict(result.get("env") or {})
+    settled = steps_env(bench)
     if not given:
         settled["CM_MLPERF_SUBMISSION_CATEGORY"] = bench.category
     if not inputs.get("scenario") and not inputs.get("scenarios"):
         settled["CM_MLPERF_LOADGEN_SCENARIO"] = ",".join(alt[0] for alt in rnd.required(bench))
-    return {**result, "env": settled}
+    return {"return": 0, "variations": variations, "note": "; ".join(notes), "env": settled}
 
 
 def allowed_devices() -> tuple:

@@ -10,11 +10,8 @@ def validate(i):
     problems = runapp.check_inputs(i['env'])
     if problems:
         return {'return': 1, 'error': 'bad input:\n  - ' + '\n  - '.join(problems)}
-    from mlperf_llm.rounds import validate_hook_result
     # the round and the benchmark: refused, settled (none given), or as given; and what follows from them
-    result = validate_hook_result(i['env'], benchmark=True)
-    if result['return'] == 0:
-        result = runapp.settle_for_benchmark(result, i['env'], i['input'])
+    result = runapp.settle_for_benchmark(i['env'], i['input'])
     settles = result.get('variations') or any(i['env'].get(k) != v for k, v in (result.get('env') or {}).items())
     notice = runapp.submitter_notice(i['env'])
     if notice and not settles and result['return'] == 0:   # once: a settled run is planned again
