@@ -45,6 +45,11 @@ class SummaryRow:
     tok_input: tuple[int, ...]      # the tokenized prompt
     instruction: str = PROMPT_TEMPLATE
 
+    @property
+    def prompt(self) -> str:
+        """The prompt its tok_input was made from: the row's template with its article."""
+        return self.instruction.format(input=self.input)
+
     def to_json(self) -> dict:
         return {"instruction": {INSTRUCTION_KEY: self.instruction}, "input": self.input,
                 "tok_input": list(self.tok_input), "output": self.output}

@@ -70,7 +70,7 @@ def tokenizer_mismatches(model_dir, rows: list[cnndm.SummaryRow]) -> int:
     from transformers import AutoTokenizer
 
     hf = AutoTokenizer.from_pretrained(str(model_dir))
-    return sum(1 for r in rows if list(hf(cnndm.prompt(r.input))["input_ids"]) != list(r.tok_input))
+    return sum(1 for r in rows if list(hf(r.prompt)["input_ids"]) != list(r.tok_input))
 
 
 def _ids_sha256(stories: list[Story]) -> str:

@@ -96,7 +96,7 @@ def _load_cnn_eval(path: str, total_sample_count: int | None) -> Dataset:
         rows = read_rows(path)[:total_sample_count]
     except LayoutError as e:
         raise DatasetError(str(e)) from None
-    return Dataset(path, [list(r.tok_input) for r in rows], [r.instruction.format(input=r.input) for r in rows],
+    return Dataset(path, [list(r.tok_input) for r in rows], [r.prompt for r in rows],
                    [0] * len(rows))
 
 
