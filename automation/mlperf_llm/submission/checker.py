@@ -154,11 +154,12 @@ NOT_MET = re.compile(r"^(?P<path>\S+) accuracy not met: (?:expected|upper limit)
 ACC_NOT_VALID = re.compile(r"^(?P<path>\S+), accuracy not valid$")   # v5.1.1: the verdict on an accuracy folder
 
 
-def _length_sum_short(path: str, bound: float, found: float, mode: str) -> Finding | None:
-    """The metric missed is a sum-rule length metric (GEN_LEN) of an accuracy run that scored fewer
-    rows than the data set: full-length only (test mode) when the value is within [low, high] x
-    reference x rows scored / rows (the accuracy step's own scaled target), an error outside it; None
-    for any other metric or benchmark, or a run of every row."""
+def _length_sum_short(path: str, bound: float, found: float, mode: str) -> str | None:
+    """When the metric missed is a sum-rule length metric (GEN_LEN) of an accuracy run that scored
+    fewer rows than the data set: "" when the value is within [low, high] x reference x rows scored /
+    rows (the accuracy step's own scaled target) in test mode, a full-length-only miss; else the note
+    that says the scaled range it is outside. None for any other metric or benchmark, or a run of
+    every row."""
     acc_dir = path if os.path.isdir(path) else os.path.dirname(path)
     try:
         bench = get_benchmark(os.path.basename(os.path.dirname(os.path.dirname(acc_dir))))
@@ -175,32 +176,29 @@ def _length_sum_short(path: str, bound: float, found: float, mode: str) -> Findi
         return None
     share = rows / bench.dataset_rows
     if low * share <= found <= high * share and mode == "test":
-        return Finding("WARNING", "", "full_length", "length_sum")
-    return Finding("ERROR", f" ({spec.length_metric} is a sum over the data set: {found:g} for {rows} of "
-                   f"{bench.dataset_rows} rows, against {low * share:g}..{high * share:g} scaled to them)", "error")
+        return ""
+    return (f" ({spec.length_metric} is a sum over the data set: {found:g} for {rows} of "
+            f"{bench.dataset_rows} rows, against {low * share:g}..{high * share:g} scaled to them)")
 
 
 def _accuracy_not_met(msg: str, tree: str, mode: str) -> Finding | None:
     """The checkers log a missed accuracy target as a WARNING (v5.1.1 adds an "accuracy not valid"
     ERROR; master only its per-file summary, which a full-length line beside it would explain). Here:
     a sum-rule length metric short of the rows scored is full-length only (_length_sum_short); any
-    other miss, a sum-rule one outside its scaled range included, is an error in the closed division
-    and stays a warning in the open one (which takes any accuracy: an embedded run is judged by its
-    own targets in the accuracy step). None for other lines. The script checkers name the accuracy folder relative to the
-    tree, the package the detail log's absolute path."""
+    other miss, a sum-rule one outside its scaled range included (said so), is an error in the closed
+    division and stays a warning in the open one (which takes any accuracy: an embedded run is judged
+    by its own targets in the accuracy step). None for other lines. The script checkers name the
+    accuracy folder relative to the tree, the package the detail log's absolute path."""
     m = NOT_MET.match(msg)
     if not m:
         return None
     path = os.path.join(tree, m.group("path"))
-    closed = os.path.relpath(path, tree).split(os.sep)[0] == "closed"
-    found = _length_sum_short(path, float(m.group("bound")), float(m.group("found")), mode)
-    if found and found.kind == "error" and not closed:    # the open division takes any accuracy
-        return Finding("WARNING", msg + found.message, "warning")
-    if found:
-        found.message = msg + found.message
-        return found
-    return Finding("ERROR", msg + " (closed division: the accuracy target is missed)", "error") if closed \
-        else Finding("WARNING", msg, "warning")
+    note = _length_sum_short(path, float(m.group("bound")), float(m.group("found")), mode)
+    if note == "":
+        return Finding("WARNING", msg, "full_length", "length_sum")
+    if os.path.relpath(path, tree).split(os.sep)[0] == "closed":
+        return Finding("ERROR", msg + (note or " (closed division: the accuracy target is missed)"), "error")
+    return Finding("WARNING", msg + (note or ""), "warning")
 
 
 def classify(output: str, tree: str, mode: str) -> list:
