@@ -54,7 +54,7 @@ def _names(raw: str, table: dict[str, str], what: str, key: str) -> tuple[str, .
 def managed_servers(env: dict, api_servers: list[str]) -> tuple[ManagedServer, ...]:
     """The server run-vllm-server started for this run (CM_VLLM_SERVER_RECORD), when the tests use it."""
     path = env.get("CM_VLLM_SERVER_RECORD") or ""
-    if env.get("CM_VLLM_SERVER_STARTED") != "yes" or not path:
+    if not is_yes(env.get("CM_VLLM_SERVER_STARTED")) or not path:
         return ()
     try:
         r = ServerRecord.load(path)
