@@ -82,3 +82,15 @@ def test_memory_formatting():
     assert format_gpu_memory(None) == ""
     assert format_gpu_memory(23.6470) == "23.6 GB"
     assert format_gpu_memory(79.65) == "80 GB"
+
+
+def test_1x_h200_recorded_on_a_lent_device(fixture_text):
+    """benchmarks/gpu_check.sh's raw outputs from the lent H200 (docs/gpu.md): one GPU, no NVLink,
+    and a topo table whose header carries the terminal's underline escape."""
+    names = ("nvidia-smi-query.csv", "nvidia-smi.txt", "nvidia-smi-topo.txt", "nvidia-smi-nvlink-s.txt")
+    acc = nvidia_info(*(fixture_text("h200_1x", f) for f in names))
+    assert (acc.vendor, acc.count, acc.model_name, acc.cuda_version) == ("nvidia", 1, "NVIDIA H200", "13.0")
+    g = acc.gpus[0]
+    assert (g.memory_total_mib, g.clock_max_mhz, g.pcie_gen, g.pcie_width, g.ecc_enabled) == (143771, 1980, 5, 16, True)
+    assert g.memory_type == "HBM3e" and g.driver_version == "580.159.04"
+    assert (acc.interconnect, acc.interconnect_topology) == ("", "")
