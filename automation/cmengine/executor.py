@@ -453,9 +453,10 @@ def validate(plan: Plan) -> Settled:
             raise InputError(f"{node.alias}: {r.get('error', 'invalid input')}")
         if node is plan.root:
             settled.variations += [str(v).lstrip("_") for v in r.get("variations") or []]
-            settled.env.update({str(k): str(v) for k, v in (r.get("env") or {}).items()
-                                if str(k) not in plan.request.env and node.env.get(str(k)) != str(v)})
-            if r.get("note") and (r.get("variations") or r.get("env")):
+            changed = {str(k): str(v) for k, v in (r.get("env") or {}).items()
+                       if str(k) not in plan.request.env and node.env.get(str(k)) != str(v)}
+            settled.env.update(changed)
+            if r.get("note") and (r.get("variations") or changed):     # said once: not again when replanned
                 plan.warnings.append(f"{node.alias}: {r['note']}")
     return settled
 

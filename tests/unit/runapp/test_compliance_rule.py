@@ -1,0 +1,67 @@
+"""Which compliance tests the one command runs (runapp.compliance_tests): the closed division the
+benchmark's, the open division none unless --compliance=yes (cm4mlops and MLC skip them there, and
+the checker asks for them in the closed division only), and what the run says about it."""
+import pytest
+
+from mlperf_llm import runapp
+from mlperf_llm.benchmarks import get_benchmark
+from mlperf_llm.runapp import check_inputs, compliance_tests, summary
+
+LLAMA2 = get_benchmark("llama2-70b-99")
+
+
+def env(**kw):
+    base = {"CM_MLPERF_MODEL": "llama2-70b-99", "CM_MLPERF_IMPLEMENTATION": "reference", "CM_MLPERF_BACKEND": "vllm",
+            "CM_MLPERF_DEVICE": "cpu", "CM_MLPERF_SUBMISSION_DIVISION": "open",
+            "CM_MLPERF_SUBMISSION_CATEGORY": "datacenter", "CM_MLPERF_EXECUTION_MODE": "test",
+            "CM_MLPERF_LOADGEN_SCENARIOS": "Offline"}
+    return dict(base, **kw)
+
+
+@pytest.mark.parametrize("division,given,runs", [
+    ("closed", None, True), ("closed", "yes", True), ("closed", "no", False),
+    ("open", None, False), ("open", "yes", True), ("open", "on", True), ("open", "no", False)])
+def test_the_division_decides_unless_compliance_is_given(division, given, runs):
+    e = env(CM_MLPERF_SUBMISSION_DIVISION=division)
+    if given is not None:
+        e["CM_MLPERF_COMPLIANCE"] = given
+    tests, why = compliance_tests(LLAMA2, e)
+    assert tests == (("TEST06",) if runs else ())
+    assert (why == "") is runs
+    if not runs and given is None:
+        assert "open-division run needs none" in why and "--compliance=yes runs them" in why
+    if not runs and given == "no":
+        assert why.endswith("not run: --compliance=no")
+
+
+def test_a_benchmark_without_compliance_tests_runs_none_whatever_was_asked():
+    tests, why = compliance_tests(get_benchmark("llama3.1-8b-edge"), env(CM_MLPERF_COMPLIANCE="yes"))
+    assert tests == () and why == "llama3.1-8b-edge has no compliance tests"
+
+
+def test_a_bad_value_and_a_valid_closed_run_without_them_are_refused():
+    problems = check_inputs(env(CM_MLPERF_COMPLIANCE="ture"))
+    assert any("--compliance='ture' is not a yes/no value" in p for p in problems), problems
+    problems = check_inputs(env(CM_MLPERF_COMPLIANCE="no", CM_MLPERF_SUBMISSION_DIVISION="closed",
+                                CM_MLPERF_EXECUTION_MODE="valid", CM_MLPERF_SUBMITTER="Org"))
+    assert any(p.startswith("--compliance=no: a valid closed-division submission needs") for p in problems), problems
+    assert not [p for p in check_inputs(env(CM_MLPERF_COMPLIANCE="no", CM_MLPERF_SUBMISSION_DIVISION="closed"))
+                if "compliance" in p]
+
+
+def test_settling_the_benchmark_sets_the_tests_and_says_why_none(monkeypatch):
+    full = env(CM_MLPERF_RUN_COMPLIANCE="yes", CM_MLPERF_INFERENCE_VERSION="5.1")
+    result = runapp.settle_for_benchmark(full, {})
+    assert result["return"] == 0, result
+    assert result["env"]["CM_MLPERF_COMPLIANCE_TESTS"] == ""
+    assert "compliance tests (TEST06) not run: an open-division run" in result["note"]
+    closed = runapp.settle_for_benchmark(dict(full, CM_MLPERF_SUBMISSION_DIVISION="closed"), {})
+    assert closed["env"]["CM_MLPERF_COMPLIANCE_TESTS"] == "TEST06" and closed["env"]["CM_MLPERF_COMPLIANCE_NOT_RUN"] == ""
+    assert "compliance" not in closed["note"]
+
+
+def test_the_closing_screen_says_why_test06_did_not_run():
+    why = compliance_tests(LLAMA2, env())[1]
+    text = summary(env(CM_MLPERF_RUN_COMPLIANCE="yes", CM_MLPERF_COMPLIANCE_NOT_RUN=why), {})
+    assert f"TEST06 (compliance):\n  {why}" in text
+    assert "run-mlperf-compliance-test06 reported none" not in text
