@@ -108,3 +108,15 @@ def test_no_override_uses_the_checkout_given_and_notes_another_tag(tmp_path, inf
     assert not got.fallback and got.source.path == str(inference_repo)
     assert got.notes == (f"{inference_repo} is at v5.1, not v5.0",)
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_pip_install_byte_compiles_what_it_installed_in_parallel(tmp_path):
+    """pip runs with --no-compile; what it installed (its --report) is then compiled by pyenv's own
+    parallel step: every .py of the new distributions has its .pyc, as pip's own compile leaves it."""
+    import importlib.util
+    from mlperf_llm.sysinfo.pyenv import PackageRequest, create_venv, pip_install
+    python = create_venv(sys.executable, str(tmp_path / "venv"))
+    assert pip_install(python, PackageRequest("six", version_min="1.10"))
+    site = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    source = site / "six.py"
+    assert source.is_file() and os.path.isfile(importlib.util.cache_from_source(str(source)))

@@ -29,3 +29,14 @@ def test_bad_names_are_refused():
         PackageRequest("torch; rm -rf /")
     with pytest.raises(PyEnvError, match="_name.vllm"):
         check_venv_name("my venv")
+
+
+def test_installed_by_reads_the_distributions_of_a_pip_report(tmp_path):
+    from mlperf_llm.sysinfo.pyenv import installed_by
+    report = tmp_path / "report.json"       # the shape pip 23's `install --report` writes (trimmed)
+    report.write_text('{"version": "1", "pip_version": "23.2.1", "install": ['
+                      '{"download_info": {}, "is_direct": false, "metadata": {"name": "torch", "version": "2.13.0+cpu"}},'
+                      '{"download_info": {}, "is_direct": false, "metadata": {"name": "sympy", "version": "1.14.0"}}]}')
+    assert installed_by(str(report)) == ["torch", "sympy"]
+    report.write_text('{"version": "1", "install": []}')
+    assert installed_by(str(report)) == []
