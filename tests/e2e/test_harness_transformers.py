@@ -45,7 +45,8 @@ def hf_python(request, engine_step, tmp_path_factory):
                              text=True).stdout.strip()
     assert version.startswith(PACKAGES[0].split("==")[1]), f"the ml venv has torch {version}, not {PACKAGES[0]}"
     site = str(tmp_path_factory.mktemp("hf-site"))
-    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", site, *EXTRA],
+    subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-compile",   # imported once
+                    "--target", site, *EXTRA],
                    check=True)
     assert _has_all(python, site), f"{python} with {site} first on PYTHONPATH lacks one of {PACKAGES}"
     return python, site

@@ -4,7 +4,10 @@ v6.1, the official master checker. The issue's commands, at the suite's smallest
 (tests/e2e/chain.py: SMALL, 4 queries per test, TEST06's too): what is tested is the benchmark's
 path through every step (its data set step, its scenarios, its accuracy, its compliance tests, its
 tree), not the load. Both run after the session's full run, in its cache (the vLLM install, the
-embedded model and LoadGen are reused)."""
+embedded model and LoadGen are reused). The datacenter command starts its own server, as typed; the
+edge command is given the session's server (`--api_server`, `--vllm_model_name`: the same embedded
+model in float32), so that the benchmark also runs on a server it did not start, without paying a
+second server start."""
 import json
 import re
 
@@ -22,16 +25,18 @@ QUERIES = {"llama3.1-8b": chain.queries_of(chain.SMALL_QUERIES, chain.SMALL_QUER
 
 
 @pytest.fixture(scope="module", params=["llama3.1-8b", "llama3.1-8b-edge"])
-def run(request, tmp_path_factory, cm_env, pace, readme_run):
+def run(request, tmp_path_factory, cm_env, pace, readme_run, session_server, server_env):
     model = request.param
     work = tmp_path_factory.mktemp(model)
     results, submission = work / "results", work / "submission"
-    extra = ["--category=edge"] if model.endswith("-edge") else ["--server_target_qps=4"]
+    extra = (["--category=edge", f"--api_server={session_server['CM_VLLM_SERVER_URL']}",
+              f"--vllm_model_name={server_env['CM_VLLM_SERVED_MODEL_NAME']}"] if model.endswith("-edge") else ["--server_target_qps=4"])
     args = [*BASE, f"--model={model}", *extra, f"--results_dir={results}", f"--submission_dir={submission}",
             f"--inference_src={chain.inference_source('6.1')}"]
     r = chain.run_cm(args, cm_env, work / f"{model}.log", f"test_llama31_command[{model}]", pace, QUERIES[model],
                      results_dir=results, cwd=work)
     assert r.returncode == 0, f"{model} failed:\n{r.tail(8000)}"
+    assert ("vLLM server ready" in r.output) is not model.endswith("-edge"), "a server start not as asked"
     return model, r.output, results, submission
 
 
