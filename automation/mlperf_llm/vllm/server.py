@@ -18,12 +18,14 @@ import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from ..files import write_json_atomic
+from . import portowner
 from .command import redact, shell_command
 
 LOG_TAIL_LINES = 40
@@ -251,6 +253,7 @@ class ServerProcess:
             reason = probe(self.url, self.record.model_name, api_key, timeout=min(5.0, interval_s * 5))
             now = time.monotonic()
             if reason is None:
+                self._check_it_is_ours()
                 progress(f'vLLM server ready at {self.url} after {now - t0:.0f} s (log: {self.record.log_path})')
                 return now - t0
             if now - t0 >= timeout_s:
@@ -263,6 +266,17 @@ class ServerProcess:
                          f'log: {self.record.log_path}')
                 next_report = now + progress_every_s
             time.sleep(interval_s)
+
+    def _check_it_is_ours(self) -> None:
+        """The server that answered must be a process of this server's group (portowner): a server
+        that another run started on the same port first answers too, and must not be measured."""
+        port = urllib.parse.urlsplit(self.url).port
+        other = portowner.not_ours(port, self.record.pgid) if port else None
+        if other:
+            raise PortTakenError(
+                f'{self.url} answered, but not from the vLLM server this run started (pid {self.record.pid}): '
+                f'port {port} is {other}. Another run or program took the port first; leave --port out (each '
+                f'run then takes a free port), or choose another --port. Log of ours: {self.record.log_path}')
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> str:
         return stop(self.record, grace_s, popen=self.popen)

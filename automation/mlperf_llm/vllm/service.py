@@ -20,7 +20,7 @@ from .command import ServeConfig, ServeConfigError, api_server_argv, ray_guidanc
 from .inputs import config_from_env, parse_bool, run_options_from_env
 
 DEFAULT_HOST = '127.0.0.1'
-DEFAULT_PORT = 8000
+DEFAULT_PORT = 8000          # the port a printed command shows when none is chosen (vLLM's own default)
 
 
 def expected_name(cfg: ServeConfig) -> str:
@@ -85,19 +85,13 @@ def prepare(env: dict, log: Callable[[str], None] = print,
 
 def with_port(env: dict, log: Callable[[str], None] = print) -> dict:
     """env with the port the run's own server takes. A port given with --port is kept as given (a
-    taken one is refused when the server starts). Without one: DEFAULT_PORT, or a free port when
-    something already listens there (the benchmark finds the server through CM_VLLM_SERVER_URL;
-    nothing else needs to know the port)."""
+    taken one is refused when the server starts). Without one, a port that is free now (the
+    kernel's choice), never a fixed one: two runs started together each get their own, and the
+    benchmark finds the server through CM_VLLM_SERVER_URL. A port taken between this choice and the
+    server's bind is caught when it answers (server.ServerProcess: the process behind the port)."""
     if env.get('CM_VLLM_PORT'):
         return env
-    host = env.get('CM_VLLM_HOST') or DEFAULT_HOST
-    reason = server.port_taken_reason(host, DEFAULT_PORT)
-    if reason is None:
-        return env
-    port = server.free_port(host)
-    log(f'port {DEFAULT_PORT} on {host} is in use ({reason}): this run starts its server on port {port} '
-        '(--port=N chooses the port; --api_server=URL uses a server that is already running)')
-    return {**env, 'CM_VLLM_PORT': str(port)}
+    return {**env, 'CM_VLLM_PORT': str(server.free_port(env.get('CM_VLLM_HOST') or DEFAULT_HOST))}
 
 
 def machine_is_cpu(env: dict) -> bool:

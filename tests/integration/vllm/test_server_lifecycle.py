@@ -207,3 +207,25 @@ def test_a_server_whose_main_thread_ended_is_stopped_only_when_its_port_is_free(
     assert proc.record.server_alive()          # its main thread is a zombie, the server is not
     assert 'stopped (SIGTERM)' in proc.stop(grace_s=5)
     assert server.port_taken_reason('127.0.0.1', port) is None
+
+
+def test_an_answer_from_another_runs_server_on_the_same_port_is_refused(tmp_path):
+    """Issue 28: two runs started together took the same port; the second's server was still loading
+    (or failed to bind) when the first's answered its readiness check, and it measured that one. Here
+    'ours' is a process that never binds (still loading), and another run's server takes the port."""
+    port = free_port()
+    ours = server.start([sys.executable, '-c', 'import time; time.sleep(120)'], host='127.0.0.1', port=port,
+                        model_name='smollm2', log_path=tmp_path / 'ours.log')
+    theirs = start_fake(tmp_path, port=port)
+    try:
+        wait_answering(theirs)
+        with pytest.raises(server.PortTakenError) as e:
+            ours.wait_ready(30, progress=lambda m: None, interval_s=0.2)
+        text = str(e.value)
+        assert f'answered, but not from the vLLM server this run started (pid {ours.record.pid})' in text
+        assert f'port {port} is held by pid {theirs.record.pid} (' in text and 'standin' in text
+        assert 'leave --port out' in text
+        theirs.wait_ready(30, progress=lambda m: None, interval_s=0.2)      # its own server is its own
+    finally:
+        ours.stop(grace_s=2)
+        theirs.stop(grace_s=2)

@@ -1,0 +1,55 @@
+"""Who listens on a port (vllm/portowner.py), on recorded /proc layouts: an IPv4 and an IPv6
+listener, a connected socket on the same port that is no listener, a process group of two."""
+import os
+
+from mlperf_llm.vllm import portowner
+
+TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 5001 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:A2C4 0100007F:1F40 01 00000000:00000000 00:00000000 00000000     0        0 5002 1 0000000000000000 20 4 30 10 -1
+"""
+TCP6 = """  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000000000000:22B8 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 6001 1 0000000000000000 100 0 0 10 0
+"""
+
+
+def proc_tree(tmp_path, processes):
+    """processes: {pid: (pgid, cmdline, [socket inodes])}"""
+    root = tmp_path / "proc"
+    (root / "net").mkdir(parents=True)
+    (root / "net" / "tcp").write_text(TCP)
+    (root / "net" / "tcp6").write_text(TCP6)
+    for pid, (pgid, cmd, inodes) in processes.items():
+        d = root / str(pid)
+        (d / "fd").mkdir(parents=True)
+        (d / "stat").write_text(f"{pid} (python3) S 1 {pgid} {pgid} 0 -1 4194304 0 0 0 0 1 2 0 0 20 0 1 0")
+        (d / "cmdline").write_bytes(b"\0".join(w.encode() for w in cmd.split()) + b"\0")
+        os.symlink("/dev/null", d / "fd" / "0")
+        for n, inode in enumerate(inodes, 3):
+            os.symlink(f"socket:[{inode}]", d / "fd" / str(n))
+    return str(root)
+
+
+def test_listeners_of_a_port_in_both_tables(tmp_path):
+    proc = proc_tree(tmp_path, {})
+    assert portowner.listening_inodes(8000, proc) == {5001}          # 0x1F40; the connected 5002 is no listener
+    assert portowner.listening_inodes(8888, proc) == {6001}          # 0x22B8, IPv6
+    assert portowner.listening_inodes(9000, proc) == set()
+    assert portowner.listening_inodes(8000, str(tmp_path / "nowhere")) is None
+
+
+def test_a_port_held_by_a_process_of_the_group_is_ours_and_another_is_named(tmp_path):
+    proc = proc_tree(tmp_path, {100: (100, "python -m vllm.entrypoints.openai.api_server --port 8000", [5001]),
+                                101: (100, "python engine-core", []),
+                                200: (200, "python -m vllm.entrypoints.openai.api_server --port 8000", [])})
+    assert sorted(portowner.group_pids(100, proc)) == [100, 101]
+    assert portowner.not_ours(8000, 100, proc) is None
+    assert portowner.not_ours(8000, 200, proc) == \
+        "held by pid 100 (python -m vllm.entrypoints.openai.api_server --port 8000)"
+    assert portowner.not_ours(9000, 200, proc) == "no process of the server's group listens there"
+    assert portowner.not_ours(8000, 200, str(tmp_path / "nowhere")) is None      # not Linux: unknown, not guessed
+
+
+def test_a_listener_no_visible_process_holds(tmp_path):
+    proc = proc_tree(tmp_path, {200: (200, "python", [])})
+    assert portowner.not_ours(8888, 200, proc) == "held by a process this user cannot see"
