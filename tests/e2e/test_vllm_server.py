@@ -99,3 +99,17 @@ def test_taken_port_and_early_death_with_real_vllm(servers, env, tmp_path):
     with pytest.raises(server.EarlyExitError) as e:
         proc.wait_ready(300, progress=lambda m: None)
     assert 'exited with code' in str(e.value) and 'no-such-model' in str(e.value)
+
+
+def test_no_process_of_the_server_reports_usage(session_server):
+    """vLLM reports usage to its maintainers unless told not to (issue 28): every process of the
+    server (the API server and its engine core) runs with reporting off, and the record says so."""
+    from mlperf_llm.vllm.portowner import group_pids
+    pids = group_pids(int(session_server['CM_VLLM_SERVER_PID']))
+    assert len(pids) >= 1
+    for pid in pids:
+        environ = dict(item.split('=', 1) for item in
+                       Path(f'/proc/{pid}/environ').read_bytes().decode(errors='replace').split('\0') if '=' in item)
+        assert (environ.get('VLLM_NO_USAGE_STATS'), environ.get('DO_NOT_TRACK'),
+                environ.get('RAY_USAGE_STATS_ENABLED')) == ('1', '1', '0'), pid
+    assert session_server['CM_VLLM_SERVER_ENV_VLLM_NO_USAGE_STATS'] == '1'

@@ -174,6 +174,13 @@ def api_server_argv(cfg: ServeConfig, python: str = 'python', vllm_version: str 
     return [python, '-m', API_SERVER_MODULE, f'--model={cfg.model}', *_flags(cfg, vllm_version)]
 
 
+# vLLM reports usage (GPU type and count, CPU, memory, the model's architecture; every 10 minutes) to
+# its maintainers' server unless told not to, and Ray does the same from a cluster. MLPerf systems are
+# often unreleased hardware under embargo and benchmark hosts air-gapped: every server a step starts
+# is told not to, unless the user asks for it (--usage_stats=yes). DO_NOT_TRACK is the convention both read.
+NO_USAGE_STATS = {'VLLM_NO_USAGE_STATS': '1', 'DO_NOT_TRACK': '1', 'RAY_USAGE_STATS_ENABLED': '0'}
+
+
 def server_env(cfg: ServeConfig) -> dict[str, str]:
     """Environment variables the server process needs for this config (beyond tuning)."""
     env = {}

@@ -16,7 +16,8 @@ from typing import Callable
 from cmcontract.secret import is_secret
 
 from . import memory, records, server, tuning
-from .command import ServeConfig, ServeConfigError, api_server_argv, ray_guidance, redact, server_env, shell_command
+from .command import (NO_USAGE_STATS, ServeConfig, ServeConfigError, api_server_argv, ray_guidance, redact,
+                      server_env, shell_command)
 from .inputs import config_from_env, parse_bool, run_options_from_env
 
 DEFAULT_HOST = '127.0.0.1'
@@ -73,6 +74,8 @@ def prepare(env: dict, log: Callable[[str], None] = print,
     if machine_is_cpu(env) and cfg.host in ('127.0.0.1', 'localhost'):
         added.setdefault('VLLM_HOST_IP', '127.0.0.1')
     added.update(server_env(cfg))
+    if not parse_bool('CM_VLLM_USAGE_STATS', env.get('CM_VLLM_USAGE_STATS'), default=False):
+        added.update(NO_USAGE_STATS)       # recorded with the rest (CM_VLLM_SERVER_ENV_*)
     for line in ray_guidance(cfg):
         log(line)
     python = env.get('CM_VLLM_PYTHON') or 'python3'

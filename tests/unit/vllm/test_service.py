@@ -25,8 +25,25 @@ def test_prepare_without_tuning_passes_only_inputs_and_ray_env():
                                       'CM_VLLM_RAY_ADDRESS': '10.0.0.1'}, log=logs.append)
     assert argv[4:] == ['--tensor-parallel-size=8', '--distributed-executor-backend=ray', '--host=127.0.0.1',
                         '--port=8000']
-    assert added == {'RAY_ADDRESS': '10.0.0.1:6379'}
+    assert added == {'RAY_ADDRESS': '10.0.0.1:6379', 'VLLM_NO_USAGE_STATS': '1', 'DO_NOT_TRACK': '1',
+                     'RAY_USAGE_STATS_ENABLED': '0'}
     assert any('ray start --head' in m for m in logs)
+
+
+def test_usage_reporting_is_off_unless_asked_for():
+    """vLLM and Ray report usage to their maintainers unless told not to (issue 28): every server a
+    step starts is told not to; --usage_stats=yes leaves them as they are (a bad value is refused)."""
+    import pytest
+    from mlperf_llm.vllm.command import ServeConfigError
+    base = {'CM_VLLM_MODEL': '/m', 'CM_VLLM_TUNE': 'no'}
+    for env in (base, dict(base, CM_VLLM_USAGE_STATS='no')):
+        _, added, _ = service.prepare(env, log=lambda m: None)
+        assert added['VLLM_NO_USAGE_STATS'] == '1' and added['DO_NOT_TRACK'] == '1'
+        assert added['RAY_USAGE_STATS_ENABLED'] == '0'
+    _, added, _ = service.prepare(dict(base, CM_VLLM_USAGE_STATS='yes'), log=lambda m: None)
+    assert not {'VLLM_NO_USAGE_STATS', 'DO_NOT_TRACK', 'RAY_USAGE_STATS_ENABLED'} & set(added)
+    with pytest.raises(ServeConfigError, match="CM_VLLM_USAGE_STATS"):
+        service.prepare(dict(base, CM_VLLM_USAGE_STATS='maybe'), log=lambda m: None)
 
 
 def test_api_key_goes_through_the_environment_not_argv():
