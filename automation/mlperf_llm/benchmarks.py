@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 # every scenario any benchmark of the table has, in the order results list them
 SCENARIOS = ("Offline", "Server", "Interactive", "SingleStream")
 CATEGORIES = ("datacenter", "edge")
+DIVISIONS = ("closed", "open", "network")          # the folders a submission tree has at its top
 
 
 class BenchmarkError(ValueError):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..benchmarks import BenchmarkError, get_benchmark
+from ..benchmarks import DIVISIONS, BenchmarkError, get_benchmark
 from ..rounds import Round
 from .logs import read_detail_log
 
@@ -35,7 +35,7 @@ def _benchmarks(tree: str):
     """(division, submitter, system, benchmark, folder) of every results/<system>/<benchmark>/."""
     for division in sorted(os.listdir(tree)):
         ddir = os.path.join(tree, division)
-        if division not in ("closed", "open", "network") or not os.path.isdir(ddir):
+        if division not in DIVISIONS or not os.path.isdir(ddir):
             continue
         for submitter in sorted(os.listdir(ddir)):
             rdir = os.path.join(ddir, submitter, "results")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from cmcontract.publish import staged_file
 
+from ..benchmarks import DIVISIONS
 from .errors import SubmissionError
 from .rules import find_violations
 
@@ -56,8 +57,8 @@ def pack(submission_dir: str, submitter: str, out_dir: str | None = None) -> Tar
                               "write the tarball next to the tree")
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"mlperf_submission_{submitter}.tar.gz")
-    entries = sorted(n for n in os.listdir(root) if n in ("closed", "open", "network", "README.md"))
-    if not any(n in entries for n in ("closed", "open", "network")):
+    entries = sorted(n for n in os.listdir(root) if n in (*DIVISIONS, "README.md"))
+    if not any(n in entries for n in DIVISIONS):
         raise SubmissionError(f"submission tree {root}", "has no closed/, open/ or network/ folder",
                               "build the tree first")
     members = 0
