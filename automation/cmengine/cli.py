@@ -141,8 +141,10 @@ class Session:
         for w in plan.warnings:
             print(w, file=sys.stderr)
         if i.get("dry_run") or i.get("plan") or i.get("action") == "plan":
+            from .executor import preview
             text = render(plan)
-            print(text, file=out)
+            said = preview(plan)            # the top step's own words, where it has a preview hook
+            print(text + (f"\n\n{said}" if said else ""), file=out)
             result = {"return": 0, "plan": _plan_json(plan), "key": plan.root.key}
         else:
             ex = Executor(plan, self.store, out=out, inputs=plan.request.inputs,

@@ -461,6 +461,37 @@ def validate(plan: Plan) -> Settled:
     return settled
 
 
+def preview(plan: Plan) -> str:
+    """--dry-run: the top step's `preview(i)` hook, if it has one, says in its own words what it would
+    do (e.g. the replay of a published folder); it may read, never write (its `work_dir` is a
+    temporary folder, removed after). '' when the step has none."""
+    import tempfile
+    node = plan.root
+    path = os.path.join(node.manifest.folder, "customize.py")
+    try:
+        with open(path, encoding="utf-8") as f:
+            if "def preview(" not in f.read():
+                return ""
+    except OSError:
+        return ""
+    if hooks_need_path():
+        sys.path.insert(0, AUTOMATION_DIR)
+    module = _load_hooks(node)
+    with tempfile.TemporaryDirectory(prefix=f"cm-preview-{node.alias}-") as tmp:
+        i = {"env": dict(node.env), "state": {}, "meta": node.manifest.data, "input": dict(plan.request.inputs),
+             "script_path": node.manifest.folder, "variation_tags": node.selection.names,
+             "version": node.version, "work_dir": tmp}
+        try:
+            r = module.preview(i) or {"return": 0}
+        except Exception as e:
+            line = _line_in(e, path)
+            raise HookError(f"preview() in {path}{':' + str(line) if line else ''} of script "
+                            f"'{node.alias}' raised {e.__class__.__name__}: {e}") from None
+    if r.get("return", 0) > 0:
+        raise InputError(f"{node.alias}: {r.get('error', 'invalid input')}")
+    return str(r.get("text") or "")
+
+
 def hooks_need_path() -> bool:
     return AUTOMATION_DIR not in sys.path
 

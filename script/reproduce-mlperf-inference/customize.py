@@ -12,17 +12,35 @@ def validate(i):
     return {'return': 0}
 
 
+def preview(i):
+    """--dry-run: for a published folder without a reproduction record, the replay plan read from its
+    files (mlperf_llm.published); nothing for a submission with a record."""
+    from mlperf_llm.reproduce.replay import SourceError, published_plan
+    try:
+        return {'return': 0, 'text': published_plan(i['env']['CM_REPRODUCE_FROM'], i['work_dir'])}
+    except SourceError as e:
+        return {'return': 1, 'error': f'reproduce-mlperf-inference: {e}'}
+
+
 def preprocess(i):
     from mlperf_llm.reproduce.record import RecordError
-    from mlperf_llm.reproduce.replay import Options, ReplayError, SourceError, reproduce
+    from mlperf_llm.reproduce.replay import (Options, ReplayError, SourceError, compare_only, rehearse,
+                                             reproduce)
 
     env = i['env']
     opts = Options(source=env['CM_REPRODUCE_FROM'], results_dir=os.path.abspath(env['CM_REPRODUCE_RESULTS_DIR']),
                    work_dir=i['work_dir'],
                    allow_device_change=is_yes(env.get('CM_REPRODUCE_ALLOW_DEVICE_CHANGE')),
-                   inference_src=env.get('CM_REPRODUCE_INFERENCE_SRC', ''))
+                   inference_src=env.get('CM_REPRODUCE_INFERENCE_SRC', ''),
+                   compare_to=env.get('CM_REPRODUCE_COMPARE_TO', ''),
+                   stand_in=env.get('CM_REPRODUCE_STAND_IN', ''))
     try:
-        c = reproduce(opts, i.get('run_script'))
+        if opts.compare_to:
+            c = compare_only(opts)
+        elif opts.stand_in:
+            c = rehearse(opts, i.get('run_script'))
+        else:
+            c = reproduce(opts, i.get('run_script'))
     except (ReplayError, SourceError, RecordError) as e:
         return {'return': 1, 'error': f'reproduce-mlperf-inference: {e}'}
     env['CM_REPRODUCE_REPORT'] = os.path.join(opts.results_dir, 'reproduction.json')

@@ -75,13 +75,17 @@ class Comparison:
     differences: list = field(default_factory=list)
     substitutions: list = field(default_factory=list)   # what the replay used instead (replay.py)
     notes: list = field(default_factory=list)
+    inputs_compared: bool = True       # False: no record on one side (--compare_to): nothing known to be equal
+    comparable: bool = True            # False: a stand-in (--stand_in=embedded): the figures are listed, not compared
 
     @property
     def accuracy_expected_exact(self) -> bool:
-        return not any(d.affects_accuracy for d in self.differences)
+        return self.inputs_compared and not any(d.affects_accuracy for d in self.differences)
 
     @property
     def accuracy_equal(self) -> bool | None:
+        if not self.comparable:
+            return None
         rows = [r for r in self.rows if r.mode == "accuracy"]
         return all(r.equal for r in rows) if rows else None
 
@@ -219,7 +223,8 @@ def render(c: Comparison) -> str:
             tests.append(t)
     for t in tests:
         system, model, scenario, mode = t
-        lines.append(f"{model} {scenario} {mode} ({system})")
+        lines.append(f"{model} {scenario} {mode} ({system})" + ("" if c.comparable else
+                                                                 ": NOT COMPARABLE (a stand-in ran)"))
         rows = [r for r in c.rows if (r.system, r.model, r.scenario, r.mode) == t]
         if mode == "accuracy":
             lines.append(f"  {'metric':22s} {'recorded':>12s} {'reproduced':>12s} {'difference':>12s}  match")
@@ -234,7 +239,10 @@ def render(c: Comparison) -> str:
                 lines.append(f"  {r.metric:30s} {_fmt(r.recorded):>12s} {_fmt(r.reproduced):>12s} "
                              f"{(f'{r.ratio:.3f}' if r.ratio is not None else '-'):>8s}")
         lines.append("")
-    if c.differences:
+    if not c.inputs_compared:
+        lines.append("Inputs: not compared (no reproduction record on both sides): the figures are side by "
+                     "side, nothing says the runs were made alike")
+    elif c.differences:
         lines.append("Inputs that differ (recorded -> here), and why each may matter:")
         for d in c.differences:
             lines.append(f"  - {d.name}: {_short(d.recorded)} -> {_short(d.reproduced)}: {d.why}"
@@ -246,7 +254,9 @@ def render(c: Comparison) -> str:
     for n in c.notes:
         lines.append(f"  note: {n}")
     acc = c.accuracy_equal
-    if acc is not None:
+    if not c.comparable:
+        lines.append("Nothing above is comparable: a stand-in ran in place of the published system and model")
+    elif acc is not None:
         lines.append("Accuracy: " + ("equal to the recorded values" if acc else
                                      "DIFFERS from the recorded values") +
                      (" (expected to match exactly)" if c.accuracy_expected_exact else
@@ -259,5 +269,6 @@ def to_json(c: Comparison, **context) -> dict:
             "accuracy_expected_exact": c.accuracy_expected_exact,
             "accuracy_equal": c.accuracy_equal,
             "tests": [asdict(r) for r in c.rows],
+            "inputs_compared": c.inputs_compared, "comparable": c.comparable,
             "differing_inputs": [asdict(d) for d in c.differences],
             "substitutions": list(c.substitutions), "notes": list(c.notes)}

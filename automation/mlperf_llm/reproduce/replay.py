@@ -42,6 +42,8 @@ class Options:
     work_dir: str
     allow_device_change: bool = False
     inference_src: str = ""
+    compare_to: str = ""          # a results folder the user has: compared with the submission, nothing replayed
+    stand_in: str = ""            # embedded: rehearse the replay of a published folder with the embedded model
 
 
 @dataclass
@@ -63,6 +65,20 @@ def probe_host() -> Host:
     gpus = len([d for d in os.listdir("/dev") if d.startswith("nvidia") and d[6:].isdigit()]) \
         if os.path.isdir("/dev") and shutil.which("nvidia-smi") else 0
     return Host(platform.machine(), cpu, gpus)
+
+
+def published_plan(source: str, work_dir: str, host: Host | None = None) -> str:
+    """For a submission without a reproduction record (a published folder of another submitter): its
+    tests, how they were made and what this machine lacks, read from its files (mlperf_llm.published);
+    '' for a submission with a record (its replay is planned from the record)."""
+    from ..published.plan import HostFacts, plan_published, render
+    from ..published.reader import read_published
+    sub = open_submission(source, work_dir)
+    if sub.records:
+        return ""
+    result = read_published(sub.root)
+    host = host or probe_host()
+    return render(result, plan_published(result, HostFacts(host.gpu_count, "NVIDIA GPU" if host.gpu_count else "")))
 
 
 def recorded_device(rec: Record) -> str:
@@ -151,6 +167,92 @@ def check_results_dir(path: str) -> None:
         raise ReplayError(f"--results_dir={path} is not empty" +
                           (" (it holds an earlier reproduction)" if os.path.exists(os.path.join(path, REPORT_NAME))
                            else "") + ": choose a new folder (nothing is overwritten)")
+
+
+def compare_only(opts: Options, say: Callable[[str], None] = print) -> cmp.Comparison:
+    """--compare_to=DIR: the submission's published figures against the tests of a results folder
+    the user already has (this tool's results layout), test by test, into reproduction.json; nothing
+    runs. Without a record on both sides the inputs are not compared, and the table says so."""
+    check_results_dir(opts.results_dir)
+    if not os.path.isdir(opts.compare_to):
+        raise ReplayError(f"--compare_to={opts.compare_to}: no such folder; give a results folder "
+                          "(<model>/<Scenario>/performance/run_1, accuracy/), such as a run's --results_dir")
+    sub = open_submission(opts.source, opts.work_dir)
+    mine = read_results_dir(opts.compare_to)
+    if not mine:
+        raise ReplayError(f"--compare_to={opts.compare_to}: no tests in it (<model>/<Scenario>/performance/run_1 "
+                          "or accuracy/accuracy.txt)")
+    notes = [f"compared with {opts.compare_to}; nothing was replayed"]
+    c = cmp.Comparison(notes=notes, inputs_compared=False)
+    c.rows = cmp.compare_results(sub.results, mine, accuracy_exact=False)
+    say(f"Comparing {sub.path} with {opts.compare_to}\n\n" + cmp.render(c))
+    os.makedirs(opts.results_dir, exist_ok=True)
+    from ..files import write_json_atomic
+    path = os.path.join(opts.results_dir, REPORT_NAME)
+    write_json_atomic(path, cmp.to_json(c, source=sub.path, compared_to=opts.compare_to), indent=1)
+    say(f"\nreproduction table: {path}")
+    return c
+
+
+STAND_INS = ("embedded",)
+
+
+def stand_in_request(result, opts: Options) -> tuple[dict, list[str]]:
+    """The one command that rehearses a published folder's replay on the embedded model: its benchmark,
+    round and scenarios, test mode, open division, this machine's CPU; and what differs, in words."""
+    tests = [t for t in result.tests if t.benchmark]
+    if not tests:
+        raise ReplayError(f"--from={opts.source}: no test to rehearse (" +
+                          "; ".join(str(f) for f in result.findings[:3]) + ")")
+    first = tests[0]
+    scenarios = sorted({t.scenario for t in tests if t.benchmark == first.benchmark})
+    tags = ["run-mlperf", "inference", "_full", "_embedded"] + ([f"_r{first.round}"] if first.round else [])
+    request = {"tags": ",".join(tags), "quiet": True, "model": first.benchmark, "division": "open",
+               "device": "cpu", "execution_mode": "test", "scenario": ",".join(scenarios),
+               "results_dir": os.path.join(opts.results_dir, "results"),
+               "submission_dir": os.path.join(opts.results_dir, "submission")}
+    if opts.inference_src:
+        request["inference_src"] = opts.inference_src
+    notes = [f"stand-in: the embedded SmolLM2-135M on this machine's CPU, test mode, instead of "
+             f"{first.system_desc.get('accelerator_model_name') or 'the published system'} and its weights: "
+             "every figure is listed and none is comparable; this rehearses the replay's chain"]
+    others = sorted({t.benchmark for t in tests} - {first.benchmark})
+    if others:
+        notes.append(f"rehearsed {first.benchmark} only; also published here: {', '.join(others)}")
+    return request, notes
+
+
+def rehearse(opts: Options, run_script: Optional[Callable[[dict], dict]],
+             say: Callable[[str], None] = print) -> cmp.Comparison:
+    """--stand_in=embedded on a published folder without a record: the chain its tests need, with the
+    embedded model, into DIR/results, and reproduction.json listing every published figure beside
+    the stand-in's, marked not comparable."""
+    from ..published.reader import read_published
+    if opts.stand_in not in STAND_INS:
+        raise ReplayError(f"--stand_in={opts.stand_in}: not a stand-in; use --stand_in=embedded")
+    check_results_dir(opts.results_dir)
+    sub = open_submission(opts.source, opts.work_dir)
+    result = read_published(sub.root)
+    request, notes = stand_in_request(result, opts)
+    if run_script is None:
+        raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
+                          "run the rehearsal with cm4mlperf-llm's own engine")
+    os.makedirs(opts.results_dir, exist_ok=True)
+    say(f"Rehearsing the replay of {sub.path} with the embedded model:\n  cm run script --tags={request['tags']}"
+        + "".join(f" --{k}={v}" for k, v in request.items() if k not in ("tags", "quiet")) + " --quiet")
+    r = run_script(request)
+    if r.get("return", 0) > 0:
+        raise ReplayError(f"the rehearsal's chain failed: {r.get('error', 'no message')}")
+    mine = read_results_dir(request["results_dir"])
+    c = cmp.Comparison(notes=notes + [str(f) for f in result.findings], inputs_compared=False, comparable=False)
+    c.rows = cmp.compare_results(sub.results, mine, accuracy_exact=False)
+    say("\n" + cmp.render(c))
+    from ..files import write_json_atomic
+    path = os.path.join(opts.results_dir, REPORT_NAME)
+    write_json_atomic(path, cmp.to_json(c, source=sub.path, stand_in=opts.stand_in, replay_request=request),
+                      indent=1)
+    say(f"\nreproduction table: {path}")
+    return c
 
 
 def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],

@@ -12,11 +12,11 @@ import os
 import tarfile
 from dataclasses import dataclass, field
 
+from ..benchmarks import DIVISIONS, SCENARIOS
 from ..submission.logs import read_accuracy_txt, read_detail_log
 from . import record as recmod
 from .record import RECORD_NAME, Record, RecordError
 
-DIVISIONS = ("closed", "open", "network")
 PERCENTILES = ("p50", "p90", "p99")
 # detail-log key -> (metric name, scale to the unit shown)
 LATENCY_KEYS = {
@@ -169,8 +169,10 @@ def measured_tests(folder: str, system: str = "", tolerant: bool = False) -> lis
         mdir = os.path.join(folder, model)
         if not os.path.isdir(mdir):
             continue
-        for scenario in sorted(os.listdir(mdir)):
-            scdir = os.path.join(mdir, scenario)
+        for folder_name in sorted(os.listdir(mdir)):
+            scdir = os.path.join(mdir, folder_name)
+            # published trees name it "server" as often as "Server": one name, so that tests pair up
+            scenario = next((s for s in SCENARIOS if s.lower() == folder_name.lower()), folder_name)
             detail = os.path.join(scdir, "performance", "run_1", "mlperf_log_detail.txt")
             if os.path.isfile(detail):
                 metrics, valid = performance_metrics(detail)
@@ -197,8 +199,9 @@ def the_record(sub: Submission) -> tuple[Record, list[str]]:
             f"<Scenario>/, or results/... from v6.0; it reports {tests}). It was made by an older "
             "cm4mlperf-llm or another tool, so the exact inputs (project revision, model and data set "
             "hashes, server flags, targets) are not known",
-            "Replay by hand with the command in its measurement README.md, or ask its submitter for a "
-            "submission made with a current cm4mlperf-llm")
+            "Add --dry-run to see its tests, how they were made and what this machine lacks, read from "
+            "its files; replay by hand with the command in its measurement README.md, or ask its "
+            "submitter for a submission made with a current cm4mlperf-llm")
     first = recmod.read(sub.records[0])
     notes = []
     for other in sub.records[1:]:

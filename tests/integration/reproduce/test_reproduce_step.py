@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -156,3 +157,49 @@ def test_what_is_not_a_submission_is_named(tmp_path, repo, replay):
     assert r["return"] != 0 and "no such file or folder" in r["error"]
     r, _ = replay("")
     assert r["return"] != 0 and "pass --from=PATH" in r["error"]
+
+
+PUBLISHED = os.path.join(ROOT, "..", "shared", "published-results")
+
+
+@pytest.mark.parametrize("folder, words", [
+    ("nm-v4.1-fp8", ["round v4.1", "llama2-70b-99 Server", "target 5 QPS", "model nm-testing/Llama-2-70b-chat-hf-FP8",
+                     "1 replica(s) of 4 device(s)", "4x NVIDIA H100-SXM-80GB", "missing here: 4x NVIDIA H100"]),
+    ("vultr-v5.1-mi325x", ["round v5.1", "Vultr (closed)", "target 114 QPS", "target 103 QPS", "target 59 QPS",
+                           "8 replica(s) of 1 device(s)", "quantization=fp8", "offline_mi325x.yaml",
+                           "missing here: 8x AMD Instinct MI325X"]),
+])
+def test_dry_run_on_a_published_folder_prints_its_replay_plan(tmp_path, folder, words):
+    """Another submitter's published folder (no record) with --dry-run, through the real step: the
+    plan read from its files, after the engine's plan; nothing written beside the folder."""
+    runner = Runner([Repo("cm4mlperf-llm", ROOT)], str(tmp_path / "cache"), include_project=True)
+    r = runner.plan("reproduce,mlperf,inference", **{"from": os.path.join(PUBLISHED, folder),
+                                                     "results_dir": str(tmp_path / "rep")})
+    assert r["return"] == 0, r.get("error")
+    out = runner.output
+    assert out.index("Plan for") < out.index("Published result:")
+    for w in words:
+        assert w in out, (w, out[-4000:])
+    assert not (tmp_path / "rep").exists()
+
+
+def test_compare_to_sets_a_published_folder_beside_results_one_has(tmp_path, capsys):
+    """--compare_to=DIR: the Neural Magic result's published figures against a results folder of this
+    tool's layout (here: a copy of the published Server test), test by test; nothing replayed, the
+    inputs said to be not compared."""
+    runner = Runner([Repo("cm4mlperf-llm", ROOT)], str(tmp_path / "cache"), include_project=True)
+    nm = os.path.join(PUBLISHED, "nm-v4.1-fp8")
+    published_test = next(p for p in Path(nm).rglob("server") if p.parent.name == "llama2-70b-99"
+                          and "results" in p.parts)
+    mine = tmp_path / "mine" / "llama2-70b-99" / "Server"
+    shutil.copytree(published_test, mine)
+    r = runner.run("reproduce,mlperf,inference", **{"from": nm, "results_dir": str(tmp_path / "rep"),
+                                                    "compare_to": str(tmp_path / "mine")})
+    assert r["return"] == 0, r.get("error")
+    report = json.load(open(tmp_path / "rep" / "reproduction.json"))
+    assert report["inputs_compared"] is False and report["accuracy_expected_exact"] is False
+    rouge = [t for t in report["tests"] if t["metric"] == "ROUGE1"]
+    assert rouge and rouge[0]["recorded"] == rouge[0]["reproduced"] == pytest.approx(44.5491)
+    ratios = [t["ratio"] for t in report["tests"] if t["mode"] == "performance" and t["ratio"] is not None]
+    assert ratios and all(x == pytest.approx(1.0) for x in ratios)
+    assert "Inputs: not compared (no reproduction record on both sides)" in capsys.readouterr().out
