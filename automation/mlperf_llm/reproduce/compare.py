@@ -231,13 +231,15 @@ def render(c: Comparison) -> str:
             for r in rows:
                 verdict = ("equal" if r.equal else "DIFFERS") + ("" if r.expected_exact else
                                                                   " (not expected to be exact)")
+                if not c.comparable:
+                    verdict = "-"
                 lines.append(f"  {r.metric:22s} {_fmt(r.recorded):>12s} {_fmt(r.reproduced):>12s} "
                              f"{_fmt(r.difference):>12s}  {verdict}")
         else:
             lines.append(f"  {'metric':30s} {'recorded':>12s} {'reproduced':>12s} {'ratio':>8s}")
             for r in rows:
-                lines.append(f"  {r.metric:30s} {_fmt(r.recorded):>12s} {_fmt(r.reproduced):>12s} "
-                             f"{(f'{r.ratio:.3f}' if r.ratio is not None else '-'):>8s}")
+                ratio = f"{r.ratio:.3f}" if r.ratio is not None and c.comparable else "-"
+                lines.append(f"  {r.metric:30s} {_fmt(r.recorded):>12s} {_fmt(r.reproduced):>12s} {ratio:>8s}")
         lines.append("")
     if not c.inputs_compared:
         lines.append("Inputs: not compared (no reproduction record on both sides): the figures are side by "

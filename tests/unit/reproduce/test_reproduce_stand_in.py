@@ -48,3 +48,4 @@ def test_the_rehearsal_lists_every_published_figure_as_not_comparable(tmp_path, 
             ("Offline", "accuracy")} <= published
     out = capsys.readouterr().out
     assert "NOT COMPARABLE (a stand-in ran)" in out and "Nothing above is comparable" in out
+    assert "DIFFERS" not in out and "equal" not in out.split("Nothing above")[0]    # no verdicts, no ratios
