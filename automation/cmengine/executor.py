@@ -420,6 +420,35 @@ class Settled:
         return bool(self.variations or self.env)
 
 
+def _plan_hook(plan: Plan, node: Node, name: str, **extra) -> Optional[dict]:
+    """Call the plan-time hook `name` (validate, preview) of a step's customize.py with its static
+    env; None when the step has none. A hook that raises is a HookError naming the line; a hook
+    that returns an error is an InputError."""
+    path = os.path.join(node.manifest.folder, "customize.py")
+    try:
+        with open(path, encoding="utf-8") as f:
+            if f"def {name}(" not in f.read():
+                return None
+    except OSError:
+        return None
+    if hooks_need_path():
+        sys.path.insert(0, AUTOMATION_DIR)
+    module = _load_hooks(node)
+    i = {"env": dict(node.env), "state": {}, "meta": node.manifest.data,
+         "input": dict(plan.request.inputs) if node is plan.root else {},
+         "script_path": node.manifest.folder, "variation_tags": node.selection.names,
+         "version": node.version, **extra}
+    try:
+        r = getattr(module, name)(i) or {"return": 0}
+    except Exception as e:
+        line = _line_in(e, path)
+        raise HookError(f"{name}() in {path}{':' + str(line) if line else ''} of script "
+                        f"'{node.alias}' raised {e.__class__.__name__}: {e}") from None
+    if r.get("return", 0) > 0:
+        raise InputError(f"{node.alias}: {r.get('error', 'invalid input')}")
+    return r
+
+
 def validate(plan: Plan) -> Settled:
     """Call `validate(i)` of every planned step that has one, with its static env, before
     anything runs: a bad input stops the run before a server starts or a download begins.
@@ -428,30 +457,9 @@ def validate(plan: Plan) -> Settled:
     should know): they are returned, for the caller to plan the run again as if they had been
     asked for. An env value the request already sets is kept as given."""
     settled = Settled()
-    if hooks_need_path():
-        sys.path.insert(0, AUTOMATION_DIR)
     for node in [plan.root] + [n for n in plan.nodes.values() if n is not plan.root]:   # the top step speaks first
-        path = os.path.join(node.manifest.folder, "customize.py")
-        try:
-            with open(path, encoding="utf-8") as f:
-                if "def validate(" not in f.read():
-                    continue
-        except OSError:
-            continue
-        module = _load_hooks(node)
-        i = {"env": dict(node.env), "state": {}, "meta": node.manifest.data,
-             "input": dict(plan.request.inputs) if node is plan.root else {},
-             "script_path": node.manifest.folder, "variation_tags": node.selection.names,
-             "version": node.version}
-        try:
-            r = module.validate(i) or {"return": 0}
-        except Exception as e:
-            line = _line_in(e, path)
-            raise HookError(f"validate() in {path}{':' + str(line) if line else ''} of script "
-                            f"'{node.alias}' raised {e.__class__.__name__}: {e}") from None
-        if r.get("return", 0) > 0:
-            raise InputError(f"{node.alias}: {r.get('error', 'invalid input')}")
-        if node is plan.root:
+        r = _plan_hook(plan, node, "validate")
+        if r is not None and node is plan.root:
             settled.variations += [str(v).lstrip("_") for v in r.get("variations") or []]
             changed = {str(k): str(v) for k, v in (r.get("env") or {}).items()
                        if str(k) not in plan.request.env and node.env.get(str(k)) != str(v)}
@@ -466,30 +474,9 @@ def preview(plan: Plan) -> str:
     do (e.g. the replay of a published folder); it may read, never write (its `work_dir` is a
     temporary folder, removed after). '' when the step has none."""
     import tempfile
-    node = plan.root
-    path = os.path.join(node.manifest.folder, "customize.py")
-    try:
-        with open(path, encoding="utf-8") as f:
-            if "def preview(" not in f.read():
-                return ""
-    except OSError:
-        return ""
-    if hooks_need_path():
-        sys.path.insert(0, AUTOMATION_DIR)
-    module = _load_hooks(node)
-    with tempfile.TemporaryDirectory(prefix=f"cm-preview-{node.alias}-") as tmp:
-        i = {"env": dict(node.env), "state": {}, "meta": node.manifest.data, "input": dict(plan.request.inputs),
-             "script_path": node.manifest.folder, "variation_tags": node.selection.names,
-             "version": node.version, "work_dir": tmp}
-        try:
-            r = module.preview(i) or {"return": 0}
-        except Exception as e:
-            line = _line_in(e, path)
-            raise HookError(f"preview() in {path}{':' + str(line) if line else ''} of script "
-                            f"'{node.alias}' raised {e.__class__.__name__}: {e}") from None
-    if r.get("return", 0) > 0:
-        raise InputError(f"{node.alias}: {r.get('error', 'invalid input')}")
-    return str(r.get("text") or "")
+    with tempfile.TemporaryDirectory(prefix=f"cm-preview-{plan.root.alias}-") as tmp:
+        r = _plan_hook(plan, plan.root, "preview", work_dir=tmp)
+    return str((r or {}).get("text") or "")
 
 
 def hooks_need_path() -> bool:
