@@ -86,7 +86,7 @@ def prepare(env: dict, log: Callable[[str], None] = print,
     return api_server_argv(shown, python, env.get('CM_VLLM_VERSION') or None), added, cfg
 
 
-def with_port(env: dict, log: Callable[[str], None] = print) -> dict:
+def with_port(env: dict) -> dict:
     """env with the port the run's own server takes. A port given with --port is kept as given (a
     taken one is refused when the server starts). Without one, a port that is free now (the
     kernel's choice), never a fixed one: two runs started together each get their own, and the
@@ -115,7 +115,7 @@ def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] =
                 'CM_VLLM_SERVER_STARTED': 'no'}
     folder = records.records_dir(env)
     records.reconcile(folder, log)      # servers of runs that were killed: stopped, said
-    argv, added, cfg = prepare(with_port(env, log), log)
+    argv, added, cfg = prepare(with_port(env), log)
     work_dir = Path(work_dir)
     log_path = work_dir / f'vllm-server-{cfg.port}.log'
     record_path = work_dir / f'vllm-server-{cfg.port}.json'
