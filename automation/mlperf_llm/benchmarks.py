@@ -140,6 +140,12 @@ def known() -> str:
     return ", ".join(BENCHMARKS)
 
 
+def scenario_of_folder(name: str) -> str:
+    """A results folder's scenario as LoadGen names it: published trees write "server" as often as
+    "Server" (a name that is no scenario is kept as written)."""
+    return next((s for s in SCENARIOS if s.lower() == name.lower()), name)
+
+
 def get_benchmark(name: str) -> Benchmark:
     """The benchmark named `name` (the checker's name; `llama2-70b-interactive-99` is v5.0's name
     for llama2-70b-99's Interactive runs). BenchmarkError lists the known ones."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from ..benchmarks import BENCHMARKS
 from .reader import PublishedResult, PublishedTest
 from .translate import DROP, translate
 
@@ -60,7 +61,7 @@ def _number(value):
 
 def _from_yaml(root: str, test: PublishedTest) -> tuple[dict, str, str]:
     """(settings, model, file) from the engine YAML of the test's scenario (vllm_engine_config)."""
-    family = test.benchmark.rsplit("-", 1)[0] if test.benchmark.endswith(("-99", "-99.9")) else test.benchmark
+    family = BENCHMARKS[test.benchmark].family if test.benchmark in BENCHMARKS else test.benchmark
     # the YAML of the published accelerator first (code folders keep those of other machines too)
     hints = [w.lower() for w in re.findall(r"[A-Za-z]+\d+[A-Za-z]*", str(test.system_desc.get("accelerator_model_name", "")))]
     files = sorted(test.engine_files, key=lambda f: (family not in f, not any(h in Path(f).name.lower() for h in hints), f))
@@ -79,7 +80,7 @@ def _from_yaml(root: str, test: PublishedTest) -> tuple[dict, str, str]:
 
 def _from_command(test: PublishedTest) -> tuple[dict, str, str]:
     """(settings, model, where) from the `vllm serve` line of the model the recorded command names."""
-    named = next((c.options().get("vllm_model_name", "") for c in test.commands if c.kind in ("cm", "mlc")), "")
+    named = test.made_with.options().get("vllm_model_name", "") if test.made_with else ""
     lines = [c for c in test.server_commands if c.kind == "vllm"]
     chosen = next((c for c in lines if named and c.model() == named), lines[0] if lines else None)
     if chosen is None:
@@ -155,9 +156,8 @@ def render(result: PublishedResult, plans: list[TestPlan]) -> str:
                   f"{p.server.get('tensor_parallel_size', 1)} device(s)"
                   + (f"; {', '.join(f'{k}={v}' for k, v in p.server.items())}" if p.server else "")
                   + (f" (from {p.server_source})" if p.server_source else "")]
-        made = next((c for c in t.commands if c.kind in ("cm", "mlc")), None)
-        if made is not None:
-            tr = translate(made)
+        if t.made_with is not None:
+            tr = translate(t.made_with)
             dropped = [r[0] for r in tr.rows if r[2] == DROP]
             lines.append(f"  as this tool's command: {' '.join(tr.argv)}"
                          + (f" (not reproduced: {', '.join(dropped)})" if dropped else ""))

@@ -15,14 +15,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..benchmarks import BENCHMARKS, DIVISIONS, SCENARIOS
+from ..benchmarks import BENCHMARKS, DIVISIONS, scenario_of_folder
 from ..harness.results import parse_summary
 from ..rounds import ROUNDS
 from ..submission.errors import SubmissionError
 from ..submission.logs import read_accuracy_txt, read_detail_log
 from .commands import Command, find_commands
 
-SCENARIO_BY_FOLDER = {s.lower(): s for s in SCENARIOS}    # published trees write "server" as often as "Server"
 SYSTEM_FIELDS = ("system_name", "system_type", "division", "submitter", "number_of_nodes", "accelerators_per_node",
                  "accelerator_model_name", "accelerator_memory_capacity", "host_processor_model_name",
                  "host_processors_per_node", "framework", "other_software_stack", "operating_system")
@@ -64,9 +63,14 @@ class PublishedTest:
     round_source: str = ""                       # where that was read
 
     @property
+    def made_with(self) -> Command | None:
+        """The CM or MLC command the measurement README records (the first), None when none."""
+        return next((c for c in self.commands if c.kind in ("cm", "mlc")), None)
+
+    @property
     def made_by(self) -> str:
         """cm | mlc | '' (neither recorded a command)."""
-        return next((c.kind for c in self.commands if c.kind in ("cm", "mlc")), "")
+        return self.made_with.kind if self.made_with else ""
 
 
 @dataclass
@@ -163,7 +167,7 @@ def _read_test(reader: _Reader, division: str, submitter: str, system: str, benc
     if benchmark not in BENCHMARKS:
         reader.find(bench_dir, f"benchmark folder {bench_dir.name!r} is not a benchmark this tool knows "
                                f"({', '.join(BENCHMARKS)}); add it to model_mapping.json or read it as another")
-    scenario = SCENARIO_BY_FOLDER.get(scenario_dir.name.lower(), scenario_dir.name)
+    scenario = scenario_of_folder(scenario_dir.name)
     test = PublishedTest(submitter, division, system, benchmark, scenario, reader.rel(scenario_dir),
                          system_desc=system_desc)
     perf_dir = scenario_dir / "performance" / "run_1"

@@ -169,6 +169,16 @@ def check_results_dir(path: str) -> None:
                            else "") + ": choose a new folder (nothing is overwritten)")
 
 
+def _write_report(opts: Options, report: dict, say: Callable[[str], None]) -> str:
+    """<results_dir>/reproduction.json, written whole (never half), and said."""
+    from ..files import write_json_atomic
+    os.makedirs(opts.results_dir, exist_ok=True)
+    path = os.path.join(opts.results_dir, REPORT_NAME)
+    write_json_atomic(path, report, indent=1)
+    say(f"\nreproduction table: {path}")
+    return path
+
+
 def compare_only(opts: Options, say: Callable[[str], None] = print) -> cmp.Comparison:
     """--compare_to=DIR: the submission's published figures against the tests of a results folder
     the user already has (this tool's results layout), test by test, into reproduction.json; nothing
@@ -186,11 +196,7 @@ def compare_only(opts: Options, say: Callable[[str], None] = print) -> cmp.Compa
     c = cmp.Comparison(notes=notes, inputs_compared=False)
     c.rows = cmp.compare_results(sub.results, mine, accuracy_exact=False)
     say(f"Comparing {sub.path} with {opts.compare_to}\n\n" + cmp.render(c))
-    os.makedirs(opts.results_dir, exist_ok=True)
-    from ..files import write_json_atomic
-    path = os.path.join(opts.results_dir, REPORT_NAME)
-    write_json_atomic(path, cmp.to_json(c, source=sub.path, compared_to=opts.compare_to), indent=1)
-    say(f"\nreproduction table: {path}")
+    _write_report(opts, cmp.to_json(c, source=sub.path, compared_to=opts.compare_to), say)
     return c
 
 
@@ -247,11 +253,7 @@ def rehearse(opts: Options, run_script: Optional[Callable[[dict], dict]],
     c = cmp.Comparison(notes=notes + [str(f) for f in result.findings], inputs_compared=False, comparable=False)
     c.rows = cmp.compare_results(sub.results, mine, accuracy_exact=False)
     say("\n" + cmp.render(c))
-    from ..files import write_json_atomic
-    path = os.path.join(opts.results_dir, REPORT_NAME)
-    write_json_atomic(path, cmp.to_json(c, source=sub.path, stand_in=opts.stand_in, replay_request=request),
-                      indent=1)
-    say(f"\nreproduction table: {path}")
+    _write_report(opts, cmp.to_json(c, source=sub.path, stand_in=opts.stand_in, replay_request=request), say)
     return c
 
 
@@ -301,8 +303,5 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
     say("\n" + cmp.render(comparison))
     report = cmp.to_json(comparison, source=sub.path, record=os.path.relpath(sub.records[0], sub.root),
                          results_dir=results_dir, replay_request=plan.request)
-    from ..files import write_json_atomic
-    path = os.path.join(opts.results_dir, REPORT_NAME)
-    write_json_atomic(path, report, indent=1)
-    say(f"\nreproduction table: {path}")
+    _write_report(opts, report, say)
     return comparison

@@ -12,7 +12,7 @@ import os
 import tarfile
 from dataclasses import dataclass, field
 
-from ..benchmarks import DIVISIONS, SCENARIOS
+from ..benchmarks import DIVISIONS, scenario_of_folder
 from ..submission.logs import read_accuracy_txt, read_detail_log
 from . import record as recmod
 from .record import RECORD_NAME, Record, RecordError
@@ -171,8 +171,7 @@ def measured_tests(folder: str, system: str = "", tolerant: bool = False) -> lis
             continue
         for folder_name in sorted(os.listdir(mdir)):
             scdir = os.path.join(mdir, folder_name)
-            # published trees name it "server" as often as "Server": one name, so that tests pair up
-            scenario = next((s for s in SCENARIOS if s.lower() == folder_name.lower()), folder_name)
+            scenario = scenario_of_folder(folder_name)      # one name, so that tests pair up
             detail = os.path.join(scdir, "performance", "run_1", "mlperf_log_detail.txt")
             if os.path.isfile(detail):
                 metrics, valid = performance_metrics(detail)
