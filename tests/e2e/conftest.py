@@ -13,7 +13,8 @@
   `pace` is this host's speed, measured on it (tests/e2e/costs.py), from which the limits come.
 - `small_run`: the same command at the smallest size (tests/e2e/chain.py), after it, in the same cache.
 
-At the end of the run pytest prints the work each e2e test did (servers, queries, tokens).
+At the end of the run pytest prints the work each e2e test did (servers, queries, tokens): from this
+process, or from the pytest-xdist worker that ran the e2e tests (tests/conftest.py).
 """
 import os
 import time
@@ -28,12 +29,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVED_NAME = "smollm2"
 
 
-def pytest_terminal_summary(terminalreporter):
-    lines = LEDGER.lines()
-    if lines:
-        terminalreporter.section("e2e work (what each test or shared fixture really did)")
-        for line in lines:
-            terminalreporter.write_line(line)
+def pytest_sessionfinish(session):
+    """Under pytest-xdist the e2e tests run in one worker: its ledger goes to the controller, which
+    prints it (tests/conftest.py)."""
+    if hasattr(session.config, "workeroutput") and LEDGER.rows:
+        session.config.workeroutput["e2e_ledger"] = LEDGER.to_json()
 
 
 @pytest.fixture(scope="session")

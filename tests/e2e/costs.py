@@ -56,6 +56,15 @@ class Ledger:
     def charge(self, who: str, work: Work) -> None:
         self.rows[who] = self.rows.get(who, Work()) + work
 
+    def to_json(self) -> str:
+        """The rows, for a pytest-xdist worker to hand to the controller (config.workeroutput)."""
+        return json.dumps([[who, vars(w)] for who, w in self.rows.items()])
+
+    def add_json(self, text: str) -> None:
+        """A worker's rows (to_json), charged here in their order."""
+        for who, work in json.loads(text):
+            self.charge(who, Work(**work))
+
     def lines(self) -> list[str]:
         if not self.rows:
             return []
