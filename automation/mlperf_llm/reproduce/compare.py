@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..benchmarks import BenchmarkError, get_benchmark
+from ..submission.logs import ACCURACY_PATTERNS
 from .record import Record, chosen_targets
 from .source import Measured
 
-ACCURACY_METRICS = ("ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE")
 THROUGHPUT = ("tokens_per_second", "completed_tokens_per_second", "samples_per_second",
               "completed_samples_per_second")
 # vLLM flags that can change what the model answers; the others set batching, memory and scheduling
@@ -164,6 +165,16 @@ def _num(x) -> float | None:
     return float(x) if isinstance(x, (int, float)) else None
 
 
+def accuracy_metrics(model: str) -> tuple[str, ...]:
+    """The accuracy metrics compared for a test of this benchmark: the table's (llama2-70b: ROUGE1,
+    ROUGE2, ROUGEL, TOKENS_PER_SAMPLE; llama3.1-8b: ROUGELSUM and GEN_LEN too); for a benchmark the
+    table lacks, every metric an accuracy.txt can hold."""
+    try:
+        return get_benchmark(model).accuracy.metrics
+    except BenchmarkError:
+        return tuple(ACCURACY_PATTERNS)
+
+
 def compare_results(recorded: list[Measured], reproduced: list[Measured],
                     accuracy_exact: bool) -> list[Row]:
     by_test = {}
@@ -173,7 +184,7 @@ def compare_results(recorded: list[Measured], reproduced: list[Measured],
     for r in recorded:
         mine = by_test.get(r.test)
         if r.mode == "accuracy":
-            for m in ACCURACY_METRICS:
+            for m in accuracy_metrics(r.model):
                 a = _num(r.metrics.get(m))
                 b = _num(mine.metrics.get(m)) if mine else None
                 if a is None and b is None:

@@ -128,3 +128,27 @@ def test_another_commit_with_the_same_files_does_not_count_against_accuracy(tmp_
     assert d.name == "cm4mlperf-llm git commit" and not d.affects_accuracy
     other = dataclasses.replace(other, project=dict(other.project, files_sha256="e" * 64))
     assert all(d.affects_accuracy for d in compare.differing_inputs(rec, other))
+
+
+def test_a_summarisation_benchmark_compares_rougelsum_and_gen_len_too(tmp_path):
+    """llama3.1-8b's accuracy is ROUGE-1/2/L/Lsum and GEN_LEN (the benchmark table's metrics): a
+    replay whose summaries are longer differs in GEN_LEN and ROUGE-Lsum, and both are shown."""
+    rec = make_record(tmp_path)
+    acc = {"ROUGE1": 26.4, "ROUGE2": 9.1, "ROUGEL": 18.0, "ROUGELSUM": 24.5, "GEN_LEN": 14483.0}
+
+    def run(values):
+        return [Measured("sys", "llama3.1-8b", "Offline", "accuracy", dict(values))]
+    c = compare.compare(rec, rec, run(acc), run({**acc, "ROUGELSUM": 24.7, "GEN_LEN": 14600.0}))
+    rows = {r.metric: r for r in c.rows}
+    assert list(rows) == ["ROUGE1", "ROUGE2", "ROUGEL", "ROUGELSUM", "GEN_LEN"]
+    assert rows["GEN_LEN"].difference == 117.0 and rows["GEN_LEN"].equal is False
+    assert rows["ROUGELSUM"].equal is False and rows["ROUGE1"].equal is True
+    assert c.accuracy_equal is False and "GEN_LEN" in compare.render(c)
+
+
+def test_a_benchmark_the_table_lacks_compares_every_metric_its_accuracy_txt_holds(tmp_path):
+    rec = make_record(tmp_path)
+    values = {"ROUGE1": 30.0, "GEN_LEN": 100.0}
+    recorded = [Measured("sys", "mixtral-8x7b", "Offline", "accuracy", dict(values))]
+    c = compare.compare(rec, rec, recorded, recorded)
+    assert [r.metric for r in c.rows] == ["ROUGE1", "GEN_LEN"] and c.accuracy_equal is True
