@@ -1,10 +1,7 @@
-import os
-import sys
-
 """The suite's arrangement: the e2e marker (the quick lane is `-m "not e2e"`), and how pytest-xdist
 (pytest.ini: `-n auto`) spreads it. The e2e tests share session fixtures (one full run of the README
-command, one vLLM server, the host's pace): they run in one worker, in their order, as group "e2e";
-every other module is a group of its own (its module fixtures made once), taken by the other
+command, one vLLM server, the host's pace): they run in one worker, in their order, as one unit of
+work; every other module is a unit of its own (its module fixtures made once), taken by the other
 workers meanwhile. The e2e worker's ledger of real work comes back here and is printed at the end."""
 import os
 import sys
@@ -32,14 +29,29 @@ def pytest_configure(config):
         "every test under tests/e2e has it, so `-m 'not e2e'` is the quick lane (README)")
 
 
-@pytest.hookimpl(tryfirst=True)       # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        path = str(item.path)
-        if path.startswith(E2E):
+        if str(item.path).startswith(E2E):
             item.add_marker("e2e")
-        group = "e2e" if path.startswith(E2E) or path in AFTER_E2E else os.path.relpath(path, ROOT)
-        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def work_unit(nodeid: str) -> str:
+    """What one pytest-xdist worker runs whole, in order: "e2e" (tests/e2e and AFTER_E2E), else
+    the test's module."""
+    path = nodeid.split("::", 1)[0]
+    return "e2e" if path.startswith("tests/e2e/") or os.path.join(ROOT, path) in AFTER_E2E else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scope scheduling with the units of work_unit (its `xdist_group` marks are not
+    used: pytest 9.2 keeps a node's id where pytest-xdist 3.8 no longer renames it)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByWorkUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+    return ByWorkUnit(config, log)
 
 
 @pytest.hookimpl(optionalhook=True)

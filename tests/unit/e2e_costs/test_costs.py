@@ -34,6 +34,18 @@ def test_ledger_adds_per_row_and_totals():
     assert Ledger().lines() == []
 
 
+def test_a_workers_ledger_reaches_the_controller_whole_and_in_order():
+    """Under pytest-xdist the e2e worker hands its rows over as JSON (config.workeroutput) and the
+    controller, whose ledger pytest prints, charges them (tests/conftest.py)."""
+    worker = Ledger()
+    worker.charge("fixture readme_run", Work(server_starts=1, queries=128, tokens=8427, cm_runs=1, seconds=228.4))
+    worker.charge("test_x", Work(queries=8, tokens=128))
+    controller = Ledger()
+    controller.add_json(worker.to_json())
+    assert controller.rows == worker.rows and list(controller.rows) == ["fixture readme_run", "test_x"]
+    assert controller.lines() == worker.lines()
+
+
 def test_limits_grow_with_the_work_and_the_host():
     fast, slow = Pace(server_start_s=20, query_s=2), Pace(server_start_s=60, query_s=10)
     assert fast.limit_s(100) < fast.limit_s(200) < slow.limit_s(200)
