@@ -73,3 +73,31 @@ def test_the_tree_passes_the_master_checker_but_for_the_full_length_checks(run):
     assert "ROUGE-Lsum" in out and "gen_len" in out
     if edge:
         assert "ms (p90 latency)" in out
+
+
+@pytest.mark.parametrize("run", ["llama3.1-8b-edge"], indirect=True)
+def test_the_edge_submission_replays_on_its_server_with_equal_accuracy(run, tmp_path, cache_dir, pace):
+    """The record and the replay of a llama3.1 submission: the edge run's tarball replayed from a
+    fresh CM home (the session's cache) on the server it was given, which is still up. Every metric
+    of the benchmark's accuracy (ROUGE-1/2/L/Lsum, GEN_LEN) equals the recorded one; SingleStream's
+    p90 latency and Offline's throughput get a ratio."""
+    model, _, _, submission = run
+    (tarball,) = submission.parent.glob("mlperf_submission_*.tar.gz")
+    out_dir = tmp_path / "replay"
+    env = chain.cm_env(cache_dir, str(tmp_path / "CM-replayer"))
+    chain.register_checkout(env)
+    r = chain.run_cm(["run", "script", "--tags=reproduce,mlperf,inference", f"--from={tarball}",
+                      f"--inference_src={chain.inference_source('6.1')}", f"--results_dir={out_dir}", "--quiet"],
+                     env, tmp_path / "replay.log", "test_llama31 replay", pace, QUERIES[model],
+                     results_dir=out_dir, cwd=tmp_path, server_starts=0)
+    assert r.returncode == 0, f"replay failed:\n{r.tail()}"
+    assert "vLLM server ready" not in r.output and "the original run was given a running server" in r.output
+    report = json.loads((out_dir / "reproduction.json").read_text())
+    acc = [t for t in report["tests"] if t["mode"] == "accuracy"]
+    assert {(t["scenario"], t["metric"]) for t in acc} == {
+        (s, m) for s in ("Offline", "SingleStream") for m in ("ROUGE1", "ROUGE2", "ROUGEL", "ROUGELSUM", "GEN_LEN")}
+    assert all(t["recorded"] == t["reproduced"] for t in acc), json.dumps(acc, indent=1)
+    perf = {(t["scenario"], t["metric"]): t for t in report["tests"] if t["mode"] == "performance"}
+    for key in (("Offline", "tokens_per_second"), ("SingleStream", "latency p90 (ms)")):
+        assert isinstance(perf[key]["ratio"], float) and perf[key]["ratio"] > 0, key
+    assert report["accuracy_equal"] is True

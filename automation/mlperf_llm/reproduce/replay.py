@@ -114,6 +114,10 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     if opts.inference_src and "inference_src" not in (req.get("inputs") or {}):
         inputs["inference_src"] = opts.inference_src
         subs.append(f"--inference_src={opts.inference_src} (given here; the original run had none)")
+    if inputs.get("api_server"):
+        subs.append(f"--api_server={inputs['api_server']}: the original run was given a running server; the "
+                    "replay sends its queries to the same address, which must serve the same model now (a "
+                    "record cannot start a server it did not start)")
     env = {}
     for k, v in (req.get("env") or {}).items():
         if is_secret(k):

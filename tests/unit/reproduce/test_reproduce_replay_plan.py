@@ -82,3 +82,14 @@ def test_the_same_inference_source_given_here_is_no_substitution(tmp_path):
     p = replay.plan_replay(rec, replay.Host(), opts(tmp_path, inference_src=given), exists=lambda p: True)
     assert p.request["inference_src"] == given
     assert not any("inference_src" in s for s in p.substitutions)
+
+
+def test_a_run_on_a_given_server_is_replayed_on_that_address_and_says_so(tmp_path):
+    rec = make_record(tmp_path)
+    url = "http://127.0.0.1:41234"
+    rec = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], api_server=url,
+                                                                         vllm_model_name="smollm2")))
+    p = replay.plan_replay(rec, replay.Host("x86_64", "EPYC", 0), opts(tmp_path), exists=lambda p: False)
+    assert p.request["api_server"] == url and p.request["vllm_model_name"] == "smollm2"
+    assert any(s.startswith(f"--api_server={url}: the original run was given a running server") and
+               "must serve the same model now" in s for s in p.substitutions)
