@@ -1,55 +1,67 @@
-"""The GPU check: what this project's accelerator detection reads on a real NVIDIA GPU, against what
-torch sees there. Run by benchmarks/gpu_check.sh on the lent device machine (CUDA, torch, no vLLM,
-no network); the raw nvidia-smi outputs and the parsed facts go to $OUT for the recorded-output tests.
+"""The GPU check's two helpers (benchmarks/gpu_check.sh):
 
-    PYTHONPATH=automation python benchmarks/gpu_check.py OUT_DIR
-Exit 0: the parsed name, count and memory agree with torch.cuda (memory within 2%); 1: they differ;
-2: no NVIDIA GPU here (nvidia-smi missing), said so."""
+    python benchmarks/gpu_check.py missing        the distributions to install from the carried
+                                                  wheels: those of the modules this python lacks
+    python benchmarks/gpu_check.py table JUNIT    what ran, passed, or could not run there and why;
+                                                  exit 0 all passed, 1 a failure, 2 nothing ran
+
+It runs in the node's own python (CUDA, torch, transformers; no vLLM, no network): standard library only.
+"""
 from __future__ import annotations
 
-import json
+import importlib.util
 import sys
-from dataclasses import asdict
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from mlperf_llm.sysinfo.gpu import NVIDIA_QUERY_ARGS
-from mlperf_llm.sysinfo.probe import SystemFacts, detect_accelerators, run_command
+# distribution the GPU tests need (pytest's dependencies included: the wheels are installed with
+# --no-deps, offline) -> the module that shows it is there
+NEEDED = {"pytest": "pytest", "iniconfig": "iniconfig", "pluggy": "pluggy", "packaging": "packaging",
+          "pygments": "pygments", "mlcommons-loadgen": "mlperf_loadgen"}
+# what the node must have already (not carried: too large, or the point of the node)
+PRESENT = ("torch", "transformers", "tokenizers")
 
-COMMANDS = {"query.csv": ["nvidia-smi", *NVIDIA_QUERY_ARGS], "banner.txt": ["nvidia-smi"],
-            "topo.txt": ["nvidia-smi", "topo", "-m"], "nvlink.txt": ["nvidia-smi", "nvlink", "-s"]}
+
+def missing() -> list[str]:
+    return [dist for dist, module in NEEDED.items() if importlib.util.find_spec(module) is None]
 
 
-def main(out: Path) -> int:
-    out.mkdir(parents=True, exist_ok=True)
-    for name, argv in COMMANDS.items():           # the raw outputs, for tests/fixtures
-        res = run_command(argv)
-        (out / name).write_text(res.stdout)
-    facts = SystemFacts()
-    detect_accelerators(run_command, facts)
-    report = {"gaps": [asdict(g) for g in facts.gaps],
-              "accelerators": asdict(facts.accelerators) if facts.accelerators else None}
-    if facts.accelerators is None or not facts.accelerators.gpus:
-        print("no NVIDIA GPU detected:", report["gaps"] or "nvidia-smi not found")
-        (out / "parsed.json").write_text(json.dumps(report, indent=1, default=str))
+def rows(junit: Path) -> list[tuple[str, str, str]]:
+    """(test, result, detail) per test case of the junit file."""
+    out = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        name = case.get("name", "?")
+        skipped = case.find("skipped")
+        failure = case.find("failure") if case.find("failure") is not None else case.find("error")
+        if skipped is not None:
+            out.append((name, "not run", skipped.get("message", "").removeprefix("Skipped: ")))
+        elif failure is not None:
+            out.append((name, "FAILED", ((failure.get("message") or "").splitlines() or [""])[0][:160]))
+        else:
+            out.append((name, "passed", f"{float(case.get('time', 0)):.1f} s"))
+    return out
+
+
+def table(junit: Path) -> int:
+    if not junit.is_file():
+        absent = [m for m in (*PRESENT, *NEEDED.values()) if importlib.util.find_spec(m) is None]
+        print(f"GPU check: no test ran (no {junit}): " +
+              (f"this python lacks {', '.join(absent)}" if absent else "pytest did not start (see pytest.log)"))
         return 2
-    import torch
-    seen = [(torch.cuda.get_device_name(i), torch.cuda.get_device_properties(i).total_memory / 2**20)
-            for i in range(torch.cuda.device_count())]
-    ours = [(g.name, g.memory_total_mib) for g in facts.accelerators.gpus]
-    report["torch"] = seen
-    problems = []
-    if len(ours) != len(seen):
-        problems.append(f"count: nvidia-smi parsed {len(ours)}, torch sees {len(seen)}")
-    for (name, mib), (tname, tmib) in zip(ours, seen):
-        if name != tname:
-            problems.append(f"name: parsed {name!r}, torch {tname!r}")
-        if not mib or abs(mib - tmib) > 0.02 * tmib:
-            problems.append(f"memory: parsed {mib} MiB, torch {tmib:.0f} MiB")
-    report["problems"] = problems
-    (out / "parsed.json").write_text(json.dumps(report, indent=1, default=str))
-    print(json.dumps(report, indent=1, default=str))
-    return 1 if problems else 0
+    found = rows(junit)
+    width = max([len(n) for n, _, _ in found] + [4])
+    print(f"{'test':<{width}}  {'result':<8}  detail")
+    for name, result, detail in found:
+        print(f"{name:<{width}}  {result:<8}  {detail}")
+    if any(r == "FAILED" for _, r, _ in found):
+        return 1
+    return 0 if any(r == "passed" for _, r, _ in found) else 2
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "gpu_check_out")))
+    if sys.argv[1:2] == ["missing"]:
+        print(" ".join(missing()))
+        sys.exit(0)
+    if sys.argv[1:2] == ["table"] and len(sys.argv) == 3:
+        sys.exit(table(Path(sys.argv[2])))
+    sys.exit("usage: gpu_check.py missing | table JUNIT_XML")

@@ -18,6 +18,7 @@ for path in (STANDIN, AUTOMATION, E2E_DIR):
 
 
 E2E = E2E_DIR + os.sep
+GPU = os.path.join(ROOT, "tests", "gpu") + os.sep
 # tests outside tests/e2e that read what the e2e tests left in the session's cache, so run after
 # them in their worker (collection order puts tests/e2e first)
 AFTER_E2E = (os.path.join(ROOT, "tests", "integration", "sysinfo", "test_loadgen_source_build.py"),)
@@ -27,12 +28,34 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "e2e: end-to-end test on real components (the cm command, vLLM, models); runs in CI; "
         "every test under tests/e2e has it, so `-m 'not e2e'` is the quick lane (README)")
+    config.addinivalue_line(
+        "markers", "gpu: needs a CUDA device (tests/gpu; benchmarks/gpu_check.sh runs them on a GPU node); "
+        "skipped with the reason where torch sees none")
+
+
+def no_cuda_reason() -> str:
+    """Why the gpu tests cannot run in this interpreter ('' where torch sees a CUDA device)."""
+    try:
+        import torch
+    except ImportError:
+        return f"no CUDA device: torch is not installed in {sys.executable}"
+    if not torch.cuda.is_available():
+        return f"no CUDA device: torch {torch.__version__} sees none"
+    return ""
 
 
 def pytest_collection_modifyitems(config, items):
+    skip_gpu = None
     for item in items:
         if str(item.path).startswith(E2E):
             item.add_marker("e2e")
+        if str(item.path).startswith(GPU):
+            item.add_marker("gpu")
+            if skip_gpu is None:
+                reason = no_cuda_reason()
+                skip_gpu = pytest.mark.skip(reason=reason) if reason else False
+            if skip_gpu:
+                item.add_marker(skip_gpu)
 
 
 def work_unit(nodeid: str) -> str:

@@ -51,6 +51,12 @@ def _names(raw: str, table: dict[str, str], what: str, key: str) -> tuple[str, .
     return tuple(dict.fromkeys(out))
 
 
+def hf_device(env: dict) -> str:
+    """The transformers backend's torch device from --device (CM_MLPERF_DEVICE): cpu, else cuda
+    (ROCm builds of torch name their GPUs cuda too)."""
+    return "cpu" if (env.get("CM_MLPERF_DEVICE") or "cpu").strip().lower() == "cpu" else "cuda"
+
+
 def managed_servers(env: dict, api_servers: list[str]) -> tuple[ManagedServer, ...]:
     """The server run-vllm-server started for this run (CM_VLLM_SERVER_RECORD), when the tests use it."""
     path = env.get("CM_VLLM_SERVER_RECORD") or ""
@@ -111,6 +117,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         token_ids_via=env.get("CM_MLPERF_VLLM_TOKEN_IDS") or "return_token_ids",
         batch_size=_num(env, "CM_MLPERF_BATCH_SIZE", int) or 1,
         dtype=env.get("CM_MLPERF_DTYPE") or "float32",
+        device=hf_device(env),
         max_tokens=_num(env, "CM_MLPERF_MAX_TOKENS", int),
         python=(env.get("CM_LOADGEN_PYTHON") or env.get("CM_VENV_PYTHON") or env.get("CM_PYTHON_BIN_WITH_PATH")
                 or sys.executable),

@@ -23,7 +23,6 @@ from typing import get_args, get_origin
 
 from cmcontract.yesno import is_yes
 
-from .client import ApiClient, ApiError, GenerationParams, PreflightError
 from .progress import Progress, Stats
 from .qsl import Dataset, DatasetError, check_tokenizer, load_dataset
 from .responder import Responder
@@ -76,6 +75,8 @@ class Refused(Exception):
 
 
 def _make_client_factory(cfg: TestConfig):
+    # imported here: the transformers backend needs no HTTP client (a GPU node may lack aiohttp)
+    from .client import ApiClient, GenerationParams
     params = GenerationParams(max_tokens=cfg.max_new_tokens, token_ids_via=cfg.token_ids_via)
     per_endpoint = max(1, cfg.max_inflight)
 
@@ -85,6 +86,7 @@ def _make_client_factory(cfg: TestConfig):
 
 
 def _preflight_api(cfg: TestConfig, ds: Dataset, make_client, watch: ServerWatch) -> None:
+    from .apierrors import ApiError, PreflightError
     if not cfg.api_servers:
         raise Refused("api_server is empty; fix: pass --api_server=http://HOST:PORT (several: URL1,URL2)")
     if not cfg.api_model_name:
@@ -179,7 +181,8 @@ def run(cfg: TestConfig) -> int:
         sut = ApiSUT(ds, ApiSutConfig(streaming, cfg.num_workers, cfg.max_inflight), make_client, responder, watch)
     else:
         from .sut_hf import HfSUT, HfSutConfig
-        sut = HfSUT(ds, HfSutConfig(cfg.model_path, streaming, cfg.batch_size, cfg.dtype, cfg.max_new_tokens), responder)
+        sut = HfSUT(ds, HfSutConfig(cfg.model_path, streaming, cfg.batch_size, cfg.dtype, cfg.max_new_tokens,
+                                           cfg.device), responder)
 
     def write_status(extra: list[str]) -> None:
         status.ok = not responder.failed.is_set() and not extra

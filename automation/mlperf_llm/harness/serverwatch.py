@@ -13,7 +13,7 @@ import threading
 import time
 
 from ..vllm.server import SIGKILL_HINT, log_tail, process_end
-from .client import ApiError
+from .apierrors import ApiError
 from .testconfig import ManagedServer
 
 LOG_LINES = 20

@@ -22,6 +22,19 @@ class HfSutConfig:
     batch_size: int = 1
     dtype: str = "float32"
     max_new_tokens: int = 1024
+    device: str = "cpu"             # cpu | cuda (the first visible CUDA device)
+
+
+class HfDeviceError(RuntimeError):
+    """The device asked for is not there: names it, the interpreter and the fix."""
+
+
+def check_device(torch, device: str) -> None:
+    if device == "cuda" and not torch.cuda.is_available():
+        import sys
+        raise HfDeviceError(f"device cuda: torch {torch.__version__} in {sys.executable} sees no CUDA device "
+                            f"(torch.cuda.is_available() is False); fix: run on a machine with an NVIDIA GPU and "
+                            f"a CUDA build of torch, or use --device=cpu")
 
 
 def load_tokenizer(model_path: str):
@@ -55,7 +68,8 @@ class HfSUT:
         self.torch = torch
         self.ds, self.cfg, self.responder = ds, cfg, responder
         dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[cfg.dtype]
-        self.model = AutoModelForCausalLM.from_pretrained(cfg.model_path, dtype=dtype)
+        check_device(torch, cfg.device)
+        self.model = AutoModelForCausalLM.from_pretrained(cfg.model_path, dtype=dtype).to(cfg.device)
         self.model.eval()
         tok = load_tokenizer(cfg.model_path)
         self.eos = tok.eos_token_id
@@ -103,8 +117,10 @@ class HfSUT:
         torch = self.torch
         prompts = [self.ds.tok_input[idx] for _, idx in batch]
         width = max(len(p) for p in prompts)
-        ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in prompts], dtype=torch.long)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], dtype=torch.long)
+        device = self.cfg.device
+        ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in prompts], dtype=torch.long, device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], dtype=torch.long,
+                            device=device)
         streamer = None
         if self.cfg.streaming:
             qid = batch[0][0]

@@ -24,6 +24,7 @@ BACKENDS = ("vllm", "transformers")
 EXECUTION_MODES = ("test", "valid")
 TOKEN_IDS_VIA = ("return_token_ids", "logprobs")
 DTYPES = ("float32", "bfloat16", "float16")
+DEVICES = ("cpu", "cuda")           # where the transformers backend computes (vLLM: the server's own)
 
 
 class ConfigError(ValueError):
@@ -68,6 +69,7 @@ class TestSettings:
     token_ids_via: str = _choices("return_token_ids", TOKEN_IDS_VIA)
     batch_size: int = 1
     dtype: str = _choices("float32", DTYPES)
+    device: str = _choices("cpu", DEVICES, "the transformers backend's torch device")
     audit_conf: str = _help("", "audit.config to copy into the output dir (compliance tests)")
     skip_tokenizer_check: bool = False
     progress: bool = True

@@ -140,3 +140,24 @@ def test_singlestream_takes_its_target_latency_and_a_valid_run_needs_it():
     request_from_env(dict(env, CM_MLPERF_EXECUTION_MODE="valid", CM_MLPERF_LOADGEN_MODE="accuracy")).validate()
     with pytest.raises(HarnessInputError, match="CM_MLPERF_LOADGEN_SINGLESTREAM_TARGET_LATENCY"):
         request_from_env(dict(env, CM_MLPERF_LOADGEN_SINGLESTREAM_TARGET_LATENCY="fast"))
+
+
+def test_the_transformers_backend_computes_where_device_says():
+    assert request_from_env(dict(BASE)).device == "cpu"
+    assert request_from_env(dict(BASE, CM_MLPERF_DEVICE="cuda")).device == "cuda"
+    assert request_from_env(dict(BASE, CM_MLPERF_DEVICE="rocm")).device == "cuda"   # torch's name for ROCm GPUs
+
+
+def test_cuda_asked_for_where_torch_sees_none_is_one_clear_error():
+    from mlperf_llm.harness.sut_hf import HfDeviceError, check_device
+
+    class Torch:
+        __version__ = "2.13.0+cpu"
+
+        class cuda:
+            @staticmethod
+            def is_available():
+                return False
+    check_device(Torch, "cpu")
+    with pytest.raises(HfDeviceError, match=r"device cuda: torch 2.13.0\+cpu in .* sees no CUDA device.*--device=cpu"):
+        check_device(Torch, "cuda")
