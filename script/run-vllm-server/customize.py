@@ -4,10 +4,11 @@ mlperf_llm.vllm.service.stop_from_env (unless --keep_server)."""
 import os
 
 from mlperf_llm.sysinfo.pyenv import PyEnvError
-from mlperf_llm.vllm import server, service
+from mlperf_llm.vllm import records, server, service
 from mlperf_llm.vllm.command import ServeConfigError
-from mlperf_llm.vllm.inputs import split_urls
+from mlperf_llm.vllm.inputs import run_options_from_env, split_urls
 from mlperf_llm.vllm.install import check_device, check_import
+from mlperf_llm.vllm.replicas import ReplicaError
 
 
 def _fail(e):
@@ -22,7 +23,8 @@ def preprocess(i):
         if env.get('CM_VLLM_ACTION') == 'stop':
             if not env.get('CM_VLLM_SERVER_RECORD'):
                 return _fail('_stop needs --server_record=PATH (the vllm-server-PORT.json the start printed)')
-            print(service.stop_record(server.ServerRecord.load(env['CM_VLLM_SERVER_RECORD']), env))
+            for path in records.started_records(env):
+                print(service.stop_record(server.ServerRecord.load(path), env))
             env['CM_VLLM_START'] = env['CM_VLLM_INSTALL'] = 'no'
             return {'return': 0}
         if split_urls(env.get('CM_VLLM_API_SERVERS')):
@@ -30,6 +32,7 @@ def preprocess(i):
             env['CM_VLLM_START'] = env['CM_VLLM_INSTALL'] = 'no'
             return {'return': 0}
         service.prepare(env, log=lambda m: None, tune=False)   # check every input before installing anything
+        run_options_from_env(env)
         env['CM_VLLM_START'] = 'yes'
         env['CM_VLLM_INSTALL'] = 'yes'
         if env.get('CM_VLLM_PYTHON'):                # --vllm_python: use that vLLM, install nothing
@@ -48,10 +51,14 @@ def postprocess(i):
         return {'return': 0}
     try:
         env.update(service.start_from_env(env, os.getcwd()))
-    except (ServeConfigError, server.ServerError) as e:
+    except (ServeConfigError, server.ServerError, ReplicaError) as e:
         return _fail(e)
-    print(f'vLLM server at {env["CM_VLLM_SERVER_URL"]} serving {env["CM_VLLM_SERVER_MODEL_NAME"]!r}; '
-          f'log {env["CM_VLLM_SERVER_LOG"]}')
+    if env.get('CM_VLLM_SERVER_PLACEMENT'):
+        print(f'{env["CM_VLLM_SERVER_REPLICAS"]} vLLM servers serving {env["CM_VLLM_SERVER_MODEL_NAME"]!r}: '
+              f'{env["CM_VLLM_SERVER_PLACEMENT"]}; logs {env["CM_VLLM_SERVER_LOG"].replace(os.pathsep, ", ")}')
+    else:
+        print(f'vLLM server at {env["CM_VLLM_SERVER_URL"]} serving {env["CM_VLLM_SERVER_MODEL_NAME"]!r}; '
+              f'log {env["CM_VLLM_SERVER_LOG"]}')
     return {'return': 0}
 
 

@@ -10,6 +10,7 @@ from cmcontract.yesno import is_yes
 
 from ..benchmarks import SCENARIOS
 from ..outcomes import TestOutcome
+from ..vllm.records import started_records
 from ..vllm.server import ServerError, ServerRecord
 from .driver import HarnessInputError, HarnessRequest, RunOutcome
 from .testconfig import ManagedServer
@@ -58,17 +59,20 @@ def hf_device(env: dict) -> str:
 
 
 def managed_servers(env: dict, api_servers: list[str]) -> tuple[ManagedServer, ...]:
-    """The server run-vllm-server started for this run (CM_VLLM_SERVER_RECORD), when the tests use it."""
-    path = env.get("CM_VLLM_SERVER_RECORD") or ""
-    if not is_yes(env.get("CM_VLLM_SERVER_STARTED")) or not path:
+    """The servers run-vllm-server started for this run (CM_VLLM_SERVER_RECORD: one per replica) that
+    the tests use."""
+    if not is_yes(env.get("CM_VLLM_SERVER_STARTED")):
         return ()
-    try:
-        r = ServerRecord.load(path)
-    except ServerError as e:
-        raise HarnessInputError(f"CM_VLLM_SERVER_RECORD: {e}") from None
-    if r.url.rstrip("/") not in [u.rstrip("/") for u in api_servers]:
-        return ()
-    return (ManagedServer(url=r.url, pid=r.pid, start_ticks=r.start_ticks, log_path=r.log_path),)
+    used = [u.rstrip("/") for u in api_servers]
+    out = []
+    for path in started_records(env):
+        try:
+            r = ServerRecord.load(path)
+        except ServerError as e:
+            raise HarnessInputError(f"CM_VLLM_SERVER_RECORD: {e}") from None
+        if r.url.rstrip("/") in used:
+            out.append(ManagedServer(url=r.url, pid=r.pid, start_ticks=r.start_ticks, log_path=r.log_path))
+    return tuple(out)
 
 
 def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:

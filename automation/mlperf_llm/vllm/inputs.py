@@ -81,6 +81,7 @@ class RunOptions:
     api_servers: tuple[str, ...] = ()
     keep_server: bool = False
     start_timeout_s: float = 600.0
+    replicas: int = 1                 # servers of the same model, each on its own CPUs or GPUs (replicas.py)
 
 
 def split_urls(text: str | None) -> tuple[str, ...]:
@@ -110,4 +111,13 @@ def run_options_from_env(env: dict) -> RunOptions:
         api_servers=split_urls(env.get('CM_VLLM_API_SERVERS')),
         keep_server=parse_bool('CM_VLLM_KEEP_SERVER', env.get('CM_VLLM_KEEP_SERVER')),
         start_timeout_s=timeout,
+        replicas=_replicas(env.get('CM_VLLM_REPLICAS')),
     )
+
+
+def _replicas(text: str | None) -> int:
+    from .replicas import ReplicaError, parse_replicas
+    try:
+        return parse_replicas(text)
+    except ReplicaError as e:
+        raise ServeConfigError(str(e)) from None

@@ -101,3 +101,9 @@ def reconcile(folder: Path, log: Callable[[str], None] = print) -> list[server.S
             f'stopping it: {server.stop(r)}')
         path.unlink(missing_ok=True)
     return kept
+
+
+def started_records(env: dict) -> list[str]:
+    """The record files of the servers a run started (CM_VLLM_SERVER_RECORD: one per replica, joined
+    by os.pathsep as PATH is)."""
+    return [p for p in (env.get('CM_VLLM_SERVER_RECORD') or '').split(os.pathsep) if p]

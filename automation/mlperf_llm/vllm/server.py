@@ -283,8 +283,9 @@ class ServerProcess:
 
 
 def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: str | Path,
-          env: dict | None = None, cwd: str | Path | None = None) -> ServerProcess:
-    """Launch argv in a new process group, output appended to log_path. Refuses a taken port."""
+          env: dict | None = None, cwd: str | Path | None = None, cpus: tuple[int, ...] = ()) -> ServerProcess:
+    """Launch argv in a new process group, output appended to log_path. Refuses a taken port.
+    cpus: the CPUs the process and everything it starts may run on (a replica's), else all."""
     reason = port_taken_reason(host, port)
     if reason is not None:
         raise PortTakenError(
@@ -297,7 +298,8 @@ def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: s
         log.flush()
         try:
             popen = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=env, cwd=cwd, start_new_session=True)
+                                     env=env, cwd=cwd, start_new_session=True,
+                                     preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         except OSError as e:
             raise ServerError(f'cannot start {argv[0]!r}: {e}; is vLLM installed in that environment?') from None
     url_host = f'[{host}]' if ':' in host else host

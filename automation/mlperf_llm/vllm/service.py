@@ -9,13 +9,13 @@ stop_from_env(): what the benchmark step calls when it is done; keeps the server
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from cmcontract.secret import is_secret
 
-from . import memory, records, server, tuning
+from . import memory, records, replicas, server, tuning
 from .command import (NO_USAGE_STATS, ServeConfig, ServeConfigError, api_server_argv, ray_guidance, redact,
                       server_env, shell_command)
 from .inputs import config_from_env, parse_bool, run_options_from_env
@@ -52,11 +52,12 @@ def kv_cache_space(env: dict) -> str | None:
     return text
 
 
-def prepare(env: dict, log: Callable[[str], None] = print,
-            tune: bool = True) -> tuple[list[str], dict, ServeConfig]:
+def prepare(env: dict, log: Callable[[str], None] = print, tune: bool = True,
+            machine: tuning.Machine | None = None) -> tuple[list[str], dict, ServeConfig]:
     """(argv, process env additions, final config) for env; prints the tuned settings.
     tune=False only checks the inputs (no machine detection: it samples CPU use for 0.5 s, and the
-    start measures the machine again anyway)."""
+    start measures the machine again anyway); machine: the share of it the server runs on (a
+    replica's: replicas.share), else detected."""
     cfg = config_from_env(env)
     if cfg.host is None or cfg.port is None:
         cfg = replace(cfg, host=cfg.host or DEFAULT_HOST, port=cfg.port or DEFAULT_PORT)
@@ -65,8 +66,7 @@ def prepare(env: dict, log: Callable[[str], None] = print,
     if asked_kv and machine_is_cpu(env):
         added['VLLM_CPU_KVCACHE_SPACE'] = asked_kv
     if tune and parse_bool('CM_VLLM_TUNE', env.get('CM_VLLM_TUNE'), default=True):
-        gpus = env.get('CM_GPU_COUNT') or '0'
-        machine = tuning.detect_machine(gpus=int(gpus) if gpus.isdigit() else 0)
+        machine = machine or detect(env)
         chosen = tuning.choose(machine, tuning.model_shape(cfg.model), _workload(env, cfg))
         cfg, tuned, notes = tuning.apply(cfg, chosen, {**os.environ, **env, **added})
         added.update(tuned)
@@ -97,6 +97,11 @@ def with_port(env: dict) -> dict:
     return {**env, 'CM_VLLM_PORT': str(server.free_port(env.get('CM_VLLM_HOST') or DEFAULT_HOST))}
 
 
+def detect(env: dict) -> tuning.Machine:
+    gpus = env.get('CM_GPU_COUNT') or '0'
+    return tuning.detect_machine(gpus=int(gpus) if gpus.isdigit() else 0)
+
+
 def machine_is_cpu(env: dict) -> bool:
     return (env.get('CM_GPU_COUNT') or '0') in ('0', '')
 
@@ -115,26 +120,83 @@ def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] =
                 'CM_VLLM_SERVER_STARTED': 'no'}
     folder = records.records_dir(env)
     records.reconcile(folder, log)      # servers of runs that were killed: stopped, said
-    argv, added, cfg = prepare(with_port(env), log)
-    work_dir = Path(work_dir)
+    if opts.replicas == 1:
+        return _started_env([_start_one(env, Path(work_dir), opts, folder, log)], opts)
+    return _start_replicas(env, Path(work_dir), opts, folder, log)
+
+
+@dataclass(frozen=True)
+class _Started:
+    proc: server.ServerProcess
+    record_path: Path
+    log_path: Path
+    added: dict
+    cfg: ServeConfig
+    placement: replicas.Placement | None = None
+
+
+def _start_one(env: dict, work_dir: Path, opts, folder: Path, log: Callable[[str], None],
+               machine: tuning.Machine | None = None, place: replicas.Placement | None = None) -> _Started:
+    argv, added, cfg = prepare(with_port(env), log, machine=machine)
+    if place is not None:
+        added.update(place.env())
     log_path = work_dir / f'vllm-server-{cfg.port}.log'
     record_path = work_dir / f'vllm-server-{cfg.port}.json'
-    proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, api_key, log,
-                        lambda r: records.save(folder, replace(r, keep=opts.keep_server)))
+    proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get('CM_VLLM_API_KEY') or None, log,
+                        lambda r: records.save(folder, replace(r, keep=opts.keep_server)),
+                        cpus=place.cpus if place is not None else ())
     proc.record = replace(proc.record, keep=opts.keep_server)
-    public = {k: v for k, v in added.items() if not is_secret(k)}
     proc.record.save(record_path)
-    return {'CM_VLLM_SERVER_URL': proc.url, 'CM_VLLM_SERVER_MODEL_NAME': expected_name(cfg),
-            'CM_VLLM_SERVER_STARTED': 'yes', 'CM_VLLM_SERVER_RECORD': str(record_path),
-            'CM_VLLM_SERVER_LOG': str(log_path), 'CM_VLLM_SERVER_PID': str(proc.record.pid),
-            'CM_VLLM_SERVER_COMMAND': shell_command(proc.record.argv),
-            'CM_VLLM_KEEP_SERVER': 'yes' if opts.keep_server else 'no',
-            **{f'CM_VLLM_SERVER_ENV_{k}': v for k, v in public.items()}}
+    return _Started(proc, record_path, log_path, added, cfg, place)
+
+
+def _start_replicas(env: dict, work_dir: Path, opts, folder: Path, log: Callable[[str], None]) -> dict:
+    """opts.replicas servers, one after the other, each on its own CPUs or GPUs (replicas.py) and its
+    own port (given --port: that port and the next ones). One that fails stops those already up."""
+    cfg = config_from_env(env)
+    width = (cfg.tensor_parallel_size or 1) * (cfg.pipeline_parallel_size or 1)
+    machine = detect(env)
+    placements = replicas.place(machine, opts.replicas, width)
+    log(f'{opts.replicas} replicas of the server: ' + '; '.join(p.describe() for p in placements))
+    port = env.get('CM_VLLM_PORT')
+    started: list[_Started] = []
+    try:
+        for p in placements:
+            renv = {**env, **p.env(), 'CM_VLLM_PORT': str(int(port) + p.index - 1) if port else ''}
+            started.append(_start_one(renv, work_dir, opts, folder,
+                                      lambda line, i=p.index: log(f'[replica {i}] {line}'),
+                                      replicas.share(machine, p, placements), p))
+    except BaseException:
+        for s in started:
+            log(stop_record(s.proc.record, env))
+        raise
+    return _started_env(started, opts)
+
+
+def _started_env(started: list[_Started], opts) -> dict:
+    """What the benchmark reads: every server's URL (comma-separated) and, joined by os.pathsep, their
+    records and logs; the first one's command and env (the others differ in port and placement)."""
+    first = started[0]
+    public = {k: v for k, v in first.added.items() if not is_secret(k)}
+    out = {'CM_VLLM_SERVER_URL': ','.join(s.proc.url for s in started),
+           'CM_VLLM_SERVER_MODEL_NAME': expected_name(first.cfg),
+           'CM_VLLM_SERVER_STARTED': 'yes',
+           'CM_VLLM_SERVER_RECORD': os.pathsep.join(str(s.record_path) for s in started),
+           'CM_VLLM_SERVER_LOG': os.pathsep.join(str(s.log_path) for s in started),
+           'CM_VLLM_SERVER_PID': ','.join(str(s.proc.record.pid) for s in started),
+           'CM_VLLM_SERVER_COMMAND': shell_command(first.proc.record.argv),
+           'CM_VLLM_KEEP_SERVER': 'yes' if opts.keep_server else 'no',
+           'CM_VLLM_SERVER_REPLICAS': str(len(started)),
+           **{f'CM_VLLM_SERVER_ENV_{k}': v for k, v in public.items()}}
+    if len(started) > 1:
+        out['CM_VLLM_SERVER_PLACEMENT'] = '; '.join(f'{s.placement.describe()} at {s.proc.url}' for s in started)
+    return out
 
 
 def _start_ready(argv, cfg: ServeConfig, added: dict, log_path: Path, timeout_s: float, api_key,
                  log: Callable[[str], None],
-                 on_start: Callable[[server.ServerRecord], Path] | None = None) -> server.ServerProcess:
+                 on_start: Callable[[server.ServerRecord], Path] | None = None,
+                 cpus: tuple[int, ...] = ()) -> server.ServerProcess:
     """Start the server and wait until it answers (on_start records it as soon as its process exists).
     When vLLM refuses the KV cache size (not enough memory on its NUMA node), retry once with the size it
     reported available; `added` is updated in place."""
@@ -143,7 +205,7 @@ def _start_ready(argv, cfg: ServeConfig, added: dict, log_path: Path, timeout_s:
         log(f'starting: {" ".join(f"{k}={v}" for k, v in sorted(public.items()))} {shell_command(redact(argv))}')
         offset = log_path.stat().st_size if log_path.exists() else 0
         proc = server.start(argv, host=cfg.host, port=cfg.port, model_name=expected_name(cfg), log_path=log_path,
-                            env={**os.environ, **added})
+                            env={**os.environ, **added}, cpus=cpus)
         saved = on_start(proc.record) if on_start else None
         try:
             proc.wait_ready(timeout_s, api_key=api_key, progress=log)
@@ -179,18 +241,21 @@ def _start_ready(argv, cfg: ServeConfig, added: dict, log_path: Path, timeout_s:
 
 
 def stop_from_env(env: dict, log: Callable[[str], None] = print) -> str | None:
-    """Stop the server this run started, unless --keep_server; None when there is nothing to stop."""
-    record_path = env.get('CM_VLLM_SERVER_RECORD')
-    if env.get('CM_VLLM_SERVER_STARTED') != 'yes' or not record_path:
+    """Stop the servers this run started, unless --keep_server; None when there is nothing to stop."""
+    paths = records.started_records(env)
+    if env.get('CM_VLLM_SERVER_STARTED') != 'yes' or not paths:
         return None
-    record = server.ServerRecord.load(record_path)
-    if parse_bool('CM_VLLM_KEEP_SERVER', env.get('CM_VLLM_KEEP_SERVER')):
-        msg = (f'vLLM server kept running at {record.url} (pid {record.pid}, log {record.log_path}); stop it with '
-               f'cm run script --tags=run,vllm-server,_stop --server_record={record_path}')
-    else:
-        msg = stop_record(record, env)
-    log(msg)
-    return msg
+    msgs = []
+    for record_path in paths:
+        record = server.ServerRecord.load(record_path)
+        if parse_bool('CM_VLLM_KEEP_SERVER', env.get('CM_VLLM_KEEP_SERVER')):
+            msg = (f'vLLM server kept running at {record.url} (pid {record.pid}, log {record.log_path}); stop it '
+                   f'with cm run script --tags=run,vllm-server,_stop --server_record={record_path}')
+        else:
+            msg = stop_record(record, env)
+        log(msg)
+        msgs.append(msg)
+    return '\n'.join(msgs)
 
 
 def stop_record(record: server.ServerRecord, env: dict) -> str:

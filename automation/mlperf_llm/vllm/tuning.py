@@ -180,7 +180,7 @@ def model_shape(model_dir: str | Path) -> ModelShape | None:
 
 # ---------------------------------------------------------------- choices
 
-def _cpu_list(cpus) -> str:
+def cpu_list(cpus) -> str:
     """(0,1,2,5) -> '0-2,5' as VLLM_CPU_OMP_THREADS_BIND expects."""
     out, start, prev = [], None, None
     for c in sorted(cpus):
@@ -205,17 +205,17 @@ def choose_cpu(machine: Machine, shape: ModelShape | None, work: Workload) -> Tu
                    f'"auto" to {max(1, n - 1)} CPU(s), one kept for the API server and engine core (on a busy '
                    'machine binding every CPU measured 0.5x)')
     elif n < 4:
-        env['VLLM_CPU_OMP_THREADS_BIND'] = _cpu_list(machine.cpus)
+        env['VLLM_CPU_OMP_THREADS_BIND'] = cpu_list(machine.cpus)
         why.append(f'{n} usable CPU(s), idle ({machine.cpus_in_use:.1f} CPUs in use by other processes): inference threads on '
                    f'all of them ({env["VLLM_CPU_OMP_THREADS_BIND"]}), sharing with the API server (measured '
                    '1.3-1.4x the tokens/s of vLLM "auto" on 2 idle cores)')
     else:
         reserved = machine.cpus[-machine.numa_nodes:] if machine.numa_nodes == 1 else ()
         if reserved:
-            env['VLLM_CPU_OMP_THREADS_BIND'] = _cpu_list(c for c in machine.cpus if c not in reserved)
+            env['VLLM_CPU_OMP_THREADS_BIND'] = cpu_list(c for c in machine.cpus if c not in reserved)
             env['VLLM_CPU_NUM_OF_RESERVED_CPU'] = str(len(reserved))
             why.append(f'{n} usable CPUs: inference threads on {env["VLLM_CPU_OMP_THREADS_BIND"]}, CPU '
-                       f'{_cpu_list(reserved)} kept for the API server and engine core')
+                       f'{cpu_list(reserved)} kept for the API server and engine core')
         else:
             env['VLLM_CPU_OMP_THREADS_BIND'] = 'auto'
             why.append(f'{n} usable CPUs on {machine.numa_nodes} NUMA nodes: vLLM "auto" binds per node')

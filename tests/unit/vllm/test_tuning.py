@@ -108,7 +108,7 @@ def test_detect_machine_reads_this_machine():
     with pytest.raises(ValueError):
         tuning._meminfo_available('MemTotal: 10 kB\n')
     assert tuning._cpuinfo_flags('processor: 0\nflags\t\t: fpu avx512_bf16\n') == {'fpu', 'avx512_bf16'}
-    assert tuning._cpu_list([0, 1, 2, 5, 7, 8]) == '0-2,5,7-8'
+    assert tuning.cpu_list([0, 1, 2, 5, 7, 8]) == '0-2,5,7-8'
 
 
 @pytest.mark.parametrize('gpus,name,version,expected', [
