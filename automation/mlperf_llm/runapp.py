@@ -8,6 +8,7 @@ from cmcontract.yesno import YesNoError, is_yes, parse_yes_no
 
 from . import outcomes
 from .benchmarks import BENCHMARKS, CATEGORIES, SCENARIOS
+from .harness.balance import POLICIES
 
 CHOICES = {
     "CM_MLPERF_IMPLEMENTATION": ("--implementation", ("reference",)),
@@ -17,6 +18,7 @@ CHOICES = {
     "CM_MLPERF_SUBMISSION_CATEGORY": ("--category", CATEGORIES),
     "CM_MLPERF_EXECUTION_MODE": ("--execution_mode", ("test", "valid")),
 }
+OPTIONAL_CHOICES = {"CM_MLPERF_BALANCE": ("--balance", POLICIES)}     # checked where given
 NUMBERS = {
     "CM_MLPERF_LOADGEN_SERVER_TARGET_QPS": "--server_target_qps",
     "CM_MLPERF_LOADGEN_SINGLESTREAM_TARGET_LATENCY": "--singlestream_target_latency",
@@ -24,6 +26,7 @@ NUMBERS = {
     "CM_MLPERF_LOADGEN_TEST_QUERY_COUNT": "--test_query_count",
     "CM_MLPERF_MAX_DURATION_TEST": "--max_test_duration",
     "CM_MLPERF_NUM_WORKERS": "--num_workers",
+    "CM_MLPERF_ENDPOINT_WINDOW": "--endpoint_window",
 }
 
 
@@ -111,8 +114,10 @@ def check_inputs(env: dict) -> list[str]:
     if model and model not in BENCHMARKS:          # none given: validate settles it and says so
         problems.append(f"--model={model} is not a benchmark this tool knows; benchmarks: {', '.join(BENCHMARKS)}"
                         + _closest(model, BENCHMARKS))
-    for key, (flag, allowed) in CHOICES.items():
+    for key, (flag, allowed) in [*CHOICES.items(), *OPTIONAL_CHOICES.items()]:
         value = env.get(key, "")
+        if key in OPTIONAL_CHOICES and not value:
+            continue
         if value not in allowed:
             problems.append(f"{flag}={value} is not one of {', '.join(allowed)}"
                             + _closest(value, allowed))

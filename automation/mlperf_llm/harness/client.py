@@ -1,8 +1,9 @@
 """Async OpenAI-compatible client for vLLM: token-id prompts, streaming, connection reuse.
 
-One `ApiClient` lives on one event loop. It spreads requests over several endpoints
-(least requests in flight first), keeps connections alive in one aiohttp session, and
-reads the generated token ids the server reports (no re-tokenizing).
+One `ApiClient` lives on one event loop. It sends each request to the endpoint its `Balancer`
+chooses (balance.py: one shared by all of a test's clients, least outstanding work first), keeps
+connections alive in one aiohttp session, and reads the generated token ids the server reports (no
+re-tokenizing).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Callable
 import aiohttp
 
 from .apierrors import ApiError, PreflightError
+from .balance import Balancer
 
 
 @dataclass(frozen=True)
@@ -41,13 +43,6 @@ class Completion:
     finish_reason: str | None = None
     first_token_s: float | None = None    # perf_counter() when the first token arrived
     endpoint: str = ""
-
-
-@dataclass
-class _Endpoint:
-    url: str
-    inflight: int = 0
-    served: int = 0
 
 
 def _choice_token_ids(choice: dict, via: str) -> list[int] | None:
@@ -97,16 +92,16 @@ class ApiClient:
     max_inflight_per_endpoint: int = 1024
     request_timeout_s: float = 3600.0
     retries: int = 2
-    _endpoints: list[_Endpoint] = field(default_factory=list, init=False)
+    balancer: Balancer | None = None         # None: one of its own (this client's requests only)
     _session: aiohttp.ClientSession | None = field(default=None, init=False)
-    _rr: int = field(default=0, init=False)
     _body_parts: dict = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.urls = [u.rstrip("/") for u in self.urls]
         if not self.urls:
             raise ValueError("api_server: no endpoint given; pass --api_server=http://HOST:PORT[,URL2...]")
-        self._endpoints = [_Endpoint(u) for u in self.urls]
+        if self.balancer is None:
+            self.balancer = Balancer(self.urls)
 
     async def open(self) -> None:
         conn = aiohttp.TCPConnector(limit=self.max_inflight_per_endpoint * len(self.urls),
@@ -134,7 +129,7 @@ class ApiClient:
         return self._session
 
     def served_per_endpoint(self) -> dict[str, int]:
-        return {e.url: e.served for e in self._endpoints}
+        return self.balancer.served()
 
     # ---- checks before LoadGen starts -------------------------------------------------
     async def preflight(self, timeout_s: float = 15.0) -> dict[str, int | None]:
@@ -173,18 +168,6 @@ class ApiClient:
             return [int(t) for t in (await r.json())["tokens"]]
 
     # ---- completions ----------------------------------------------------------------------
-    def _pick(self) -> _Endpoint:
-        n = len(self._endpoints)
-        if n == 1:
-            return self._endpoints[0]
-        self._rr = (self._rr + 1) % n
-        best = self._endpoints[self._rr]
-        for i in range(n):
-            e = self._endpoints[(self._rr + i) % n]
-            if e.inflight < best.inflight:
-                best = e
-        return best
-
     async def complete(self, prompt: list[int], stream: bool,
                        on_first_token: Callable[[int], None] | None = None) -> Completion:
         """Generate for one prompt, retrying transient failures; `on_first_token` is called once."""
@@ -199,11 +182,11 @@ class ApiClient:
 
         attempt = 0
         while True:
-            ep = self._pick()
-            ep.inflight += 1
+            url = await self.balancer.acquire(len(prompt))
+            served = False
             try:
-                comp = await (self._stream(ep.url, prompt, first) if stream else self._once(ep.url, prompt))
-                ep.served += 1
+                comp = await (self._stream(url, prompt, first) if stream else self._once(url, prompt))
+                served = True
                 return comp
             except ApiError as e:
                 if not e.retryable or attempt >= self.retries:
@@ -213,9 +196,9 @@ class ApiClient:
                     # no whole answer: refused, reset, cut short, timed out
                     lost = isinstance(e, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError,
                                           asyncio.TimeoutError))
-                    raise ApiError(ep.url, f"{type(e).__name__}: {e}", unreachable=lost) from None
+                    raise ApiError(url, f"{type(e).__name__}: {e}", unreachable=lost) from None
             finally:
-                ep.inflight -= 1
+                self.balancer.release(url, len(prompt), served)
             attempt += 1
             await asyncio.sleep(0.2 * attempt)
 

@@ -52,6 +52,15 @@ def _names(raw: str, table: dict[str, str], what: str, key: str) -> tuple[str, .
     return tuple(dict.fromkeys(out))
 
 
+def endpoint_window(env: dict, servers: list[str]) -> int | None:
+    """--endpoint_window, else, over several servers this run started (--replicas), their
+    max_num_seqs: more in flight would queue in one replica while another may be idle."""
+    given = _num(env, "CM_MLPERF_ENDPOINT_WINDOW", int)
+    if given is not None or len(servers) < 2 or not is_yes(env.get("CM_VLLM_SERVER_STARTED")):
+        return given
+    return _num(env, "CM_VLLM_SERVER_MAX_NUM_SEQS", int)
+
+
 def hf_device(env: dict) -> str:
     """The transformers backend's torch device from --device (CM_MLPERF_DEVICE): cpu, else cuda
     (ROCm builds of torch name their GPUs cuda too)."""
@@ -107,6 +116,8 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         model_path=env.get("CM_ML_MODEL_PATH") or "",
         num_workers=_num(env, "CM_MLPERF_NUM_WORKERS", int) or 1,
         max_inflight=_num(env, "CM_MLPERF_MAX_INFLIGHT", int) or 1024,
+        balance=(env.get("CM_MLPERF_BALANCE") or "least").strip().lower(),
+        endpoint_window=endpoint_window(env, _split(servers)),
         offline_target_qps=_num(env, "CM_MLPERF_LOADGEN_OFFLINE_TARGET_QPS"),
         server_target_qps=_num(env, "CM_MLPERF_LOADGEN_SERVER_TARGET_QPS"),
         interactive_target_qps=_num(env, "CM_MLPERF_LOADGEN_INTERACTIVE_TARGET_QPS"),

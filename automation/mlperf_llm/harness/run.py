@@ -75,14 +75,18 @@ class Refused(Exception):
 
 
 def _make_client_factory(cfg: TestConfig):
+    """(a maker of the workers' clients, the one Balancer they share: balance.py)."""
     # imported here: the transformers backend needs no HTTP client (a GPU node may lack aiohttp)
+    from .balance import Balancer
     from .client import ApiClient, GenerationParams
     params = GenerationParams(max_tokens=cfg.max_new_tokens, token_ids_via=cfg.token_ids_via)
     per_endpoint = max(1, cfg.max_inflight)
+    urls = [u.rstrip("/") for u in cfg.api_servers]
+    balancer = Balancer(urls, cfg.balance, cfg.endpoint_window) if urls else None
 
     def make() -> ApiClient:
-        return ApiClient(list(cfg.api_servers), cfg.api_model_name, params, per_endpoint, cfg.request_timeout_s)
-    return make
+        return ApiClient(urls, cfg.api_model_name, params, per_endpoint, cfg.request_timeout_s, balancer=balancer)
+    return make, balancer
 
 
 def _preflight_api(cfg: TestConfig, ds: Dataset, make_client, watch: ServerWatch) -> None:
@@ -157,7 +161,7 @@ def run(cfg: TestConfig) -> int:
         streaming = lg_scenario != "Offline"
         watch = ServerWatch(cfg.managed_servers, f"{cfg.scenario} {cfg.mode}")
         if cfg.backend == "vllm":
-            make_client = _make_client_factory(cfg)
+            make_client, balancer = _make_client_factory(cfg)
             _preflight_api(cfg, ds, make_client, watch)
         else:
             _preflight_hf(cfg, ds)
@@ -178,7 +182,8 @@ def run(cfg: TestConfig) -> int:
     responder = Responder(lg, stats)
     if cfg.backend == "vllm":
         from .sut_api import ApiSUT, ApiSutConfig
-        sut = ApiSUT(ds, ApiSutConfig(streaming, cfg.num_workers, cfg.max_inflight), make_client, responder, watch)
+        sut = ApiSUT(ds, ApiSutConfig(streaming, cfg.num_workers, cfg.max_inflight), make_client, responder, watch,
+                     balancer)
     else:
         from .sut_hf import HfSUT, HfSutConfig
         sut = HfSUT(ds, HfSutConfig(cfg.model_path, streaming, cfg.batch_size, cfg.dtype, cfg.max_new_tokens,

@@ -1,7 +1,8 @@
 """The SUT for vLLM's OpenAI API: LoadGen threads hand queries to asyncio event loops.
 
 Each of `num_workers` loops runs in its own thread with its own `ApiClient` (one
-connection pool spread over all endpoints). Offline sends every sample as its own
+connection pool over all endpoints); all of them share one `Balancer` (balance.py), which picks
+each request's endpoint by the work every worker has in flight. Offline sends every sample as its own
 request (the server batches); Server, Interactive and SingleStream (one query at a time: LoadGen
 issues the next when this one completes) stream, reporting the first token.
 After the first failed sample the run is failed and later samples complete at once, empty. A failure
@@ -16,6 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
+from .balance import Balancer
 from .client import ApiClient, ApiError
 from .qsl import Dataset
 from .responder import Responder
@@ -72,10 +74,10 @@ class _Worker:
 
 class ApiSUT:
     def __init__(self, ds: Dataset, cfg: ApiSutConfig, make_client: Callable[[], ApiClient], responder: Responder,
-                 watch: ServerWatch):
+                 watch: ServerWatch, balancer: Balancer):
         if cfg.num_workers < 1:
             raise ValueError(f"num_workers={cfg.num_workers}: must be at least 1")
-        self.ds, self.cfg, self.responder, self.watch = ds, cfg, responder, watch
+        self.ds, self.cfg, self.responder, self.watch, self.balancer = ds, cfg, responder, watch, balancer
         self.workers = [_Worker(f"sut-loop-{i}", make_client, cfg.max_inflight) for i in range(cfg.num_workers)]
         self._next = 0
 
@@ -88,11 +90,8 @@ class ApiSUT:
             w.stop()
 
     def served_per_endpoint(self) -> dict[str, int]:
-        total: dict[str, int] = {}
-        for w in self.workers:
-            for url, n in (w.client.served_per_endpoint() if w.client else {}).items():
-                total[url] = total.get(url, 0) + n
-        return total
+        """Requests answered by each endpoint, all workers together (their clients share the balancer)."""
+        return self.balancer.served()
 
     # ---- LoadGen callbacks (called on LoadGen's threads) ------------------------------------
     def issue_queries(self, query_samples) -> None:

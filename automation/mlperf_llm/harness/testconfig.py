@@ -17,6 +17,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from typing import Union, get_args, get_origin, get_type_hints
 
 from ..benchmarks import SCENARIOS, get_benchmark
+from .balance import POLICIES
 
 CONFIG_FILE = "harness_config.json"
 MODES = ("performance", "accuracy", "TEST06")      # TEST06: accuracy with the compliance test's audit.config
@@ -64,6 +65,8 @@ class TestSettings:
     managed_servers: tuple[ManagedServer, ...] = ()   # the api_servers this run started
     num_workers: int = 1
     max_inflight: int = 1024
+    balance: str = _choices("least", POLICIES, "how requests are spread over several endpoints (balance.py)")
+    endpoint_window: int | None = _help(None, "at most this many requests in flight per endpoint (none: no limit)")
     total_sample_count: int | None = None
     max_tokens: int | None = _help(None, "new tokens at most (none: the benchmark's)")
     token_ids_via: str = _choices("return_token_ids", TOKEN_IDS_VIA)

@@ -187,6 +187,7 @@ def _started_env(started: list[_Started], opts) -> dict:
            'CM_VLLM_SERVER_COMMAND': shell_command(first.proc.record.argv),
            'CM_VLLM_KEEP_SERVER': 'yes' if opts.keep_server else 'no',
            'CM_VLLM_SERVER_REPLICAS': str(len(started)),
+           'CM_VLLM_SERVER_MAX_NUM_SEQS': str(first.cfg.max_num_seqs or ''),
            **{f'CM_VLLM_SERVER_ENV_{k}': v for k, v in public.items()}}
     if len(started) > 1:
         out['CM_VLLM_SERVER_PLACEMENT'] = '; '.join(f'{s.placement.describe()} at {s.proc.url}' for s in started)
