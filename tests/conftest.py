@@ -1,8 +1,8 @@
 """The suite's arrangement: the e2e marker (the quick lane is `-m "not e2e"`), and how pytest-xdist
-(pytest.ini: `-n auto`) spreads it. The e2e tests share session fixtures (one full run of the README
-command, one vLLM server, the host's pace): they run in one worker, in their order, as one unit of
-work; every other module is a unit of its own (its module fixtures made once), taken by the other
-workers meanwhile. The e2e worker's ledger of real work comes back here and is printed at the end."""
+(pytest.ini: `-n auto`) spreads it. Every module but the e2e ones is a unit of its own (its module
+fixtures made once), spread over all workers; the e2e tests share session fixtures (one full run of
+the README command, one vLLM server, the host's pace) and run last, in one worker, in their order,
+once the other workers are done: alone on the machine, as their limits assume. The e2e worker's ledger of real work comes back here and is printed at the end."""
 import os
 import sys
 
@@ -74,6 +74,18 @@ def pytest_xdist_make_scheduler(config, log):
     class ByWorkUnit(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            """The e2e unit last, and only once no other worker has tests left: the e2e tests run
+            alone, as their limits and the Server targets the runs derive from their own Offline
+            tests assume (run beside the integration tests, the README run's derived target fell
+            and its Server tests took several times as long)."""
+            if "e2e" in self.workqueue:
+                self.workqueue.move_to_end("e2e")
+                busy = any(self._pending_of(work) for other, work in self.assigned_work.items() if other is not node)
+                if next(iter(self.workqueue)) == "e2e" and busy:
+                    return
+            super()._assign_work_unit(node)
     return ByWorkUnit(config, log)
 
 

@@ -173,6 +173,17 @@ def _start_replicas(env: dict, work_dir: Path, opts, folder: Path, log: Callable
     return _started_env(started, opts)
 
 
+def start_placed(env: dict, work_dir: str | Path, place: replicas.Placement, placements: list[replicas.Placement],
+                 machine: tuning.Machine, log: Callable[[str], None] = print) -> dict:
+    """One server on its placement (what each of --replicas is), with its own inputs: for a caller
+    that gives replicas different settings (benchmarks/replicas.py: a slow replica beside a fast one)."""
+    opts = run_options_from_env(env)
+    folder = records.records_dir(env)
+    started = _start_one({**env, **place.env()}, Path(work_dir), opts, folder, log,
+                         replicas.share(machine, place, placements), place)
+    return _started_env([started], opts)
+
+
 def _started_env(started: list[_Started], opts) -> dict:
     """What the benchmark reads: every server's URL (comma-separated) and, joined by os.pathsep, their
     records and logs; the first one's command and env (the others differ in port and placement)."""
