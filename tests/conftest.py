@@ -82,7 +82,9 @@ def pytest_xdist_make_scheduler(config, log):
             and its Server tests took several times as long)."""
             if "e2e" in self.workqueue:
                 self.workqueue.move_to_end("e2e")
-                busy = any(self._pending_of(work) for other, work in self.assigned_work.items() if other is not node)
+                # a worker keeps its last test until more work or the end comes (pytest needs the
+                # next item): one pending test is a worker with nothing left to run
+                busy = any(self._pending_of(work) >= 2 for other, work in self.assigned_work.items() if other is not node)
                 if next(iter(self.workqueue)) == "e2e" and busy:
                     return
             super()._assign_work_unit(node)
