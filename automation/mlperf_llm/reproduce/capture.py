@@ -266,7 +266,9 @@ def package_probe(python: str, packages: list) -> dict:
     return json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else {}
 
 
-def server_section(env: dict) -> dict:
+def server_section(env: dict, results_dir: str = "") -> dict:
+    """The server's command, env and flags; with --replicas how many and where each ran; and each
+    test's share of the queries per endpoint (the harness's harness_status.json)."""
     command = env.get("CM_VLLM_SERVER_COMMAND", "")
     server_env = {k[len("CM_VLLM_SERVER_ENV_"):]: v for k, v in sorted(env.items())
                   if k.startswith("CM_VLLM_SERVER_ENV_")}
@@ -275,6 +277,29 @@ def server_section(env: dict) -> dict:
     given = env.get("CM_MLPERF_API_SERVER", "") or env.get("CM_VLLM_API_SERVERS", "")
     if given:
         out["given_servers"] = given
+    if env.get("CM_VLLM_SERVER_PLACEMENT"):
+        out["replicas"] = int(env.get("CM_VLLM_SERVER_REPLICAS") or 0)
+        out["placement"] = env["CM_VLLM_SERVER_PLACEMENT"]
+    shares = endpoint_shares(results_dir)
+    if shares:
+        out["endpoint_shares"] = shares
+    return out
+
+
+def endpoint_shares(results_dir: str) -> dict:
+    """{test folder (relative): {endpoint URL: requests answered}} of every test in the results folder."""
+    from ..harness.results import STATUS_FILE
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(results_dir or "/nonexistent"):
+        dirnames.sort()
+        if STATUS_FILE in filenames:
+            try:
+                with open(os.path.join(dirpath, STATUS_FILE), encoding="utf-8") as f:
+                    endpoints = json.load(f).get("endpoints") or {}
+            except (OSError, ValueError):
+                continue
+            if endpoints:
+                out[os.path.relpath(dirpath, results_dir).replace(os.sep, "/")] = endpoints
     return out
 
 
@@ -365,7 +390,7 @@ def build(*, request: dict, variations: list[str], steps: list[dict], env: dict,
     return Record(format=RECORD_FORMAT, project=project, command=command_section(argv, request),
                   request=req, steps=steps_section(steps), model=model_section(env, memo_path),
                   dataset=dataset_section(env, memo_path), versions=versions_section(env, probe),
-                  loadgen=loadgen_section(env, results_dir), server=server_section(env),
+                  loadgen=loadgen_section(env, results_dir), server=server_section(env, results_dir),
                   user_conf=user_conf_section(results_dir), targets=targets_section(results_dir),
                   system=system_section(env), secrets=secrets)
 

@@ -151,3 +151,16 @@ def test_a_command_not_typed_at_cm_is_rebuilt_from_the_request(tmp_path):
     assert "--adr.dataset.tags=_size.8" in rec.command["argv"]
     assert "--hf_token=<secret>" not in rec.command["portable"] and "hf_abcdef" not in str(rec.command)
     assert SUBMITTER_ROOT not in rec.command["portable"]
+
+
+def test_replicas_their_placement_and_each_tests_share_per_endpoint_are_recorded(tmp_path):
+    run1 = tmp_path / "res" / "llama2-70b-99" / "Offline" / "performance" / "run_1"
+    run1.mkdir(parents=True)
+    (run1 / "harness_status.json").write_text(json.dumps({"completed": 4, "endpoints": {"http://a:1": 2, "http://a:2": 2}}))
+    env = {"CM_VLLM_SERVER_COMMAND": "python -m vllm.entrypoints.openai.api_server --port=1",
+           "CM_VLLM_SERVER_REPLICAS": "2",
+           "CM_VLLM_SERVER_PLACEMENT": "replica 1: CPU 0 (NUMA node 0) at http://a:1; replica 2: CPU 1 (NUMA node 0) at http://a:2"}
+    s = capture.server_section(env, str(tmp_path / "res"))
+    assert s["replicas"] == 2 and s["placement"].startswith("replica 1: CPU 0")
+    assert s["endpoint_shares"] == {"llama2-70b-99/Offline/performance/run_1": {"http://a:1": 2, "http://a:2": 2}}
+    assert "replicas" not in capture.server_section({"CM_VLLM_SERVER_COMMAND": "x"}, str(tmp_path / "none"))
