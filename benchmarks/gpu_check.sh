@@ -13,7 +13,7 @@ PY=${PYTHON:-python3}
 OUT=${OUT:-gpu_check_out}
 WHEELS=${1:-gpu_wheels}
 mkdir -p "$OUT"
-SITE="$OUT/site"
+SITE=${GPU_CHECK_SITE:-$OUT/site}     # where the carried wheels are installed (never the node's python)
 need=$("$PY" benchmarks/gpu_check.py missing)
 if [ -n "$need" ]; then
   echo "== this python lacks: $need; from $WHEELS"
