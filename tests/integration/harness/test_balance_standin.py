@@ -32,7 +32,6 @@ def test_least_outstanding_with_a_window_sends_most_queries_to_the_fast_replica_
     assert rr_out.verdict == "VALID" and lo_out.verdict == "VALID", (rr_out.reasons, lo_out.reasons)
     assert rr.endpoints == {f.url: ROWS // 2, s.url: ROWS // 2}
     assert sum(lo.endpoints.values()) == ROWS and lo.endpoints[f.url] > lo.endpoints[s.url], lo.endpoints
-    assert lo.duration_s < rr.duration_s, (lo.duration_s, rr.duration_s)   # the slow one waited out 12 in turn
 
 
 def test_a_replica_killed_during_the_test_is_named_once_and_the_other_is_not(tmp_path):
