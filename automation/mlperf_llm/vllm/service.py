@@ -137,6 +137,8 @@ class _Started:
 
 def _start_one(env: dict, work_dir: Path, opts, folder: Path, log: Callable[[str], None],
                machine: tuning.Machine | None = None, place: replicas.Placement | None = None) -> _Started:
+    if place is not None:      # given, so that tuning keeps the replica's binding (and sizes its node)
+        env = {**env, **place.env()}
     argv, added, cfg = prepare(with_port(env), log, machine=machine)
     if place is not None:
         added.update(place.env())
@@ -162,7 +164,7 @@ def _start_replicas(env: dict, work_dir: Path, opts, folder: Path, log: Callable
     started: list[_Started] = []
     try:
         for p in placements:
-            renv = {**env, **p.env(), 'CM_VLLM_PORT': str(int(port) + p.index - 1) if port else ''}
+            renv = {**env, 'CM_VLLM_PORT': str(int(port) + p.index - 1) if port else ''}
             started.append(_start_one(renv, work_dir, opts, folder,
                                       lambda line, i=p.index: log(f'[replica {i}] {line}'),
                                       replicas.share(machine, p, placements), p))
@@ -179,7 +181,7 @@ def start_placed(env: dict, work_dir: str | Path, place: replicas.Placement, pla
     that gives replicas different settings (benchmarks/replicas.py: a slow replica beside a fast one)."""
     opts = run_options_from_env(env)
     folder = records.records_dir(env)
-    started = _start_one({**env, **place.env()}, Path(work_dir), opts, folder, log,
+    started = _start_one(env, Path(work_dir), opts, folder, log,
                          replicas.share(machine, place, placements), place)
     return _started_env([started], opts)
 
