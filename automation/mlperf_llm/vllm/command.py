@@ -196,7 +196,7 @@ def ray_guidance(cfg: ServeConfig) -> list[str]:
         return []
     address = server_env(cfg).get('RAY_ADDRESS', f'HEAD_IP:{DEFAULT_RAY_PORT}')
     port = address.rsplit(':', 1)[-1] if ':' in address else str(DEFAULT_RAY_PORT)
-    world = (cfg.tensor_parallel_size or 1) * (cfg.pipeline_parallel_size or 1)
+    world = devices_per_server(cfg)
     return [
         f'Ray backend: the model is spread over {world} worker(s) '
         f'(tensor_parallel_size x pipeline_parallel_size).',
@@ -231,3 +231,8 @@ def parse_extra_args(text: str | None) -> tuple[str, ...]:
 
 def field_names() -> list[str]:
     return [f.name for f in fields(ServeConfig)]
+
+
+def devices_per_server(cfg: ServeConfig) -> int:
+    """The devices (or CPU workers) one server spans: tensor x pipeline parallel size."""
+    return (cfg.tensor_parallel_size or 1) * (cfg.pipeline_parallel_size or 1)

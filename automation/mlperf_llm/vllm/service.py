@@ -16,8 +16,8 @@ from typing import Callable
 from cmcontract.secret import is_secret
 
 from . import memory, records, replicas, server, tuning
-from .command import (NO_USAGE_STATS, ServeConfig, ServeConfigError, api_server_argv, ray_guidance, redact,
-                      server_env, shell_command)
+from .command import (NO_USAGE_STATS, ServeConfig, ServeConfigError, api_server_argv, devices_per_server,
+                      ray_guidance, redact, server_env, shell_command)
 from .inputs import config_from_env, parse_bool, run_options_from_env
 
 DEFAULT_HOST = '127.0.0.1'
@@ -34,7 +34,7 @@ def _workload(env: dict, cfg: ServeConfig) -> tuning.Workload:
         concurrency = int(text)
     except ValueError:
         raise server.ServerError(f'CM_VLLM_EXPECTED_CONCURRENCY={text!r} is not an integer') from None
-    ranks = (cfg.tensor_parallel_size or 1) * (cfg.pipeline_parallel_size or 1)
+    ranks = devices_per_server(cfg)
     return tuning.Workload(concurrency=concurrency, max_model_len=cfg.max_model_len, dtype=cfg.dtype,
                            single_process_ok=ranks == 1 and not cfg.distributed_executor_backend,
                            ranks=ranks,
@@ -156,7 +156,7 @@ def _start_replicas(env: dict, work_dir: Path, opts, folder: Path, log: Callable
     """opts.replicas servers, one after the other, each on its own CPUs or GPUs (replicas.py) and its
     own port (given --port: that port and the next ones). One that fails stops those already up."""
     cfg = config_from_env(env)
-    width = (cfg.tensor_parallel_size or 1) * (cfg.pipeline_parallel_size or 1)
+    width = devices_per_server(cfg)
     machine = detect(env)
     placements = replicas.place(machine, opts.replicas, width)
     log(f'{opts.replicas} replicas of the server: ' + '; '.join(p.describe() for p in placements))
