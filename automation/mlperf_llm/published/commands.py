@@ -23,9 +23,9 @@ class Command:
     def options(self) -> dict[str, str]:
         """--key=value and --key value options (the last one wins); flags without a value are 'yes'."""
         try:
-            words = shlex.split(self.text)
+            words = shlex.split(self.text, comments=True)     # a trailing `# ...` is a remark, not options
         except ValueError:
-            words = self.text.split()
+            words = self.text.split("#", 1)[0].split()
         out, i = {}, 0
         while i < len(words):
             w = words[i]

@@ -61,6 +61,8 @@ class PublishedTest:
     engine_files: list[str] = field(default_factory=list)  # engine settings in the code folder
     round: str = ""                              # "4.1", ...: the round the result was published in
     round_source: str = ""                       # where that was read
+    generator: str = ""                          # the tool the measurement README says made it ('' unsaid)
+    cache_keys: dict = field(default_factory=dict)         # step -> cache key, where the README lists them
 
     @property
     def made_with(self) -> Command | None:
@@ -249,6 +251,9 @@ def _add_documents(reader: _Reader, test: PublishedTest, meas: Path, system: str
     readme = reader.text(meas / "README.md", "the measurement README")
     test.commands = find_commands(readme or "")
     test.server_commands = list(top_readme_cmds)
+    made_by = GENERATOR.search(readme or "")
+    test.generator = made_by.group(1) if made_by else ""
+    test.cache_keys = dict(CACHE_KEY.findall(readme or ""))
     for c in test.commands:
         opts = c.options()
         said = opts.get("scenario")
@@ -264,6 +269,9 @@ def _add_documents(reader: _Reader, test: PublishedTest, meas: Path, system: str
             p.name == "vllm_args.json" or (p.suffix in (".yaml", ".yml") and p.name.lower().startswith(key))))
 
 
+# what this tool's measurement README says (submission/templates/measurement_readme.md.j2)
+GENERATOR = re.compile(r"This experiment is generated using ([\w.-]+)")
+CACHE_KEY = re.compile(r"^\* ([a-z0-9][\w.-]*): `([0-9a-f]{64})`\s*$", re.M)
 PAGE_ROUND = re.compile(r"MLPerf Inference v(\d+\.\d+)|inference_results_v(\d+\.\d+)")
 TAG_ROUND = re.compile(r"^_r(\d+\.\d+)$")
 

@@ -78,6 +78,7 @@ class Comparison:
     notes: list = field(default_factory=list)
     inputs_compared: bool = True       # False: no record on one side (--compare_to): nothing known to be equal
     comparable: bool = True            # False: a stand-in (--stand_in=embedded): the figures are listed, not compared
+    inputs_by: str = "record"          # or "cache keys": a replay from the README (replay.reproduce_from_readme)
 
     @property
     def accuracy_expected_exact(self) -> bool:
@@ -260,6 +261,9 @@ def render(c: Comparison) -> str:
         for d in c.differences:
             lines.append(f"  - {d.name}: {_short(d.recorded)} -> {_short(d.reproduced)}: {d.why}"
                          + (" [can change accuracy]" if d.affects_accuracy else ""))
+    elif c.inputs_by == "cache keys":
+        lines.append("Cache keys that differ: none (every step the README lists ran here with its key: the same "
+                     "code and inputs)")
     else:
         lines.append("Inputs that differ: none (same code, weights, data set, versions, server flags and machine kind)")
     for s in c.substitutions:
@@ -282,6 +286,6 @@ def to_json(c: Comparison, **context) -> dict:
             "accuracy_expected_exact": c.accuracy_expected_exact,
             "accuracy_equal": c.accuracy_equal,
             "tests": [asdict(r) for r in c.rows],
-            "inputs_compared": c.inputs_compared, "comparable": c.comparable,
+            "inputs_compared": c.inputs_compared, "inputs_by": c.inputs_by, "comparable": c.comparable,
             "differing_inputs": [asdict(d) for d in c.differences],
             "substitutions": list(c.substitutions), "notes": list(c.notes)}

@@ -16,6 +16,7 @@ from cmcontract.secret import is_secret
 
 from . import compare as cmp
 from . import record as recmod
+from .capture import PROJECT as PROJECT_NAME
 from .record import RECORD_NAME, Record, RecordError
 from .source import SourceError, Measured, measured_tests, open_submission, the_record
 
@@ -267,6 +268,10 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
     SourceError or RecordError with a message for the user."""
     check_results_dir(opts.results_dir)
     sub = open_submission(opts.source, opts.work_dir)
+    if not sub.records:
+        own = _readme_plan(sub, opts)
+        if own is not None:
+            return reproduce_from_readme(opts, run_script, own, sub, say)
     rec, notes = the_record(sub)
     p = rec.project
     say(f"Replaying {sub.path}\n  recorded by {p.get('name', '?')} {p.get('version', '?')}"
@@ -309,3 +314,56 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
                          results_dir=results_dir, replay_request=plan.request)
     _write_report(opts, report, say)
     return comparison
+
+
+def _readme_plan(sub, opts: Options):
+    """The replay plan from the measurement READMEs of a submission of ours without its record; None
+    when the READMEs are not ours (the_record then says what is missing)."""
+    from ..published.reader import read_published
+    from .readme import ReadmeReplayError, own_tests, plan_from_readme
+    result = read_published(sub.root)
+    if not own_tests(result):
+        return None
+    try:
+        return plan_from_readme(result, opts.inference_src)
+    except ReadmeReplayError as e:
+        raise ReplayError(f"--from={opts.source} holds no reproduction record, and {e}") from None
+
+
+def reproduce_from_readme(opts: Options, run_script: Optional[Callable[[dict], dict]], plan, sub,
+                          say: Callable[[str], None] = print) -> cmp.Comparison:
+    """The replay of a submission of ours whose record is gone: the command its measurement READMEs
+    record, run here; the comparison's inputs are the steps' cache keys the READMEs list."""
+    from .readme import cache_key_differences
+    say(f"Replaying {sub.path}\n  no reproduction record in it: replayed from the command its measurement "
+        f"READMEs record ({len(plan.tests)} tests, made by {PROJECT_NAME}):\n  {plan.command.text}")
+    for line in plan.fixed:
+        say(f"  - {line}")
+    if run_script is None:
+        raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
+                          "run the replay with cm4mlperf-llm's own engine")
+    request = {**plan.request, "results_dir": os.path.join(opts.results_dir, "results"),
+               "submission_dir": os.path.join(opts.results_dir, "submission")}
+    os.makedirs(opts.results_dir, exist_ok=True)
+    say(f"Running it into {opts.results_dir}:\n  cm run script --tags={request['tags']}"
+        + "".join(f" --{k}={v}" for k, v in request.items() if k not in ("tags", "quiet")) + " --quiet")
+    r = run_script(request)
+    if r.get("return", 0) > 0:
+        raise ReplayError(f"the replayed chain failed: {r.get('error', 'no message')}")
+    here_path = os.path.join(request["results_dir"], RECORD_NAME)
+    here = recmod.read(here_path) if os.path.isfile(here_path) else None
+    notes = ["replayed from the measurement README (no reproduction record): inputs are compared by the "
+             f"cache keys of the {len(plan.cache_keys)} steps the README lists"]
+    if here is None:
+        notes.append(f"the replay wrote no record ({here_path}): cache keys could not be compared")
+    c = cmp.Comparison(differences=cache_key_differences(plan.cache_keys, here), substitutions=list(plan.fixed),
+                       notes=notes, inputs_compared=bool(plan.cache_keys) and here is not None,
+                       inputs_by="cache keys")
+    system = sub.results[0].system if sub.results else ""
+    c.rows = cmp.compare_results(sub.results, read_results_dir(request["results_dir"], system),
+                                 c.accuracy_expected_exact)
+    say("\n" + cmp.render(c))
+    _write_report(opts, cmp.to_json(c, source=sub.path, replayed_from="measurement README",
+                                    recorded_command=plan.command.text, results_dir=request["results_dir"],
+                                    replay_request=request), say)
+    return c

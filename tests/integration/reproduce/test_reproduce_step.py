@@ -26,10 +26,13 @@ FIX = os.path.join(ROOT, "tests", "fixtures", "submission")
 APP = ({"tags": ["run-mlperf", "inference", "fixture-app"], "cache": False,
         "input_mapping": {"results_dir": "CM_MLPERF_RESULTS_DIR", "submission_dir": "CM_MLPERF_SUBMISSION_DIR",
                           "model_path": "CM_ML_MODEL_PATH", "model": "CM_MLPERF_MODEL",
-                          "device": "CM_MLPERF_DEVICE", "fixture_results": "CM_FIXTURE_RESULTS"},
+                          "device": "CM_MLPERF_DEVICE", "fixture_results": "CM_FIXTURE_RESULTS",
+                          "offline_target_qps": "CM_MLPERF_LOADGEN_OFFLINE_TARGET_QPS",
+                          "server_target_qps": "CM_MLPERF_LOADGEN_SERVER_TARGET_QPS",
+                          "interactive_target_qps": "CM_MLPERF_LOADGEN_INTERACTIVE_TARGET_QPS"},
         "default_env": {"CM_MLPERF_DEVICE": "cpu"},
         "deps": [{"tags": "fixture-model"}],
-        "variations": {"embedded": {"env": {"CM_MLPERF_EMBEDDED": "yes"}}}},
+        "variations": {"embedded": {"env": {"CM_MLPERF_EMBEDDED": "yes"}}, "r5.1": {"env": {"CM_MLPERF_ROUND": "5.1"}}}},
        {"customize.py": '''
         import os, shutil
         from mlperf_llm.reproduce import capture, record
@@ -57,19 +60,26 @@ def repo(tmp_path):
     return r
 
 
-def original_run(tmp_path, repo, with_record=True, device="cpu"):
-    """The submitter's side: the chain, then the submission tree and its tarball."""
+def original_run(tmp_path, repo, with_record=True, device="cpu", readme_command=None):
+    """The submitter's side: the chain, then the submission tree and its tarball. Without its record,
+    the measurement READMEs hold `readme_command` (the command as the run recorded it, else none)
+    and the cache keys of the steps the run used, as the real chain writes them."""
     model = tmp_path / "model"
     model.mkdir()
     (model / "w.safetensors").write_bytes(b"weights")
     runner = Runner([repo], str(tmp_path / "cache-submitter"))
     res = tmp_path / "submitter" / "mlperf_results"
-    r = runner.run("run-mlperf,inference,_embedded", results_dir=str(res), model="llama2-70b-99",
-                   model_path=str(model), device=device, fixture_results=os.path.join(FIX, "results-v5.1"))
+    inputs = dict(model="llama2-70b-99", model_path=str(model), device=device,
+                  fixture_results=os.path.join(FIX, "results-v5.1"))
+    r = runner.run("run-mlperf,inference,_embedded", results_dir=str(res), **inputs)
     assert r["return"] == 0, r.get("error", "") + runner.output
+    meta = json.load(open(os.path.join(FIX, "metadata.json")))
+    steps = json.load(open(res / RECORD_NAME))["steps"]
+    meta["step_cache_keys"] = {s["script"]: s["key"] for s in steps}
+    if readme_command is not None:
+        meta["command"] = readme_command(inputs)
     if not with_record:
         os.unlink(res / RECORD_NAME)
-    meta = json.load(open(os.path.join(FIX, "metadata.json")))
     report = build_submission(BuildRequest(str(res), os.path.join(FIX, "system.json"), Metadata.from_dict(meta),
                                            str(tmp_path / "submitter" / "mlperf_submission")))
     return pack(report.submission_dir, "cm4mlperf").path
@@ -127,13 +137,54 @@ def test_a_tampered_model_hash_is_reported_as_a_differing_input(tmp_path, repo, 
     assert "model checkpoint (content sha256): 0000" in out
 
 
-def test_a_submission_without_a_record_gets_a_message_not_a_traceback(tmp_path, repo, replay):
-    tarball = original_run(tmp_path, repo, with_record=False)
+def test_a_submission_without_a_record_or_command_gets_a_message_not_a_traceback(tmp_path, repo, replay):
+    tarball = original_run(tmp_path, repo, with_record=False, readme_command=lambda inputs: "")
     r, out = replay(tarball)
     assert r["return"] != 0
     assert "holds no reproduction record" in r["error"] and "llama2-70b-99/Offline" in r["error"]
     assert "older cm4mlperf-llm" in r["error"] and "Traceback" not in r["error"] + out
     assert not os.path.exists(tmp_path / "rep" / "reproduction.json")
+
+
+def readme_command(inputs):
+    """The command as this tool's README records it: the run's tags and inputs, its paths left out."""
+    return ("cm run script --tags=run-mlperf,inference,_embedded " +
+            " ".join(f"--{k}={v}" for k, v in inputs.items()) +
+            " --quiet   # left out (paths of the submitting machine): --results_dir, --submission_dir")
+
+
+def test_a_submission_of_ours_without_its_record_is_replayed_from_its_readme(tmp_path, repo, replay):
+    """Every record removed: the command the measurement READMEs record runs again, the round the
+    results page names is pinned, and the steps' cache keys the READMEs list are the inputs compared."""
+    tarball = original_run(tmp_path, repo, with_record=False, readme_command=readme_command)
+    r, out = replay(tarball)
+    assert r["return"] == 0, r.get("error", "") + out
+    assert "replayed from the command its measurement READMEs record" in out
+    report = json.load(open(tmp_path / "rep" / "reproduction.json"))
+    assert report["replayed_from"] == "measurement README" and report["inputs_by"] == "cache keys"
+    assert report["inputs_compared"] is True and report["differing_inputs"] == []
+    assert report["accuracy_equal"] is True and report["accuracy_expected_exact"] is True
+    assert "_r5.1" in report["replay_request"]["tags"]
+    acc = [t for t in report["tests"] if t["mode"] == "accuracy"]
+    assert {t["metric"] for t in acc} == {"ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE"}
+    assert all(t["recorded"] == t["reproduced"] for t in acc)
+    assert "Cache keys that differ: none" in out
+
+
+def test_a_readme_replay_names_the_step_whose_cache_key_differs(tmp_path, repo, replay):
+    """The replay runs with another model than the one the README's key was made with: that step's
+    key differs, is named, and accuracy is no longer expected to be exact."""
+    tarball = original_run(tmp_path, repo, with_record=False, readme_command=readme_command)
+    fixture_model = os.path.join(repo.path, "script", "fixture-model", "_cm.yaml")
+    text = open(fixture_model).read()
+    assert "fixture-weights" in text
+    open(fixture_model, "w").write(text.replace("fixture-weights", "other-weights"))
+    r, out = replay(tarball)
+    assert r["return"] == 0, r.get("error", "") + out
+    report = json.load(open(tmp_path / "rep" / "reproduction.json"))
+    names = [d["name"] for d in report["differing_inputs"]]
+    assert "cache key of fixture-model" in names
+    assert report["accuracy_expected_exact"] is (not any(d["affects_accuracy"] for d in report["differing_inputs"]))
 
 
 def test_a_gpu_result_is_refused_on_a_machine_without_gpu_unless_asked(tmp_path, repo, replay):

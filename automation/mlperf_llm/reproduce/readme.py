@@ -1,0 +1,102 @@
+"""A submission of this tool's whose reproduction record is gone (deleted, or made by a version that
+wrote none): its replay is planned from what its measurement READMEs say instead (docs/reproduce.md).
+
+Each measurement README of ours holds the command that made the run (paths of the submitting machine
+left out), and the cache key of every step it used. The replay runs that command here, with the
+round the results page names and the targets LoadGen logged in user.conf, into the replay's own
+folders; afterwards the replay's own record gives its cache keys, and a key that differs says which
+step's inputs were not the same (a cache key is computed from what the step depends on)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..harness.userconf import TARGET_INPUTS
+from ..published.commands import Command
+from ..published.reader import PublishedResult, PublishedTest
+from .capture import PROJECT
+from .compare import Difference
+from .record import Record
+
+APP_TAGS = ("run-mlperf", "inference")
+PATH_INPUTS = ("results_dir", "submission_dir", "inference_src")
+# steps whose inputs decide what the model answers: a different key there can change accuracy
+ANSWER_STEPS = ("get-ml-model-", "quantize-ml-model", "get-preprocessed-dataset-", "get-dataset-",
+                "install-vllm", "run-vllm-server", "app-mlperf-inference", "process-mlperf-accuracy")
+
+
+class ReadmeReplayError(Exception):
+    """The READMEs do not say enough for a replay: what is missing and what to do."""
+
+
+@dataclass
+class ReadmePlan:
+    command: Command
+    tests: list[PublishedTest]
+    request: dict                                       # for run_script, without the replay's folders
+    fixed: list[str] = field(default_factory=list)      # what the READMEs' command left to the run, given here
+    cache_keys: dict = field(default_factory=dict)      # step -> key, as the READMEs list them
+
+
+def own_tests(result: PublishedResult) -> list[PublishedTest]:
+    """The tests whose measurement README says this tool made them and records its command."""
+    return [t for t in result.tests if t.generator == PROJECT and t.made_with is not None and t.made_with.kind == "cm"]
+
+
+def plan_from_readme(result: PublishedResult, inference_src: str = "") -> ReadmePlan:
+    tests = own_tests(result)
+    if not tests:
+        raise ReadmeReplayError(f"no measurement README in {result.root} says it was made by {PROJECT} with "
+                                "a `cm run script` command")
+    commands = sorted({t.made_with.text for t in tests})
+    if len(commands) > 1:
+        raise ReadmeReplayError("its measurement READMEs record different commands (one run makes every test "
+                                "of a submission): " + " | ".join(commands) + "; replay each test by hand")
+    command = tests[0].made_with
+    tags = command.tags()
+    if tuple(t for t in tags[:2]) != APP_TAGS:
+        raise ReadmeReplayError(f"its recorded command is not this tool's main command (--tags="
+                                f"{','.join(tags)}): replay it by hand")
+    request = {"tags": ",".join(tags), "quiet": True}
+    request.update({k: v for k, v in command.options().items() if k not in ("tags", "quiet", *PATH_INPUTS)})
+    fixed = []
+    rounds = sorted({t.round for t in tests if t.round})
+    if not any(t.startswith("_r") and t[2:3].isdigit() for t in tags) and len(rounds) == 1:
+        request["tags"] += f",_r{rounds[0]}"
+        fixed.append(f"_r{rounds[0]}: the round {tests[0].round_source} names (the command gave none, so "
+                     "the run took the newest round it knew then)")
+    for t in tests:
+        name = TARGET_INPUTS.get(t.scenario)
+        key = "target_latency" if t.scenario == "SingleStream" else "target_qps"
+        value = next((v for k, v in t.user_conf.items() if k.endswith(f".{t.scenario}.{key}")), None)
+        if name and name not in request and value not in (None, ""):
+            request[name] = value
+            fixed.append(f"--{name}={value}: from {t.scenario}'s user.conf (the run chose it itself), so "
+                         "both runs measure at the same load")
+    if inference_src:
+        request["inference_src"] = inference_src
+    keys = {}
+    for t in tests:
+        for step, key in t.cache_keys.items():
+            keys.setdefault(step, key)
+    return ReadmePlan(command, tests, request, fixed, keys)
+
+
+def cache_key_differences(published: dict, here: Record | None) -> list[Difference]:
+    """Per step the READMEs list, the replay's cache key against the published one. A step that ran
+    more than once in one run (several keys) is compared only where the README's key is among them."""
+    if here is None:
+        return []
+    mine: dict[str, set] = {}
+    for step in here.steps or []:
+        if isinstance(step, dict) and step.get("script") and step.get("key"):
+            mine.setdefault(step["script"], set()).add(step["key"])
+    out = []
+    for step, key in published.items():
+        keys = mine.get(step)
+        if keys is None or key in keys:
+            continue
+        affects = step.startswith(ANSWER_STEPS)
+        out.append(Difference(f"cache key of {step}", key[:12], ",".join(sorted(k[:12] for k in keys)),
+                              "what this step depends on differs (its key is computed from it)"
+                              + ("" if affects else "; it does not decide the answers"), affects))
+    return out
