@@ -62,16 +62,25 @@ class Submission:
 
 
 def open_submission(path: str, work_dir: str) -> Submission:
-    """A folder or a .tar.gz/.tgz/.tar; a tarball is unpacked into `work_dir`/submission."""
-    path = os.path.abspath(os.path.expanduser(path))
-    if not os.path.exists(path):
-        raise SourceError(f"--from={path}: no such file or folder. Give a submission folder (the one "
-                          "holding open/ or closed/) or its tarball (mlperf_submission_<submitter>.tar.gz)")
-    if os.path.isfile(path):
-        root = os.path.join(work_dir, "submission")
-        _unpack(path, root)
+    """A folder, a .tar.gz/.tgz/.tar (unpacked into `work_dir`/submission) or the address of a folder
+    of a results repository (fetched sparsely into `work_dir`/fetched, published/fetch.py)."""
+    from ..published.fetch import FetchError, fetch, is_url
+    if is_url(path):
+        try:
+            root = fetch(path, os.path.join(work_dir, "fetched"))
+        except FetchError as e:
+            raise SourceError(str(e)) from None
     else:
-        root = path
+        path = os.path.abspath(os.path.expanduser(path))
+        if not os.path.exists(path):
+            raise SourceError(f"--from={path}: no such file or folder. Give a submission folder (the one "
+                              "holding open/ or closed/), its tarball (mlperf_submission_<submitter>.tar.gz) "
+                              "or the address of a results repository's folder")
+        if os.path.isfile(path):
+            root = os.path.join(work_dir, "submission")
+            _unpack(path, root)
+        else:
+            root = path
     root = _find_root(root, path)
     sub = Submission(path=path, root=root, records=recmod.find(root))
     sub.results = read_results(root)
