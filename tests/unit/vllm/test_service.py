@@ -51,3 +51,17 @@ def test_api_key_goes_through_the_environment_not_argv():
                                        log=lambda m: None)
     assert cfg.api_key == 's3cret' and added['VLLM_API_KEY'] == 's3cret'
     assert not any('s3cret' in a or a.startswith('--api-key') for a in argv)
+
+
+def test_the_step_hands_back_every_variable_the_server_was_given():
+    """run-vllm-server's new_env_keys pass on every CM_VLLM_SERVER_ENV_* the service sets, the usage
+    reporting switches included, so the record and the README say what the server ran with."""
+    import os
+    import yaml
+    from cmengine.env import matches
+    from mlperf_llm.vllm.command import NO_USAGE_STATS
+    manifest = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'script', 'run-vllm-server', '_cm.yaml')
+    keys = yaml.safe_load(open(manifest))['new_env_keys']
+    _, added, _ = service.prepare({'CM_VLLM_MODEL': '/m', 'CM_VLLM_PYTHON': '/p', 'CM_GPU_COUNT': '0'}, log=lambda m: None)
+    assert set(NO_USAGE_STATS) <= set(added)
+    assert [k for k in added if not matches(f'CM_VLLM_SERVER_ENV_{k}', keys)] == []
