@@ -262,8 +262,8 @@ def render(c: Comparison) -> str:
             lines.append(f"  - {d.name}: {_short(d.recorded)} -> {_short(d.reproduced)}: {d.why}"
                          + (" [can change accuracy]" if d.affects_accuracy else ""))
     elif c.inputs_by == "cache keys":
-        lines.append("Cache keys that differ: none (every step the README lists ran here with its key: the same "
-                     "code and inputs)")
+        lines.append("Cache keys that differ: none (each step compared ran here with the key the README lists: "
+                     "the same code and inputs)")
     else:
         lines.append("Inputs that differ: none (same code, weights, data set, versions, server flags and machine kind)")
     for s in c.substitutions:

@@ -22,6 +22,8 @@ PATH_INPUTS = ("results_dir", "submission_dir", "inference_src")
 # steps whose inputs decide what the model answers: a different key there can change accuracy
 ANSWER_STEPS = ("get-ml-model-", "quantize-ml-model", "get-preprocessed-dataset-", "get-dataset-",
                 "install-vllm", "run-vllm-server", "app-mlperf-inference", "process-mlperf-accuracy")
+# (the last two are keyed on the run's results folder, so a replay's keys differ there and are named
+# as not compared; they count where a caller gives no folders to recognise)
 
 
 class ReadmeReplayError(Exception):
@@ -62,7 +64,7 @@ def plan_from_readme(result: PublishedResult, inference_src: str = "") -> Readme
     rounds = sorted({t.round for t in tests if t.round})
     if not any(t.startswith("_r") and t[2:3].isdigit() for t in tags) and len(rounds) == 1:
         request["tags"] += f",_r{rounds[0]}"
-        fixed.append(f"_r{rounds[0]}: the round {tests[0].round_source} names (the command gave none, so "
+        fixed.append(f"_r{rounds[0]}: the round read from {tests[0].round_source} (the command gave none, so "
                      "the run took the newest round it knew then)")
     for t in tests:
         name = TARGET_INPUTS.get(t.scenario)
@@ -81,22 +83,28 @@ def plan_from_readme(result: PublishedResult, inference_src: str = "") -> Readme
     return ReadmePlan(command, tests, request, fixed, keys)
 
 
-def cache_key_differences(published: dict, here: Record | None) -> list[Difference]:
-    """Per step the READMEs list, the replay's cache key against the published one. A step that ran
-    more than once in one run (several keys) is compared only where the README's key is among them."""
+def cache_key_differences(published: dict, here: Record | None,
+                          own_folders: tuple[str, ...] = ()) -> tuple[list[Difference], list[str]]:
+    """Per step the READMEs list, the replay's cache key against the published one: the differences,
+    and the steps whose keys cannot be compared because they hold the replay's own folders (the
+    harness, scoring and compliance steps are keyed on --results_dir, which a replay never shares).
+    A step that ran more than once in one run (several keys) matches when the README's key is among them."""
     if here is None:
-        return []
-    mine: dict[str, set] = {}
+        return [], []
+    mine: dict[str, list[dict]] = {}
     for step in here.steps or []:
         if isinstance(step, dict) and step.get("script") and step.get("key"):
-            mine.setdefault(step["script"], set()).add(step["key"])
-    out = []
-    for step, key in published.items():
-        keys = mine.get(step)
-        if keys is None or key in keys:
+            mine.setdefault(step["script"], []).append(step)
+    out, incomparable = [], []
+    for name, key in published.items():
+        steps = mine.get(name)
+        if not steps or key in {s["key"] for s in steps}:
             continue
-        affects = step.startswith(ANSWER_STEPS)
-        out.append(Difference(f"cache key of {step}", key[:12], ",".join(sorted(k[:12] for k in keys)),
+        if own_folders and any(str(v).startswith(own_folders) for s in steps for v in (s.get("env") or {}).values()):
+            incomparable.append(name)
+            continue
+        affects = name.startswith(ANSWER_STEPS)
+        out.append(Difference(f"cache key of {name}", key[:12], ",".join(sorted(s["key"][:12] for s in steps)),
                               "what this step depends on differs (its key is computed from it)"
                               + ("" if affects else "; it does not decide the answers"), affects))
-    return out
+    return out, incomparable

@@ -356,7 +356,11 @@ def reproduce_from_readme(opts: Options, run_script: Optional[Callable[[dict], d
              f"cache keys of the {len(plan.cache_keys)} steps the README lists"]
     if here is None:
         notes.append(f"the replay wrote no record ({here_path}): cache keys could not be compared")
-    c = cmp.Comparison(differences=cache_key_differences(plan.cache_keys, here), substitutions=list(plan.fixed),
+    differences, incomparable = cache_key_differences(plan.cache_keys, here, (os.path.join(opts.results_dir, ""),))
+    if incomparable:
+        notes.append(f"not compared: the keys of {', '.join(incomparable)}, which hold each run's own results "
+                     "folder (steps that run afresh every time)")
+    c = cmp.Comparison(differences=differences, substitutions=list(plan.fixed),
                        notes=notes, inputs_compared=bool(plan.cache_keys) and here is not None,
                        inputs_by="cache keys")
     system = sub.results[0].system if sub.results else ""

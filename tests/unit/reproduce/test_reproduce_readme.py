@@ -57,10 +57,21 @@ def test_different_commands_or_another_script_are_refused_with_the_way_out():
 def test_cache_keys_that_differ_are_named_and_those_deciding_answers_marked():
     here = Record(steps=[{"script": "get-ml-model-smollm2", "key": "c" * 64}, {"script": "detect-os", "key": "d" * 64},
                          {"script": "get-generic-python-lib", "key": "e" * 64}])
-    diffs = {d.name: d for d in cache_key_differences({**KEYS, "get-generic-python-lib": "e" * 64,
-                                                       "not-run-here": "f" * 64}, here)}
+    found, incomparable = cache_key_differences({**KEYS, "get-generic-python-lib": "e" * 64,
+                                                "not-run-here": "f" * 64}, here)
+    diffs = {d.name: d for d in found}
+    assert incomparable == []
     assert set(diffs) == {"cache key of get-ml-model-smollm2", "cache key of detect-os"}
     assert diffs["cache key of get-ml-model-smollm2"].affects_accuracy
     assert not diffs["cache key of detect-os"].affects_accuracy
     assert diffs["cache key of detect-os"].recorded == "b" * 12
-    assert cache_key_differences(KEYS, None) == []
+    assert cache_key_differences(KEYS, None) == ([], [])
+
+
+def test_a_step_keyed_on_the_replays_own_folders_is_not_compared():
+    here = Record(steps=[{"script": "app-mlperf-inference", "key": "c" * 64,
+                          "env": {"CM_MLPERF_RESULTS_DIR": "/replay/out/results"}}])
+    found, incomparable = cache_key_differences({"app-mlperf-inference": "a" * 64}, here, ("/replay/out",))
+    assert found == [] and incomparable == ["app-mlperf-inference"]
+    found, _ = cache_key_differences({"app-mlperf-inference": "a" * 64}, here, ("/elsewhere",))
+    assert [d.name for d in found] == ["cache key of app-mlperf-inference"] and found[0].affects_accuracy
