@@ -43,6 +43,10 @@ SMALL = [f"--test_query_count={SMALL_QUERIES}", "--compliance=yes", f"--test06_q
 TESTS_PER_FULL_RUN = 2 * 2 + 3
 TEST06_QUERIES = 100
 
+# the name the session's vLLM server serves the embedded model under: seed 003's --vllm_model_name, so
+# that its command is given this server (tests/e2e/conftest.py: session_server)
+SERVED_NAME = "neuralmagic/Llama-2-7b-chat-hf-FP8"
+
 MADE: set[str] = set()          # the session's shared runs made so far (conftest.py: readme_run, small_run)
 
 

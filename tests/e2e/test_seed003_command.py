@@ -1,5 +1,7 @@
 """Seed 003's command, as the submitter typed it, with `_embedded` added, against a vLLM server that
-was started beforehand (as in the seed) and serves the embedded model under the seed's name.
+was started beforehand (as in the seed) and serves the embedded model under the seed's name: the
+session's server (tests/e2e/conftest.py), kept running by `cm run script --tags=run,vllm-server
+--keep_server=yes` and stopped with `_stop` at the session's end.
 
 Three changes from the seed: the server's port is a free one instead of 8000 and
 `--execution_mode=test` replaces `valid` (a valid Offline run issues 24,576 samples: about an hour
@@ -12,9 +14,7 @@ slow host): what is tested here is the command line, not the load. Everything el
 that the repository cannot be cloned and go on with ours). With `_r4.1` the run uses v4.1's LoadGen
 wheel, which cannot log TEST06's sampled accuracy; TEST06 runs with LoadGen built from the v4.1 source
 given (`--inference_src`), and is verified."""
-import glob
 import json
-import os
 
 import pytest
 
@@ -23,6 +23,7 @@ import chain
 pytestmark = pytest.mark.e2e
 
 NAME = "neuralmagic/Llama-2-7b-chat-hf-FP8"
+assert NAME == chain.SERVED_NAME      # the name the session's server serves the embedded model under
 
 
 def seed_command(url, results, submission):
@@ -60,22 +61,10 @@ def venv_loadgen_untouched():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, cm_env, pace, readme_run):
-    # after the session's full run (readme_run): the server step's dependencies are cached
-    base = tmp_path_factory.mktemp("seed003")
-    env = cm_env
-    port = chain.free_port()
-    # --device=cpu as the seed's command says: the vLLM install of the session's runs is reused
-    r = cm(["run", "script", "--tags=run,vllm-server,_embedded", "--device=cpu", f"--served_model_name={NAME}",
-            f"--port={port}", "--keep_server=yes", "--quiet"], env, base / "server.log", pace)
-    assert r.returncode == 0, f"server start failed:\n{r.tail(8000)}"
-    records = glob.glob(os.path.join(env["CM4MLPERF_CACHE_DIR"], "runs", "*", "*", f"vllm-server-{port}.json"))
-    assert records, "the server step left no record"
-    record = max(records, key=os.path.getmtime)
-    yield env, f"http://localhost:{port}", base
-    stop = cm(["run", "script", "--tags=run,vllm-server,_stop", f"--server_record={record}", "--quiet"],
-              env, base / "stop.log", pace, server_starts=0)
-    assert stop.returncode == 0, stop.tail(4000)
+def server(tmp_path_factory, cm_env, readme_run, session_server):
+    """(env, URL, work folder): the session's server, after the session's full run (readme_run)."""
+    assert session_server["CM_VLLM_SERVER_MODEL_NAME"] == NAME
+    return cm_env, session_server["CM_VLLM_SERVER_URL"], tmp_path_factory.mktemp("seed003")
 
 
 def inference_source_v41():

