@@ -71,6 +71,7 @@ def preprocess(i):
 
 
 def _for_test06(i, rnd, python, wheel_version):
+    from cmcontract.places import cache_root
     from mlperf_llm.sysinfo.loadgen_src import LoadgenBuildError, build_for_round, for_test06, wheel_problem
 
     env = i['env']
@@ -81,9 +82,10 @@ def _for_test06(i, rnd, python, wheel_version):
         src = choice.source
         site = os.path.join(i['work_dir'], 'site-src')
         print(f'TEST06: building LoadGen from {src.loadgen_dir} into {site} (the {wheel_version} wheel ignores '
-              'audit.config\'s sampling; about a minute)', file=sys.stderr)
+              'audit.config\'s sampling; about a minute, unless built before)', file=sys.stderr)
         try:
-            built = build_for_round(python, src, site, rnd)
+            built = build_for_round(python, src, site, rnd, store=os.path.join(cache_root(), 'builds'),
+                                    say=lambda m: print(f'TEST06: {m}', file=sys.stderr))
         except LoadgenBuildError as e:
             problem = f'{wheel_problem(wheel_version)}; {e}'
         else:

@@ -7,10 +7,11 @@ conftest = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(conftest)
 
 
-def test_every_e2e_test_and_what_reads_their_cache_is_one_unit_and_other_modules_are_their_own():
+def test_every_e2e_test_is_one_unit_and_other_modules_are_their_own():
     assert conftest.work_unit("tests/e2e/test_main_command.py::test_x") == "e2e"
     assert conftest.work_unit("tests/e2e/test_llama31_command.py::test_y[llama3.1-8b]") == "e2e"
-    assert conftest.work_unit("tests/integration/sysinfo/test_loadgen_source_build.py::test_z[Server]") == "e2e"
+    build = "tests/integration/sysinfo/test_loadgen_source_build.py"
+    assert conftest.work_unit(f"{build}::test_z[Server]") == build and build in conftest.FIRST
     assert conftest.work_unit("tests/unit/vllm/test_command.py::test_a[x::y]") == "tests/unit/vllm/test_command.py"
     assert conftest.work_unit("tests/integration/engine/test_engine_runs.py::TestX::test_b") == \
         "tests/integration/engine/test_engine_runs.py"

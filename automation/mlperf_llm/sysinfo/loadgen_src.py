@@ -173,6 +173,45 @@ def build(python: str, source: LoadgenSource, site: str, timeout: float = 3600) 
         shutil.rmtree(copy, ignore_errors=True)
 
 
+def interpreter_abi(python: str) -> str:
+    """What a compiled extension for `python` is bound to (its SOABI, e.g. cpython-311-x86_64-linux-gnu)."""
+    res = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_config_var('SOABI') or '')"],
+                         capture_output=True, text=True, timeout=120)
+    abi = res.stdout.strip()
+    if res.returncode != 0 or not abi:
+        raise LoadgenBuildError(f"{python} does not say its extension ABI (sysconfig SOABI): {res.stderr.strip()[-300:]}")
+    return abi
+
+
+def build_kept(python: str, source: LoadgenSource, site: str, store: str,
+               say: Callable[[str], None] = lambda m: None) -> bool:
+    """build() into site, through `store`, a folder of finished builds named by what a build depends
+    on: the digest of the source files it compiles and the interpreter's extension ABI. A build of
+    the same files for the same ABI is copied from there instead of compiled again (True); a new
+    one is kept there for the next (False). Both go through a temporary folder renamed into place."""
+    name = f"loadgen-{source.digest[:16]}-{interpreter_abi(python)}"
+    kept = os.path.join(store, name)
+    if os.path.isdir(kept):
+        tmp = f"{site}.tmp-copy"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(kept, tmp, symlinks=True)
+        shutil.rmtree(site, ignore_errors=True)
+        os.replace(tmp, site)
+        say(f"LoadGen of these source files (sha256 {source.digest[:12]}) for this interpreter was built "
+            f"before: copied from {kept}")
+        return True
+    build(python, source, site)
+    os.makedirs(store, exist_ok=True)
+    tmp = f"{kept}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(site, tmp, symlinks=True)
+    try:
+        os.replace(tmp, kept)
+    except OSError:                     # another run kept the same build meanwhile
+        shutil.rmtree(tmp, ignore_errors=True)
+    return False
+
+
 @dataclass(frozen=True)
 class BuiltLoadgen:
     site: str
@@ -181,11 +220,16 @@ class BuiltLoadgen:
     conf: str           # the mlperf.conf beside the module ("" when the build carries its own)
 
 
-def build_for_round(python: str, source: LoadgenSource, site: str, rnd: Round) -> BuiltLoadgen:
-    """build(), then the check the round's wheels get: the seed this LoadGen applies must be the
-    round's, or the source is not the round's. A build with no mlperf.conf inside (v4.1) gets the
-    source's beside it (CONF_BESIDE), which the harness reads first; the seed is asked with it."""
-    build(python, source, site)
+def build_for_round(python: str, source: LoadgenSource, site: str, rnd: Round, store: str = "",
+                    say: Callable[[str], None] = lambda m: None) -> BuiltLoadgen:
+    """build() (through `store` where given: build_kept), then the check the round's wheels get: the
+    seed this LoadGen applies must be the round's, or the source is not the round's. A build with no
+    mlperf.conf inside (v4.1) gets the source's beside it (CONF_BESIDE), which the harness reads
+    first; the seed is asked with it."""
+    if store:
+        build_kept(python, source, site, store, say)
+    else:
+        build(python, source, site)
     conf = ""
     try:
         version = installed_version(python, "mlcommons-loadgen", site)

@@ -3,8 +3,10 @@ folder, as get-mlperf-inference-loadgen `_test06` builds it where v4.1's wheels 
 then TEST06 runs with it: a tiny LoadGen run with an in-process SUT, and the harness against the
 stand-in server. The build logs the samples audit.config asks for (the 4.1.x wheels log none) and
 reads v4.1's mlperf.conf beside it. Compiles C++ (about a minute on 2 idle cores); pip fetches the build
-requirements (pybind11) that the source's pyproject.toml names. After the e2e tests (CI) the build seed
-003's run made in the session's cache is the one tested (built_by_the_e2e_run)."""
+requirements (pybind11) that the source's pyproject.toml names. The build goes through the store of
+finished builds (loadgen_src.build_kept) in the session's cache where CI gives one
+(CM4MLPERF_CACHE_DIR): this module runs first (tests/conftest.py: FIRST), and seed 003's e2e run
+copies the build from there; elsewhere the store is a temporary folder."""
 import json
 import os
 import subprocess
@@ -31,40 +33,16 @@ AUTOMATION = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.pat
     os.path.abspath(__file__))))), "automation")
 
 
-def built_by_the_e2e_run(source):
-    """The e2e tests run first, in CM4MLPERF_CACHE_DIR (CI sets it): seed 003's command has then built
-    this LoadGen there (get-mlperf-inference-loadgen _test06, with build_for_round) from the same
-    source (the same digest of its files) for this interpreter. That entry is the build tested here,
-    instead of building it a second time (~40 s); None when there is none (the quick lane, -k)."""
-    import glob
-    from mlperf_llm.sysinfo.loadgen_src import BuiltLoadgen
-    cache = os.environ.get("CM4MLPERF_CACHE_DIR", "").strip()
-    for meta in sorted(glob.glob(os.path.join(cache, "store", "get-mlperf-inference-loadgen-*", "cm-entry.json"))
-                       if cache else []):
-        with open(meta) as f:
-            entry = json.load(f)
-        env = entry.get("new_env") or {}
-        if (entry.get("complete", True) and env.get("CM_LOADGEN_SOURCE_DIGEST") == source.digest
-                and os.path.realpath(env.get("CM_LOADGEN_PYTHON", "")) == os.path.realpath(sys.executable)):
-            site = env["CM_LOADGEN_PYTHONPATH"]
-            conf = os.path.join(site, CONF_BESIDE)
-            return BuiltLoadgen(site, env["CM_LOADGEN_VERSION"], int(env["CM_LOADGEN_QSL_RNG_SEED"]),
-                                conf if os.path.isfile(conf) else "")
-    return None
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     missing = missing_tools(sys.executable)
     if missing:
         pytest.skip("this machine cannot build a C++ extension: " + "; ".join(missing))
     source = read_source(inference_source("4.1"))
-    shared = built_by_the_e2e_run(source)
-    if shared is not None:
-        print(f"the LoadGen seed 003's e2e run built from the same source: {shared.site}")
-        return source, shared
+    cache = os.environ.get("CM4MLPERF_CACHE_DIR", "").strip()
+    store = os.path.join(cache, "builds") if cache else str(tmp_path_factory.mktemp("builds"))
     site = str(tmp_path_factory.mktemp("cache") / "site-src")
-    return source, build_for_round(sys.executable, source, site, V41)
+    return source, build_for_round(sys.executable, source, site, V41, store=store, say=print)
 
 
 def test_the_build_is_v41s_loadgen_with_v41s_mlperf_conf_beside_it(built):

@@ -1,6 +1,7 @@
 """TEST06's LoadGen: which wheels cannot run TEST06, when LoadGen is built from the source at hand,
 what of the source is built (and hashed), and where the harness finds the mlperf.conf a build lacks.
 In-process; the real build is tests/integration/sysinfo/test_loadgen_source_build.py."""
+import os
 import sys
 
 import pytest
@@ -105,3 +106,31 @@ def test_the_conf_beside_the_loadgen_this_process_would_import(tmp_path, monkeyp
     assert conf_beside_loadgen() == ""                        # a wheel: its mlperf.conf is inside
     (tmp_path / CONF_BESIDE).write_text("*.*.qsl_rng_seed = 1\n")
     assert conf_beside_loadgen() == str(tmp_path / CONF_BESIDE)
+
+
+def test_a_build_of_the_same_files_for_the_same_interpreter_is_copied_not_compiled(tmp_path, monkeypatch):
+    """build_kept: the store names a build by the source files' digest and the interpreter's ABI; the
+    second site of the same source is a copy, another source is built, and no temporary folder stays."""
+    from mlperf_llm.sysinfo import loadgen_src
+    compiled = []
+
+    def fake_build(python, source, site, timeout=3600):
+        compiled.append(site)
+        os.makedirs(site)
+        open(os.path.join(site, "mlperf_loadgen.cpython.so"), "w").write(source.digest)
+
+    monkeypatch.setattr(loadgen_src, "build", fake_build)
+    monkeypatch.setattr(loadgen_src, "interpreter_abi", lambda python: "cpython-311-x86_64-linux-gnu")
+    store = str(tmp_path / "builds")
+    src = read_source(make_source(tmp_path / "a"))
+    said = []
+    assert loadgen_src.build_kept(sys.executable, src, str(tmp_path / "site1"), store, said.append) is False
+    assert loadgen_src.build_kept(sys.executable, src, str(tmp_path / "site2"), store, said.append) is True
+    assert compiled == [str(tmp_path / "site1")] and "copied from" in said[0]
+    assert open(tmp_path / "site2" / "mlperf_loadgen.cpython.so").read() == src.digest
+    other = read_source(make_source(tmp_path / "b", {"loadgen/setup.py": "setup(2)", "loadgen/loadgen.cc": "int z;",
+                                                     "mlperf.conf": ""}))
+    assert loadgen_src.build_kept(sys.executable, other, str(tmp_path / "site3"), store) is False
+    names = sorted(os.listdir(store))
+    assert names == sorted(f"loadgen-{s.digest[:16]}-cpython-311-x86_64-linux-gnu" for s in (src, other))
+    assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
