@@ -10,10 +10,12 @@ model in float32), so that the benchmark also runs on a server it did not start,
 second server start."""
 import json
 import re
+import tarfile
 
 import pytest
 
 import chain
+from mlperf_llm.reproduce.record import RECORD_NAME
 
 pytestmark = pytest.mark.e2e
 
@@ -76,23 +78,37 @@ def test_the_tree_passes_the_master_checker_but_for_the_full_length_checks(run):
 
 
 @pytest.mark.parametrize("run", ["llama3.1-8b-edge"], indirect=True)
-def test_the_edge_submission_replays_on_its_server_with_equal_accuracy(run, tmp_path, cache_dir, pace):
-    """The record and the replay of a llama3.1 submission: the edge run's tarball replayed from a
-    fresh CM home (the session's cache) on the server it was given, which is still up. Every metric
-    of the benchmark's accuracy (ROUGE-1/2/L/Lsum, GEN_LEN) equals the recorded one; SingleStream's
-    p90 latency and Offline's throughput get a ratio."""
+def test_the_edge_submission_replays_from_its_readme_on_its_server_with_equal_accuracy(run, tmp_path, cache_dir, pace):
+    """The replay of a llama3.1 submission, and of one without its records (issue 26): the edge run's
+    tarball, every cm4mlperf-record.json removed, replayed with `cm run script
+    --tags=reproduce,mlperf,inference --from=TREE` from a fresh CM home (the session's cache) by the
+    command its measurement READMEs record, on the server that command was given, which is still
+    up. Every metric of the benchmark's accuracy (ROUGE-1/2/L/Lsum, GEN_LEN) equals the published
+    one, the cache keys the READMEs list are the replay's own (same machine, same cache), and
+    SingleStream's p90 latency and Offline's throughput get a ratio. (The record route is the README
+    command's replay: tests/e2e/test_reproduce_command.py.)"""
     model, _, _, submission = run
     (tarball,) = submission.parent.glob("mlperf_submission_*.tar.gz")
+    tree = tmp_path / "without-records"
+    with tarfile.open(tarball) as t:
+        t.extractall(tree, filter="data")
+    records = list(tree.rglob(RECORD_NAME))
+    assert records, "the tarball holds no record to remove"
+    for p in records:
+        p.unlink()
     out_dir = tmp_path / "replay"
     env = chain.cm_env(cache_dir, str(tmp_path / "CM-replayer"))
     chain.register_checkout(env)
-    r = chain.run_cm(["run", "script", "--tags=reproduce,mlperf,inference", f"--from={tarball}",
+    r = chain.run_cm(["run", "script", "--tags=reproduce,mlperf,inference", f"--from={tree}",
                       f"--inference_src={chain.inference_source('6.1')}", f"--results_dir={out_dir}", "--quiet"],
                      env, tmp_path / "replay.log", "test_llama31 replay", pace, QUERIES[model],
                      results_dir=out_dir, cwd=tmp_path, server_starts=0)
     assert r.returncode == 0, f"replay failed:\n{r.tail()}"
-    assert "vLLM server ready" not in r.output and "the original run was given a running server" in r.output
+    assert "vLLM server ready" not in r.output
+    assert "replayed from the command its measurement READMEs record" in r.output
+    assert "the original run was given a running server" in r.output
     report = json.loads((out_dir / "reproduction.json").read_text())
+    assert report["replayed_from"] == "measurement README" and report["inputs_by"] == "cache keys"
     acc = [t for t in report["tests"] if t["mode"] == "accuracy"]
     assert {(t["scenario"], t["metric"]) for t in acc} == {
         (s, m) for s in ("Offline", "SingleStream") for m in ("ROUGE1", "ROUGE2", "ROUGEL", "ROUGELSUM", "GEN_LEN")}
@@ -100,4 +116,6 @@ def test_the_edge_submission_replays_on_its_server_with_equal_accuracy(run, tmp_
     perf = {(t["scenario"], t["metric"]): t for t in report["tests"] if t["mode"] == "performance"}
     for key in (("Offline", "tokens_per_second"), ("SingleStream", "latency p90 (ms)")):
         assert isinstance(perf[key]["ratio"], float) and perf[key]["ratio"] > 0, key
-    assert report["accuracy_equal"] is True
+    assert report["accuracy_equal"] is True and report["accuracy_expected_exact"] is True
+    assert report["differing_inputs"] == [], report["differing_inputs"]
+    assert "Accuracy: equal to the recorded values (expected to match exactly)" in r.output

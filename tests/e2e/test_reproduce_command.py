@@ -5,12 +5,10 @@ DIR/reproduction.json, in which every accuracy metric equals the recorded one an
 performance test has a throughput ratio. The tarball is the session's smallest run's
 (tests/e2e/chain.py: SMALL); the cache is the session's, so nothing is installed twice."""
 import json
-import tarfile
 
 import pytest
 
 import chain
-from mlperf_llm.reproduce.record import RECORD_NAME
 
 pytestmark = pytest.mark.e2e
 
@@ -46,33 +44,3 @@ def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, tmp_pa
     assert "model checkpoint (content sha256)" not in names and "data set (content sha256)" not in names
     assert "Accuracy: equal to the recorded values" in r.output
 
-
-def test_without_its_records_the_tarball_is_replayed_from_its_readme(tarball, tmp_path, cache_dir, pace):
-    """Issue 26: the same submission with every cm4mlperf-record.json removed (as one made by a version
-    that wrote none) is replayed from the command its measurement READMEs record, in a fresh CM home
-    and the session's cache: every accuracy metric equals the published one, and the cache keys the
-    READMEs list are the replay's own (same machine, same cache: no step's inputs differ)."""
-    tree = tmp_path / "without-records"
-    with tarfile.open(tarball) as t:
-        t.extractall(tree, filter="data")
-    records = list(tree.rglob(RECORD_NAME))
-    assert records, "the tarball holds no record to remove"
-    for p in records:
-        p.unlink()
-    out_dir = tmp_path / "replay"
-    env = chain.cm_env(cache_dir, str(tmp_path / "CM-replayer"))
-    chain.register_checkout(env)
-    r = chain.run_cm(["run", "script", "--tags=reproduce,mlperf,inference", f"--from={tree}",
-                      f"--results_dir={out_dir}", "--quiet"], env, tmp_path / "replay.log",
-                     "test_replay_from_readme", pace, chain.SMALL_RUN_QUERIES, results_dir=out_dir, cwd=tmp_path)
-    assert r.returncode == 0, f"replay failed:\n{r.tail()}"
-    assert "replayed from the command its measurement READMEs record" in r.output
-    report = json.loads((out_dir / "reproduction.json").read_text())
-    assert report["replayed_from"] == "measurement README" and report["inputs_by"] == "cache keys"
-    acc = [t for t in report["tests"] if t["mode"] == "accuracy"]
-    assert {(t["scenario"], t["metric"]) for t in acc} == {
-        (s, m) for s in ("Offline", "Server") for m in ("ROUGE1", "ROUGE2", "ROUGEL", "TOKENS_PER_SAMPLE")}
-    assert all(t["recorded"] == t["reproduced"] for t in acc), json.dumps(acc, indent=1)
-    assert report["accuracy_equal"] is True and report["accuracy_expected_exact"] is True
-    assert [d for d in report["differing_inputs"] if d["affects_accuracy"]] == [], report["differing_inputs"]
-    assert "Accuracy: equal to the recorded values (expected to match exactly)" in r.output

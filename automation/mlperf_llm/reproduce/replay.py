@@ -116,9 +116,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         inputs["inference_src"] = opts.inference_src
         subs.append(f"--inference_src={opts.inference_src} (given here; the original run had none)")
     if inputs.get("api_server"):
-        subs.append(f"--api_server={inputs['api_server']}: the original run was given a running server; the "
-                    "replay sends its queries to the same address, which must serve the same model now (a "
-                    "record cannot start a server it did not start)")
+        subs.append(given_server_note(inputs["api_server"]))
     env = {}
     for k, v in (req.get("env") or {}).items():
         if is_secret(k):
@@ -160,6 +158,12 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     if req.get("adr"):
         request["adr"] = req["adr"]
     return Plan(request, subs, refusals, fixed)
+
+
+def given_server_note(url: str) -> str:
+    return (f"--api_server={url}: the original run was given a running server; the replay sends its queries "
+            "to the same address, which must serve the same model now (a replay cannot start a server the "
+            "original run did not start)")
 
 
 def read_results_dir(results_dir: str, system: str = "") -> list[Measured]:
@@ -337,7 +341,9 @@ def reproduce_from_readme(opts: Options, run_script: Optional[Callable[[dict], d
     from .readme import cache_key_differences
     say(f"Replaying {sub.path}\n  no reproduction record in it: replayed from the command its measurement "
         f"READMEs record ({len(plan.tests)} tests, made by {PROJECT_NAME}):\n  {plan.command.text}")
-    for line in plan.fixed:
+    substitutions = list(plan.fixed) + ([given_server_note(plan.request["api_server"])]
+                                        if plan.request.get("api_server") else [])
+    for line in substitutions:
         say(f"  - {line}")
     if run_script is None:
         raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
@@ -360,7 +366,7 @@ def reproduce_from_readme(opts: Options, run_script: Optional[Callable[[dict], d
     if incomparable:
         notes.append(f"not compared: the keys of {', '.join(incomparable)}, which hold each run's own results "
                      "folder (steps that run afresh every time)")
-    c = cmp.Comparison(differences=differences, substitutions=list(plan.fixed),
+    c = cmp.Comparison(differences=differences, substitutions=substitutions,
                        notes=notes, inputs_compared=bool(plan.cache_keys) and here is not None,
                        inputs_by="cache keys")
     system = sub.results[0].system if sub.results else ""
