@@ -68,6 +68,12 @@ class Row:
     ratio: float | None = None
     expected_exact: bool = False
     equal: bool | None = None
+    # accuracy: the reproduced value meets the benchmark's rule with the recorded value as the reference
+    # (a quality metric at least recorded x its scale, the length metric within its range); None where
+    # the benchmark is not in the table or a value is missing
+    within_tolerance: bool | None = None
+    # throughput: the ratio per accelerator, where both sides' accelerator counts are known and differ
+    ratio_per_accelerator: float | None = None
 
 
 @dataclass
@@ -176,8 +182,29 @@ def accuracy_metrics(model: str) -> tuple[str, ...]:
         return tuple(ACCURACY_PATTERNS)
 
 
+def within_tolerance(model: str, metric: str, recorded: float | None, reproduced: float | None) -> bool | None:
+    """The benchmark's accuracy rule (benchmarks.AccuracySpec) with the recorded value as the
+    reference: a quality metric at least recorded x scale (0.99 or 0.999), the length metric within
+    its range of the recorded one (0.9-1.1)."""
+    if recorded is None or reproduced is None:
+        return None
+    try:
+        spec = get_benchmark(model).accuracy
+    except BenchmarkError:
+        return None
+    if metric == spec.length_metric:
+        low, high = spec.length_range
+        return recorded * low <= reproduced <= recorded * high
+    if metric in dict(spec.quality):
+        return reproduced >= recorded * spec.scale
+    return None
+
+
 def compare_results(recorded: list[Measured], reproduced: list[Measured],
-                    accuracy_exact: bool) -> list[Row]:
+                    accuracy_exact: bool, accelerators: tuple[int, int] | None = None) -> list[Row]:
+    """Test by test, every metric side by side. `accelerators`: (recorded, here) counts, where both
+    are known; a throughput ratio then also gets a per-accelerator ratio when they differ."""
+    per_acc = accelerators if accelerators and all(accelerators) and accelerators[0] != accelerators[1] else None
     by_test = {}
     for r in reproduced:
         by_test.setdefault(r.test, r)
@@ -193,23 +220,27 @@ def compare_results(recorded: list[Measured], reproduced: list[Measured],
                 rows.append(Row(r.system, r.model, r.scenario, r.mode, m, a, b,
                                 difference=(b - a) if a is not None and b is not None else None,
                                 expected_exact=accuracy_exact,
-                                equal=(a == b) if a is not None and b is not None else False))
+                                equal=(a == b) if a is not None and b is not None else False,
+                                within_tolerance=within_tolerance(r.model, m, a, b)))
         else:
             for m in sorted(r.metrics, key=lambda k: (k not in THROUGHPUT, k)):
                 a = r.metrics.get(m)
                 b = mine.metrics.get(m) if mine else None
+                ratio = (b / a) if a and b is not None else None
                 rows.append(Row(r.system, r.model, r.scenario, r.mode, m, _num(a), _num(b),
                                 difference=(b - a) if a is not None and b is not None else None,
-                                ratio=(b / a) if a and b is not None else None, expected_exact=False))
+                                ratio=ratio, expected_exact=False,
+                                ratio_per_accelerator=(ratio * per_acc[0] / per_acc[1]) if per_acc and ratio is not None
+                                and m in THROUGHPUT else None))
     return rows
 
 
 def compare(recorded_record: Record, here_record: Record | None, recorded: list[Measured],
             reproduced: list[Measured], substitutions: list | None = None,
-            notes: list | None = None) -> Comparison:
+            notes: list | None = None, accelerators: tuple[int, int] | None = None) -> Comparison:
     diffs = differing_inputs(recorded_record, here_record) if here_record is not None else []
     c = Comparison(differences=diffs, substitutions=list(substitutions or []), notes=list(notes or []))
-    c.rows = compare_results(recorded, reproduced, c.accuracy_expected_exact)
+    c.rows = compare_results(recorded, reproduced, c.accuracy_expected_exact, accelerators)
     return c
 
 
@@ -243,6 +274,8 @@ def render(c: Comparison) -> str:
             for r in rows:
                 verdict = ("equal" if r.equal else "DIFFERS") + ("" if r.expected_exact else
                                                                   " (not expected to be exact)")
+                if not r.equal and r.within_tolerance is not None:
+                    verdict += ("; within" if r.within_tolerance else "; OUTSIDE") + " the benchmark's tolerance"
                 if not c.comparable:
                     verdict = "-"
                 lines.append(f"  {r.metric:22s} {_fmt(r.recorded):>12s} {_fmt(r.reproduced):>12s} "
@@ -251,6 +284,8 @@ def render(c: Comparison) -> str:
             lines.append(f"  {'metric':30s} {'recorded':>12s} {'reproduced':>12s} {'ratio':>8s}")
             for r in rows:
                 ratio = f"{r.ratio:.3f}" if r.ratio is not None and c.comparable else "-"
+                if r.ratio_per_accelerator is not None and c.comparable:
+                    ratio += f" ({r.ratio_per_accelerator:.3f} per accelerator)"
                 lines.append(f"  {r.metric:30s} {_fmt(r.recorded):>12s} {_fmt(r.reproduced):>12s} {ratio:>8s}")
         lines.append("")
     if not c.inputs_compared:
@@ -289,3 +324,25 @@ def to_json(c: Comparison, **context) -> dict:
             "inputs_compared": c.inputs_compared, "inputs_by": c.inputs_by, "comparable": c.comparable,
             "differing_inputs": [asdict(d) for d in c.differences],
             "substitutions": list(c.substitutions), "notes": list(c.notes)}
+
+
+def to_html(report: dict) -> str:
+    """The page beside reproduction.json (templates/reproduction.html.j2): one table per test, the
+    inputs that differ, the notes; one file, nothing fetched when it is opened."""
+    import os
+    import jinja2
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["fmt"] = _fmt
+    tests = []
+    for row in report["tests"]:
+        key = (row["system"], row["model"], row["scenario"], row["mode"])
+        if not tests or tests[-1]["key"] != key:
+            tests.append({"key": key, "system": key[0], "model": key[1], "scenario": key[2], "mode": key[3], "rows": []})
+        tests[-1]["rows"].append(row)
+    return env.get_template("reproduction.html.j2").render(
+        source=report.get("source", ""), replayed_from=report.get("replayed_from", ""), tests=tests,
+        comparable=report["comparable"], accuracy_equal=report["accuracy_equal"],
+        accuracy_expected_exact=report["accuracy_expected_exact"], differing_inputs=report["differing_inputs"],
+        inputs_compared=report["inputs_compared"], inputs_by=report.get("inputs_by", "record"),
+        substitutions=report["substitutions"], notes=report["notes"])

@@ -21,6 +21,7 @@ from .record import RECORD_NAME, Record, RecordError
 from .source import SourceError, Measured, measured_tests, open_submission, the_record
 
 REPORT_NAME = "reproduction.json"
+PAGE_NAME = "reproduction.html"
 PATH_INPUTS = ("results_dir", "submission_dir")
 DEVICE_FLAG = "allow_device_change"
 
@@ -160,6 +161,25 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     return Plan(request, subs, refusals, fixed)
 
 
+def accelerators(sub, recorded_count=None, host: Host | None = None) -> tuple[int, int] | None:
+    """(the submission's accelerators, this machine's), where both are known and not zero: the
+    recorded count (a record's system), else the systems JSON of its first test's system
+    (accelerators_per_node x number_of_nodes)."""
+    count = recorded_count
+    if not count and sub.results:
+        desc = sub.systems.get(sub.results[0].system) or {}
+        try:
+            count = int(desc.get("accelerators_per_node") or 0) * int(desc.get("number_of_nodes") or 1)
+        except (TypeError, ValueError):
+            count = 0
+    here = (host or probe_host()).gpu_count
+    try:
+        count = int(count or 0)
+    except (TypeError, ValueError):
+        count = 0
+    return (count, here) if count and here else None
+
+
 def given_server_note(url: str) -> str:
     return (f"--api_server={url}: the original run was given a running server; the replay sends its queries "
             "to the same address, which must serve the same model now (a replay cannot start a server the "
@@ -179,12 +199,15 @@ def check_results_dir(path: str) -> None:
 
 
 def _write_report(opts: Options, report: dict, say: Callable[[str], None]) -> str:
-    """<results_dir>/reproduction.json, written whole (never half), and said."""
-    from ..files import write_json_atomic
+    """<results_dir>/reproduction.json and the page beside it (reproduction.html), each written whole
+    (never half), and said."""
+    from ..files import write_atomic, write_json_atomic
     os.makedirs(opts.results_dir, exist_ok=True)
     path = os.path.join(opts.results_dir, REPORT_NAME)
     write_json_atomic(path, report, indent=1)
-    say(f"\nreproduction table: {path}")
+    page = os.path.join(opts.results_dir, PAGE_NAME)
+    write_atomic(page, cmp.to_html(report))
+    say(f"\nreproduction table: {path}\n  page: {page}")
     return path
 
 
@@ -203,7 +226,7 @@ def compare_only(opts: Options, say: Callable[[str], None] = print) -> cmp.Compa
                           "or accuracy/accuracy.txt)")
     notes = [f"compared with {opts.compare_to}; nothing was replayed"]
     c = cmp.Comparison(notes=notes, inputs_compared=False)
-    c.rows = cmp.compare_results(sub.results, mine, accuracy_exact=False)
+    c.rows = cmp.compare_results(sub.results, mine, accuracy_exact=False, accelerators=accelerators(sub))
     say(f"Comparing {sub.path} with {opts.compare_to}\n\n" + cmp.render(c))
     _write_report(opts, cmp.to_json(c, source=sub.path, compared_to=opts.compare_to), say)
     return c
@@ -312,7 +335,8 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
         notes.append(f"the replay wrote no record ({here_path}): inputs could not be compared")
     system = sub.results[0].system if sub.results else ""
     reproduced = read_results_dir(results_dir, system)
-    comparison = cmp.compare(rec, here, sub.results, reproduced, plan.substitutions, notes)
+    comparison = cmp.compare(rec, here, sub.results, reproduced, plan.substitutions, notes,
+                             accelerators(sub, rec.system.get("gpu_count"), host))
     say("\n" + cmp.render(comparison))
     report = cmp.to_json(comparison, source=sub.path, record=os.path.relpath(sub.records[0], sub.root),
                          results_dir=results_dir, replay_request=plan.request)
@@ -371,7 +395,7 @@ def reproduce_from_readme(opts: Options, run_script: Optional[Callable[[dict], d
                        inputs_by="cache keys")
     system = sub.results[0].system if sub.results else ""
     c.rows = cmp.compare_results(sub.results, read_results_dir(request["results_dir"], system),
-                                 c.accuracy_expected_exact)
+                                 c.accuracy_expected_exact, accelerators(sub))
     say("\n" + cmp.render(c))
     _write_report(opts, cmp.to_json(c, source=sub.path, replayed_from="measurement README",
                                     recorded_command=plan.command.text, results_dir=request["results_dir"],

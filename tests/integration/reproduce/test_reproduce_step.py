@@ -254,3 +254,28 @@ def test_compare_to_sets_a_published_folder_beside_results_one_has(tmp_path, cap
     ratios = [t["ratio"] for t in report["tests"] if t["mode"] == "performance" and t["ratio"] is not None]
     assert ratios and all(x == pytest.approx(1.0) for x in ratios)
     assert "Inputs: not compared (no reproduction record on both sides)" in capsys.readouterr().out
+
+
+def test_the_page_beside_the_report_in_a_real_browser(tmp_path, repo, replay):
+    """reproduction.html, rendered by Debian's headless Chromium: one table per test with the
+    accuracy match and the benchmark's tolerance, and the notes; nothing fetched."""
+    import shutil
+    import subprocess
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not browser:
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium): the page cannot be opened")
+    tarball = original_run(tmp_path, repo)
+    r, out = replay(tarball)
+    assert r["return"] == 0, r.get("error", "") + out
+    page = tmp_path / "rep" / "reproduction.html"
+    assert f"page: {page}" in out
+    proc = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", f"file://{page}"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = proc.stdout
+    assert "llama2-70b-99 Offline accuracy" in dom and "llama2-70b-99 Server performance" in dom
+    assert "equal to the recorded values" in dom and "expected to match exactly" in dom
+    assert dom.count("<table>") == 6 and "Inputs that differ (record): none." in dom
+    assert "http://" not in dom and "https://" not in dom          # one folder, opens from disk

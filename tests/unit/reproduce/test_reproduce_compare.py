@@ -152,3 +152,38 @@ def test_a_benchmark_the_table_lacks_compares_every_metric_its_accuracy_txt_hold
     recorded = [Measured("sys", "mixtral-8x7b", "Offline", "accuracy", dict(values))]
     c = compare.compare(rec, rec, recorded, recorded)
     assert [r.metric for r in c.rows] == ["ROUGE1", "GEN_LEN"] and c.accuracy_equal is True
+
+
+def test_each_accuracy_value_is_judged_by_the_benchmarks_tolerance_of_the_recorded_one():
+    """llama2-70b-99: a quality metric at least 99% of the recorded value, tokens per sample within
+    90-110%; -99.9 at 99.9%; llama3.1-8b's GEN_LEN within its range; a benchmark the table lacks: not judged."""
+    t = compare.within_tolerance
+    assert t("llama2-70b-99", "ROUGE1", 44.0, 43.6) is True and t("llama2-70b-99", "ROUGE1", 44.0, 43.5) is False
+    assert t("llama2-70b-99.9", "ROUGE1", 44.0, 43.96) is True and t("llama2-70b-99.9", "ROUGE1", 44.0, 43.9) is False
+    assert t("llama2-70b-99", "TOKENS_PER_SAMPLE", 294.0, 320.0) is True
+    assert t("llama2-70b-99", "TOKENS_PER_SAMPLE", 294.0, 330.0) is False
+    assert t("llama3.1-8b", "GEN_LEN", 1000.0, 905.0) is True and t("llama3.1-8b", "GEN_LEN", 1000.0, 1150.0) is False
+    assert t("no-such-benchmark", "ROUGE1", 44.0, 1.0) is None and t("llama2-70b-99", "ROUGE1", None, 1.0) is None
+    rows = compare.compare_results(results(), results(acc={**ACC, "ROUGE1": ACC["ROUGE1"] * 0.95}), accuracy_exact=False)
+    rouge1 = [r for r in rows if r.metric == "ROUGE1"]
+    assert rouge1 and all(r.within_tolerance is False and not r.equal for r in rouge1)
+    c = compare.Comparison(rows=rows, inputs_compared=False)
+    assert "OUTSIDE the benchmark's tolerance" in compare.render(c)
+
+
+def test_a_throughput_ratio_per_accelerator_where_the_counts_differ():
+    rows = compare.compare_results(results(tps=100.0), results(tps=50.0), accuracy_exact=False, accelerators=(4, 1))
+    tps = [r for r in rows if r.metric == "tokens_per_second"]
+    assert tps and all(r.ratio == 0.5 and r.ratio_per_accelerator == 2.0 for r in tps)
+    assert all(r.ratio_per_accelerator is None for r in rows if r.metric not in compare.THROUGHPUT)
+    same = compare.compare_results(results(), results(), accuracy_exact=False, accelerators=(4, 4))
+    assert all(r.ratio_per_accelerator is None for r in same)
+    assert "(2.000 per accelerator)" in compare.render(compare.Comparison(rows=rows))
+
+
+def test_the_page_holds_every_test_and_escapes_what_it_shows(tmp_path):
+    c = compare.Comparison(rows=compare.compare_results(results(), results(), accuracy_exact=True),
+                           notes=["<script>alert(1)</script>"], inputs_compared=False)
+    html = compare.to_html(compare.to_json(c, source="/sub/<x>"))
+    assert html.count("<table>") == len({(r.scenario, r.mode) for r in c.rows})
+    assert "<script>" not in html and "&lt;script&gt;" in html and "/sub/&lt;x&gt;" in html
