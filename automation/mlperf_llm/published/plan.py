@@ -131,6 +131,47 @@ def plan_published(result: PublishedResult, host: HostFacts) -> list[TestPlan]:
     return [plan_test(result.root, t, host) for t in result.tests]
 
 
+# the published scenario's target, as this tool's input (harness/userconf.TARGET_INPUTS names them)
+APP_SERVER_INPUTS = ("tensor_parallel_size", "max_num_seqs")    # server settings the main command takes
+
+
+def replay_request(plans: list[TestPlan]) -> dict:
+    """This tool's one command for the published tests of one benchmark (the first one's): from its
+    recorded CM/MLC command where it has one (translated, published/translate.py), else from what
+    the folder says (round, benchmark, division, category, scenarios, a valid run); every scenario's
+    published target; the server as published (the served model, tensor parallelism, max_num_seqs,
+    one replica per group of devices)."""
+    from ..harness.userconf import TARGET_INPUTS
+    if not plans:
+        return {}
+    first = plans[0]
+    t = first.test
+    same = [p for p in plans if p.test.benchmark == t.benchmark]
+    if t.made_with is not None:
+        request = dict(translate(t.made_with).request)
+    else:
+        request = {"tags": "run-mlperf,inference,_full", "model": t.benchmark, "division": t.division,
+                   "execution_mode": "valid"}
+        if t.system_desc.get("system_type") in ("datacenter", "edge"):
+            request["category"] = t.system_desc["system_type"]
+    if t.round and f"_r{t.round}" not in request["tags"].split(","):
+        request["tags"] += f",_r{t.round}"
+    request["scenario"] = ",".join(sorted({p.test.scenario for p in same}))
+    for p in same:
+        name = TARGET_INPUTS.get(p.test.scenario)
+        if name and p.test.target_qps and name not in request and p.test.scenario != "SingleStream":
+            request[name] = f"{p.test.target_qps:g}"
+    if first.model and not first.model.startswith("/"):
+        request.setdefault("vllm_model_name", first.model)
+    for key in APP_SERVER_INPUTS:
+        if key in first.server:
+            request[key] = str(first.server[key])
+    if first.replicas > 1:
+        request["replicas"] = str(first.replicas)
+    request["quiet"] = True
+    return request
+
+
 def _qps(x) -> str:
     return "-" if x is None else f"{x:g}"
 

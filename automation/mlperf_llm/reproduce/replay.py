@@ -299,6 +299,7 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
         own = _readme_plan(sub, opts)
         if own is not None:
             return reproduce_from_readme(opts, run_script, own, sub, say)
+        return reproduce_published(opts, run_script, sub, say, host)
     rec, notes = the_record(sub)
     p = rec.project
     say(f"Replaying {sub.path}\n  recorded by {p.get('name', '?')} {p.get('version', '?')}"
@@ -351,6 +352,8 @@ def _readme_plan(sub, opts: Options):
     from .readme import ReadmeReplayError, own_tests, plan_from_readme
     result = read_published(sub.root)
     if not own_tests(result):
+        if any(t.generator == PROJECT_NAME for t in result.tests):
+            the_record(sub)             # ours, without record or command: what is missing, said
         return None
     try:
         return plan_from_readme(result, opts.inference_src)
@@ -400,4 +403,49 @@ def reproduce_from_readme(opts: Options, run_script: Optional[Callable[[dict], d
     _write_report(opts, cmp.to_json(c, source=sub.path, replayed_from="measurement README",
                                     recorded_command=plan.command.text, results_dir=request["results_dir"],
                                     replay_request=request), say)
+    return c
+
+
+def reproduce_published(opts: Options, run_script: Optional[Callable[[dict], dict]], sub,
+                        say: Callable[[str], None] = print, host: Optional[Host] = None) -> cmp.Comparison:
+    """A published folder of another tool or submitter (no record, no README of ours): the plan read
+    from its files (published/plan.py); refused, before anything runs, where this machine lacks what
+    it needs (unless --allow_device_change=yes); else the plan's one command, and every published
+    figure beside the replay's (inputs not compared: nothing records them on the published side)."""
+    from ..published.plan import HostFacts, plan_published, replay_request
+    from ..published.reader import read_published
+    host = host or probe_host()
+    result = read_published(sub.root)
+    plans = [p for p in plan_published(result, HostFacts(host.gpu_count, "NVIDIA GPU" if host.gpu_count else ""))
+             if p.test.benchmark]
+    if not plans:
+        raise RecordError(sub.path, "holds no reproduction record and no test this tool can read (" +
+                          "; ".join(str(f) for f in result.findings[:3]) + ")",
+                          "Add --dry-run to see what was read from its files")
+    missing = sorted({m for p in plans for m in p.missing})
+    if missing and not opts.allow_device_change:
+        raise ReplayError(f"cannot replay {sub.path} here: " + "; ".join(missing) + ". --dry-run prints the "
+                          "whole plan; --stand_in=embedded rehearses the replay with the embedded model")
+    request = replay_request(plans)
+    if opts.inference_src:
+        request["inference_src"] = opts.inference_src
+    request["results_dir"] = os.path.join(opts.results_dir, "results")
+    request["submission_dir"] = os.path.join(opts.results_dir, "submission")
+    notes = sorted({n for p in plans for n in p.notes}) + [f"missing here, replayed anyway "
+                                                           f"(--{DEVICE_FLAG}=yes): {m}" for m in missing]
+    if run_script is None:
+        raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
+                          "run the replay with cm4mlperf-llm's own engine")
+    os.makedirs(opts.results_dir, exist_ok=True)
+    say(f"Replaying the published {sub.path} with the plan read from its files:\n  cm run script "
+        f"--tags={request['tags']}" + "".join(f" --{k}={v}" for k, v in request.items() if k not in ("tags", "quiet"))
+        + " --quiet")
+    r = run_script(request)
+    if r.get("return", 0) > 0:
+        raise ReplayError(f"the replayed chain failed: {r.get('error', 'no message')}")
+    mine = read_results_dir(request["results_dir"])
+    c = cmp.Comparison(notes=notes + [str(f) for f in result.findings], inputs_compared=False)
+    c.rows = cmp.compare_results(sub.results, mine, accuracy_exact=False, accelerators=accelerators(sub, host=host))
+    say("\n" + cmp.render(c))
+    _write_report(opts, cmp.to_json(c, source=sub.path, replayed_from="published files", replay_request=request), say)
     return c

@@ -279,3 +279,63 @@ def test_the_page_beside_the_report_in_a_real_browser(tmp_path, repo, replay):
     assert "equal to the recorded values" in dom and "expected to match exactly" in dom
     assert dom.count("<table>") == 6 and "Inputs that differ (record): none." in dom
     assert "http://" not in dom and "https://" not in dom          # one folder, opens from disk
+
+
+def test_a_published_folder_is_refused_before_anything_runs_where_this_machine_lacks_its_system(tmp_path):
+    """The Neural Magic folder (no record, made by cm4mlops) replayed on this machine, which has none
+    of its 4 H100s: refused with what is missing and the two ways on, nothing written."""
+    if probe_host().gpu_count:
+        pytest.skip("this host has a GPU: the refusal names other things here")
+    runner = Runner([Repo("cm4mlperf-llm", ROOT)], str(tmp_path / "cache"), include_project=True)
+    r = runner.run("reproduce,mlperf,inference", **{"from": os.path.join(PUBLISHED, "nm-v4.1-fp8"),
+                                                    "results_dir": str(tmp_path / "rep")})
+    assert r["return"] != 0
+    assert "cannot replay" in r["error"] and "4x NVIDIA H100-SXM-80GB" in r["error"]
+    assert "--stand_in=embedded" in r["error"] and "--dry-run" in r["error"] and "Traceback" not in r["error"]
+    assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize("folder, want", [
+    ("nm-v4.1-fp8", {"tags": "run-mlperf,inference,_full,_r4.1,_all-scenarios", "model": "llama2-70b-99",
+                     "scenario": "Server",
+                     "server_target_qps": "5", "vllm_model_name": "nm-testing/Llama-2-70b-chat-hf-FP8",
+                     "tensor_parallel_size": "4"}),
+    ("vultr-v5.1-mi325x", {"tags": "run-mlperf,inference,_full,_r5.1", "model": "llama2-70b-99",
+                           "division": "closed", "category": "datacenter", "execution_mode": "valid",
+                           "scenario": "Interactive,Offline,Server", "offline_target_qps": "114",
+                           "server_target_qps": "103", "interactive_target_qps": "59", "replicas": "8"}),
+])
+def test_on_a_machine_with_the_published_system_the_plans_command_runs_and_every_figure_is_compared(
+        tmp_path, folder, want, capsys):
+    """The same folders on a machine with enough GPUs (a Host given to the replay; the chain a stub that
+    records what it was asked and copies the published tests as its results): the plan's one command
+    (translated from the recorded CM command, or built from the folder's facts), then every
+    published figure beside the replay's, in reproduction.json and the page."""
+    from mlperf_llm.reproduce.replay import Host, Options, reproduce
+    asked = []
+
+    def run_script(request):
+        asked.append(request)
+        res = Path(request["results_dir"])
+        for test in Path(PUBLISHED, folder).rglob("performance"):
+            if "results" in test.parts and test.parent.parent.name.startswith("llama2-70b-99"):
+                scen = test.parent.name
+                dest = res / "llama2-70b-99" / {"offline": "Offline", "server": "Server",
+                                                "interactive": "Interactive"}.get(scen.lower(), scen)
+                shutil.copytree(test.parent, dest, dirs_exist_ok=True, symlinks=True)
+        return {"return": 0}
+
+    # Vultr's GPUs are AMD's: another kind is refused unless asked, and then said
+    amd = folder.startswith("vultr")
+    opts = Options(source=os.path.join(PUBLISHED, folder), results_dir=str(tmp_path / "rep"), work_dir=str(tmp_path),
+                   allow_device_change=amd)
+    c = reproduce(opts, run_script, host=Host("x86_64", "cpu", 8))
+    (request,) = asked
+    assert {k: request.get(k) for k in want} == want
+    report = json.load(open(tmp_path / "rep" / "reproduction.json"))
+    assert report["replayed_from"] == "published files" and report["inputs_compared"] is False
+    perf = [t for t in report["tests"] if t["mode"] == "performance" and t["ratio"] is not None]
+    assert perf and all(t["ratio"] == pytest.approx(1.0) for t in perf)
+    assert (tmp_path / "rep" / "reproduction.html").is_file()
+    assert c.accuracy_expected_exact is False
+    assert any("replayed anyway" in n and "MI325X" in n for n in report["notes"]) is amd
