@@ -19,7 +19,7 @@ def preview(i):
     try:
         return {'return': 0, 'text': published_plan(i['env']['CM_REPRODUCE_FROM'], i['work_dir'])}
     except SourceError as e:
-        return {'return': 1, 'error': f'reproduce-mlperf-inference: {e}'}
+        return {'return': 1, 'error': str(e)}
 
 
 def preprocess(i):
@@ -42,7 +42,7 @@ def preprocess(i):
         else:
             c = reproduce(opts, i.get('run_script'))
     except (ReplayError, SourceError, RecordError) as e:
-        return {'return': 1, 'error': f'reproduce-mlperf-inference: {e}'}
+        return {'return': 1, 'error': str(e)}
     env['CM_REPRODUCE_REPORT'] = os.path.join(opts.results_dir, 'reproduction.json')
     env['CM_REPRODUCE_ACCURACY_EQUAL'] = {True: 'yes', False: 'no', None: ''}[c.accuracy_equal]
     i['state']['mlperf_reproduction'] = {'report': env['CM_REPRODUCE_REPORT'],
