@@ -63,8 +63,9 @@ def test_a_build_is_handed_on_and_its_source_files_are_rechecked(tmp_path, monke
     rnd = get_round("4.1")
     built = []
 
-    def fake_build(python, source, site, r):
+    def fake_build(python, source, site, r, **kept):
         built.append(source.loadgen_dir)
+        assert os.path.basename(kept["store"]) == "builds"     # builds kept by what they depend on (build_kept)
         return loadgen_src.BuiltLoadgen(site, "4.1", r.qsl_rng_seed, os.path.join(site, "conf"))
     monkeypatch.setattr(loadgen_src, "build_for_round", fake_build)
     monkeypatch.setattr(loadgen_src, "missing_tools", lambda python: [])

@@ -62,6 +62,9 @@ def test_the_step_hands_back_every_variable_the_server_was_given():
     from mlperf_llm.vllm.command import NO_USAGE_STATS
     manifest = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'script', 'run-vllm-server', '_cm.yaml')
     keys = yaml.safe_load(open(manifest))['new_env_keys']
-    _, added, _ = service.prepare({'CM_VLLM_MODEL': '/m', 'CM_VLLM_PYTHON': '/p', 'CM_GPU_COUNT': '0'}, log=lambda m: None)
-    assert set(NO_USAGE_STATS) <= set(added)
-    assert [k for k in added if not matches(f'CM_VLLM_SERVER_ENV_{k}', keys)] == []
+    for env in ({'CM_VLLM_MODEL': '/m', 'CM_VLLM_PYTHON': '/p', 'CM_GPU_COUNT': '0'},
+                {'CM_VLLM_MODEL': 'org/m', 'CM_VLLM_TUNE': 'no', 'CM_GPU_COUNT': '8', 'CM_VLLM_TENSOR_PARALLEL_SIZE': '8',
+                 'CM_VLLM_DISTRIBUTED_EXECUTOR_BACKEND': 'ray', 'CM_VLLM_RAY_ADDRESS': '10.0.0.1'}):
+        _, added, _ = service.prepare(env, log=lambda m: None)
+        assert set(NO_USAGE_STATS) <= set(added)
+        assert [k for k in added if not matches(f'CM_VLLM_SERVER_ENV_{k}', keys)] == []
