@@ -131,8 +131,8 @@ def plan_published(result: PublishedResult, host: HostFacts) -> list[TestPlan]:
     return [plan_test(result.root, t, host) for t in result.tests]
 
 
-# the published scenario's target, as this tool's input (harness/userconf.TARGET_INPUTS names them)
-APP_SERVER_INPUTS = ("tensor_parallel_size", "max_num_seqs")    # server settings the main command takes
+# the published server settings the main command takes as its own inputs
+APP_SERVER_INPUTS = ("tensor_parallel_size", "max_num_seqs")
 
 
 def replay_request(plans: list[TestPlan]) -> dict:

@@ -14,16 +14,15 @@ from ..harness.userconf import TARGET_INPUTS
 from ..published.commands import Command
 from ..published.reader import PublishedResult, PublishedTest
 from .capture import PROJECT
-from .compare import Difference
+from .compare import REPLAY_PATHS, Difference
 from .record import Record
 
 APP_TAGS = ("run-mlperf", "inference")
-PATH_INPUTS = ("results_dir", "submission_dir", "inference_src")
 # steps whose inputs decide what the model answers: a different key there can change accuracy
 ANSWER_STEPS = ("get-ml-model-", "quantize-ml-model", "get-preprocessed-dataset-", "get-dataset-",
                 "install-vllm", "run-vllm-server", "app-mlperf-inference", "process-mlperf-accuracy")
-# (the last two are keyed on the run's results folder, so a replay's keys differ there and are named
-# as not compared; they count where a caller gives no folders to recognise)
+# (the harness and scoring steps are keyed on the run's results folder: cache_key_differences names
+# them as not compared when it is given the replay's folders)
 
 
 class ReadmeReplayError(Exception):
@@ -59,7 +58,7 @@ def plan_from_readme(result: PublishedResult, inference_src: str = "") -> Readme
         raise ReadmeReplayError(f"its recorded command is not this tool's main command (--tags="
                                 f"{','.join(tags)}): replay it by hand")
     request = {"tags": ",".join(tags), "quiet": True}
-    request.update({k: v for k, v in command.options().items() if k not in ("tags", "quiet", *PATH_INPUTS)})
+    request.update({k: v for k, v in command.options().items() if k not in ("tags", "quiet", *REPLAY_PATHS)})
     fixed = []
     rounds = sorted({t.round for t in tests if t.round})
     if not any(t.startswith("_r") and t[2:3].isdigit() for t in tags) and len(rounds) == 1:

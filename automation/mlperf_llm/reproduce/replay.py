@@ -16,13 +16,13 @@ from cmcontract.secret import is_secret
 
 from . import compare as cmp
 from . import record as recmod
+from .capture import PATH_INPUTS_REPLACED as PATH_INPUTS
 from .capture import PROJECT as PROJECT_NAME
 from .record import RECORD_NAME, Record, RecordError
 from .source import SourceError, Measured, measured_tests, open_submission, the_record
 
 REPORT_NAME = "reproduction.json"
 PAGE_NAME = "reproduction.html"
-PATH_INPUTS = ("results_dir", "submission_dir")
 DEVICE_FLAG = "allow_device_change"
 
 
