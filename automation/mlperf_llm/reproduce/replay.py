@@ -36,6 +36,12 @@ class Host:
     cpu: str = ""
     gpu_count: int = 0
 
+    def facts(self):
+        """What a published plan asks of this machine (published/plan.HostFacts): its GPUs, which
+        probe_host finds by NVIDIA's devices."""
+        from ..published.plan import HostFacts
+        return HostFacts(self.gpu_count, "NVIDIA GPU" if self.gpu_count else "")
+
 
 @dataclass
 class Options:
@@ -73,14 +79,14 @@ def published_plan(source: str, work_dir: str, host: Host | None = None) -> str:
     """For a submission without a reproduction record (a published folder of another submitter): its
     tests, how they were made and what this machine lacks, read from its files (mlperf_llm.published);
     '' for a submission with a record (its replay is planned from the record)."""
-    from ..published.plan import HostFacts, plan_published, render
+    from ..published.plan import plan_published, render
     from ..published.reader import read_published
     sub = open_submission(source, work_dir)
     if sub.records:
         return ""
     result = read_published(sub.root)
     host = host or probe_host()
-    return render(result, plan_published(result, HostFacts(host.gpu_count, "NVIDIA GPU" if host.gpu_count else "")))
+    return render(result, plan_published(result, host.facts()))
 
 
 def recorded_device(rec: Record) -> str:
@@ -149,8 +155,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         inputs[name] = target
         fixed.append(f"--{name}={target:g}: the target the original run chose itself ({source}), "
                      "given here so both runs measure at the same load")
-    inputs["results_dir"] = os.path.join(opts.results_dir, "results")
-    inputs["submission_dir"] = os.path.join(opts.results_dir, "submission")
+    inputs.update(replay_folders(opts))
     request = {"tags": ",".join(req.get("tags") or []), "quiet": True, **inputs}
     if req.get("alias"):
         request["artifact"] = req["alias"]
@@ -178,6 +183,28 @@ def accelerators(sub, recorded_count=None, host: Host | None = None) -> tuple[in
     except (TypeError, ValueError):
         count = 0
     return (count, here) if count and here else None
+
+
+def replay_folders(opts: Options) -> dict:
+    """The replay's own results and submission folders, inside --results_dir."""
+    return {"results_dir": os.path.join(opts.results_dir, "results"),
+            "submission_dir": os.path.join(opts.results_dir, "submission")}
+
+
+def _run_chain(run_script: Optional[Callable[[dict], dict]], request: dict, opts: Options, heading: str,
+               say: Callable[[str], None], what: str = "replay", failed: str = "the replayed chain failed") -> None:
+    """Say the chain's one command under `heading`, run it through the engine, and raise ReplayError
+    when it cannot run or fails."""
+    if run_script is None:
+        raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
+                          f"run the {what} with cm4mlperf-llm's own engine")
+    os.makedirs(opts.results_dir, exist_ok=True)
+    say(f"{heading}\n  cm run script --tags={request['tags']}"
+        + "".join(f" --{k}={v}" for k, v in request.items() if k not in ("tags", "quiet", "env", "adr"))
+        + "".join(f" --env.{k}={v}" for k, v in (request.get("env") or {}).items()) + " --quiet")
+    r = run_script(request)
+    if r.get("return", 0) > 0:
+        raise ReplayError(f"{failed}: {r.get('error', 'no message')}")
 
 
 def given_server_note(url: str) -> str:
@@ -246,9 +273,7 @@ def stand_in_request(result, opts: Options) -> tuple[dict, list[str]]:
     scenarios = sorted({t.scenario for t in tests if t.benchmark == first.benchmark})
     tags = ["run-mlperf", "inference", "_full", "_embedded"] + ([f"_r{first.round}"] if first.round else [])
     request = {"tags": ",".join(tags), "quiet": True, "model": first.benchmark, "division": "open",
-               "device": "cpu", "execution_mode": "test", "scenario": ",".join(scenarios),
-               "results_dir": os.path.join(opts.results_dir, "results"),
-               "submission_dir": os.path.join(opts.results_dir, "submission")}
+               "device": "cpu", "execution_mode": "test", "scenario": ",".join(scenarios), **replay_folders(opts)}
     if opts.inference_src:
         request["inference_src"] = opts.inference_src
     notes = [f"stand-in: the embedded SmolLM2-135M on this machine's CPU, test mode, instead of "
@@ -272,15 +297,8 @@ def rehearse(opts: Options, run_script: Optional[Callable[[dict], dict]],
     sub = open_submission(opts.source, opts.work_dir)
     result = read_published(sub.root)
     request, notes = stand_in_request(result, opts)
-    if run_script is None:
-        raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
-                          "run the rehearsal with cm4mlperf-llm's own engine")
-    os.makedirs(opts.results_dir, exist_ok=True)
-    say(f"Rehearsing the replay of {sub.path} with the embedded model:\n  cm run script --tags={request['tags']}"
-        + "".join(f" --{k}={v}" for k, v in request.items() if k not in ("tags", "quiet")) + " --quiet")
-    r = run_script(request)
-    if r.get("return", 0) > 0:
-        raise ReplayError(f"the rehearsal's chain failed: {r.get('error', 'no message')}")
+    _run_chain(run_script, request, opts, f"Rehearsing the replay of {sub.path} with the embedded model:", say,
+               what="rehearsal", failed="the rehearsal's chain failed")
     mine = read_results_dir(request["results_dir"])
     c = cmp.Comparison(notes=notes + [str(f) for f in result.findings], inputs_compared=False, comparable=False)
     c.rows = cmp.compare_results(sub.results, mine, accuracy_exact=False)
@@ -296,10 +314,12 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
     check_results_dir(opts.results_dir)
     sub = open_submission(opts.source, opts.work_dir)
     if not sub.records:
-        own = _readme_plan(sub, opts)
+        from ..published.reader import read_published
+        result = read_published(sub.root)           # read once: ours from its README, or another's plan
+        own = _readme_plan(result, sub, opts)
         if own is not None:
             return reproduce_from_readme(opts, run_script, own, sub, say)
-        return reproduce_published(opts, run_script, sub, say, host)
+        return reproduce_published(opts, run_script, sub, result, say, host)
     rec, notes = the_record(sub)
     p = rec.project
     say(f"Replaying {sub.path}\n  recorded by {p.get('name', '?')} {p.get('version', '?')}"
@@ -319,16 +339,7 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
         say("Choices the original run made itself, repeated:")
         for line in plan.fixed:
             say(f"  - {line}")
-    if run_script is None:
-        raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
-                          "run the replay with cm4mlperf-llm's own engine")
-    os.makedirs(opts.results_dir, exist_ok=True)
-    say(f"Running the recorded chain into {opts.results_dir}:\n  cm run script --tags={plan.request['tags']}"
-        + "".join(f" --{k}={v}" for k, v in plan.request.items() if k not in ("tags", "quiet", "env", "adr"))
-        + "".join(f" --env.{k}={v}" for k, v in (plan.request.get("env") or {}).items()) + " --quiet")
-    r = run_script(plan.request)
-    if r.get("return", 0) > 0:
-        raise ReplayError(f"the replayed chain failed: {r.get('error', 'no message')}")
+    _run_chain(run_script, plan.request, opts, f"Running the recorded chain into {opts.results_dir}:", say)
     results_dir = plan.request["results_dir"]
     here_path = os.path.join(results_dir, RECORD_NAME)
     here = recmod.read(here_path) if os.path.isfile(here_path) else None
@@ -345,12 +356,10 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
     return comparison
 
 
-def _readme_plan(sub, opts: Options):
+def _readme_plan(result, sub, opts: Options):
     """The replay plan from the measurement READMEs of a submission of ours without its record; None
     when the READMEs are not ours (the_record then says what is missing)."""
-    from ..published.reader import read_published
     from .readme import ReadmeReplayError, own_tests, plan_from_readme
-    result = read_published(sub.root)
     if not own_tests(result):
         if any(t.generator == PROJECT_NAME for t in result.tests):
             the_record(sub)             # ours, without record or command: what is missing, said
@@ -372,17 +381,8 @@ def reproduce_from_readme(opts: Options, run_script: Optional[Callable[[dict], d
                                         if plan.request.get("api_server") else [])
     for line in substitutions:
         say(f"  - {line}")
-    if run_script is None:
-        raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
-                          "run the replay with cm4mlperf-llm's own engine")
-    request = {**plan.request, "results_dir": os.path.join(opts.results_dir, "results"),
-               "submission_dir": os.path.join(opts.results_dir, "submission")}
-    os.makedirs(opts.results_dir, exist_ok=True)
-    say(f"Running it into {opts.results_dir}:\n  cm run script --tags={request['tags']}"
-        + "".join(f" --{k}={v}" for k, v in request.items() if k not in ("tags", "quiet")) + " --quiet")
-    r = run_script(request)
-    if r.get("return", 0) > 0:
-        raise ReplayError(f"the replayed chain failed: {r.get('error', 'no message')}")
+    request = {**plan.request, **replay_folders(opts)}
+    _run_chain(run_script, request, opts, f"Running it into {opts.results_dir}:", say)
     here_path = os.path.join(request["results_dir"], RECORD_NAME)
     here = recmod.read(here_path) if os.path.isfile(here_path) else None
     notes = ["replayed from the measurement README (no reproduction record): inputs are compared by the "
@@ -406,18 +406,15 @@ def reproduce_from_readme(opts: Options, run_script: Optional[Callable[[dict], d
     return c
 
 
-def reproduce_published(opts: Options, run_script: Optional[Callable[[dict], dict]], sub,
+def reproduce_published(opts: Options, run_script: Optional[Callable[[dict], dict]], sub, result,
                         say: Callable[[str], None] = print, host: Optional[Host] = None) -> cmp.Comparison:
     """A published folder of another tool or submitter (no record, no README of ours): the plan read
     from its files (published/plan.py); refused, before anything runs, where this machine lacks what
     it needs (unless --allow_device_change=yes); else the plan's one command, and every published
     figure beside the replay's (inputs not compared: nothing records them on the published side)."""
-    from ..published.plan import HostFacts, plan_published, replay_request
-    from ..published.reader import read_published
+    from ..published.plan import plan_published, replay_request
     host = host or probe_host()
-    result = read_published(sub.root)
-    plans = [p for p in plan_published(result, HostFacts(host.gpu_count, "NVIDIA GPU" if host.gpu_count else ""))
-             if p.test.benchmark]
+    plans = [p for p in plan_published(result, host.facts()) if p.test.benchmark]
     if not plans:
         raise RecordError(sub.path, "holds no reproduction record and no test this tool can read (" +
                           "; ".join(str(f) for f in result.findings[:3]) + ")",
@@ -429,20 +426,10 @@ def reproduce_published(opts: Options, run_script: Optional[Callable[[dict], dic
     request = replay_request(plans)
     if opts.inference_src:
         request["inference_src"] = opts.inference_src
-    request["results_dir"] = os.path.join(opts.results_dir, "results")
-    request["submission_dir"] = os.path.join(opts.results_dir, "submission")
+    request.update(replay_folders(opts))
     notes = sorted({n for p in plans for n in p.notes}) + [f"missing here, replayed anyway "
                                                            f"(--{DEVICE_FLAG}=yes): {m}" for m in missing]
-    if run_script is None:
-        raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
-                          "run the replay with cm4mlperf-llm's own engine")
-    os.makedirs(opts.results_dir, exist_ok=True)
-    say(f"Replaying the published {sub.path} with the plan read from its files:\n  cm run script "
-        f"--tags={request['tags']}" + "".join(f" --{k}={v}" for k, v in request.items() if k not in ("tags", "quiet"))
-        + " --quiet")
-    r = run_script(request)
-    if r.get("return", 0) > 0:
-        raise ReplayError(f"the replayed chain failed: {r.get('error', 'no message')}")
+    _run_chain(run_script, request, opts, f"Replaying the published {sub.path} with the plan read from its files:", say)
     mine = read_results_dir(request["results_dir"])
     c = cmp.Comparison(notes=notes + [str(f) for f in result.findings], inputs_compared=False)
     c.rows = cmp.compare_results(sub.results, mine, accuracy_exact=False, accelerators=accelerators(sub, host=host))
