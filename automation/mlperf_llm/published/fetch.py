@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass
 
 from ..benchmarks import DIVISIONS
+from ..gitcmd import run_git
 
 TREE = re.compile(r"^(?P<repo>(?:https?|file|ssh)://.+?|git@[^:]+:.+?)/tree/(?P<ref>[^/]+)(?:/(?P<path>.*?))?/*$")
 PER_SYSTEM = ("results", "measurements", "compliance")
@@ -72,8 +73,7 @@ def patterns(folder: FolderUrl) -> list[str]:
 
 def _git(args: list[str], timeout: float) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(["git", *args], capture_output=True, text=True, timeout=timeout,
-                              env=dict(os.environ, GIT_TERMINAL_PROMPT="0"))
+        return run_git(args, timeout=timeout)
     except FileNotFoundError:
         raise FetchError("git is not installed: apt-get install git, or fetch the folder yourself and give "
                          "--from=FOLDER") from None

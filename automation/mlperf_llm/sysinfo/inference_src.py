@@ -10,6 +10,8 @@ import subprocess
 import uuid
 from dataclasses import dataclass
 
+from ..gitcmd import run_git
+
 DEFAULT_URL = "https://github.com/mlcommons/inference"
 CHECKER = os.path.join("tools", "submission", "submission_checker.py")              # up to v5.1
 CHECKER_PACKAGE = os.path.join("tools", "submission", "submission_checker", "main.py")  # v6.0 on (master)
@@ -52,8 +54,7 @@ class InferenceSource:
 
 def _git(args: list[str], cwd: str | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                              env=dict(os.environ, GIT_TERMINAL_PROMPT="0"))
+        return run_git(args, cwd, timeout)
     except FileNotFoundError as e:
         raise InferenceSrcError("git is not installed: apt-get install git, or give --src_path=DIR") from e
 
