@@ -128,12 +128,13 @@ def start_vllm_server(server_env):
     return lambda work_dir, who: start_server(server_env, work_dir, who)
 
 
-# the session server's settings as `cm run script --tags=run,vllm-server` inputs (server_env's, through
-# the step's input names)
-SESSION_SERVER_INPUTS = {"CM_VLLM_SERVED_MODEL_NAME": "served_model_name", "CM_VLLM_DTYPE": "dtype",
-                         "CM_VLLM_MAX_MODEL_LEN": "max_model_len", "CM_VLLM_EXPECTED_CONCURRENCY": "concurrency",
-                         "CM_VLLM_ENFORCE_EAGER": "enforce_eager", "CM_VLLM_MODEL": "model",
-                         "CM_VLLM_PYTHON": "vllm_python"}
+def session_server_inputs(server_env: dict) -> list[str]:
+    """server_env's settings as `cm run script --tags=run,vllm-server` inputs, named by the step's own
+    input_mapping (script/run-vllm-server/_cm.yaml)."""
+    import yaml
+    mapping = yaml.safe_load((ROOT / "script" / "run-vllm-server" / "_cm.yaml").read_text())["input_mapping"]
+    by_env = {env: name for name, env in mapping.items()}
+    return [f"--{by_env[k]}={v}" for k, v in server_env.items()]
 
 
 @pytest.fixture(scope="session")
@@ -146,7 +147,7 @@ def session_server(server_env, cm_env, tmp_path_factory):
     work = tmp_path_factory.mktemp("session-server")
     env = {**cm_env, "CM_VLLM_SERVER_RECORDS_DIR": str(work / "records")}
     args = ["run", "script", "--tags=run,vllm-server", "--keep_server=yes", f"--port={chain.free_port()}",
-            *(f"--{SESSION_SERVER_INPUTS[k]}={v}" for k, v in server_env.items()), "--quiet", "-j"]
+            *session_server_inputs(server_env), "--quiet", "-j"]
     t0 = time.monotonic()
     with open(work / "start.log", "w") as log:
         res = subprocess.run([chain.CM, *args], env=env, stdout=subprocess.PIPE, stderr=log, text=True,
