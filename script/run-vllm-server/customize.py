@@ -3,6 +3,7 @@ a server from its record. The benchmark step stops the server when done via
 mlperf_llm.vllm.service.stop_from_env (unless --keep_server)."""
 import os
 
+from mlperf_llm.raycluster.placement import RayClusterError
 from mlperf_llm.sysinfo.pyenv import PyEnvError
 from mlperf_llm.vllm import records, server, service
 from mlperf_llm.vllm.command import ServeConfigError
@@ -35,6 +36,8 @@ def preprocess(i):
         run_options_from_env(env)
         env['CM_VLLM_START'] = 'yes'
         env['CM_VLLM_INSTALL'] = 'yes'
+        if env.get('CM_RAY_START') or service.ray_replicas_address(env):
+            env['CM_VLLM_RAY'] = 'yes'               # Ray beside vLLM: install-ray (run-ray-node also needs it)
         if env.get('CM_VLLM_PYTHON'):                # --vllm_python: use that vLLM, install nothing
             env['CM_VLLM_VERSION'] = check_import(env['CM_VLLM_PYTHON'])
             env['CM_VLLM_INSTALL'] = 'no'
@@ -51,7 +54,7 @@ def postprocess(i):
         return {'return': 0}
     try:
         env.update(service.start_from_env(env, os.getcwd()))
-    except (ServeConfigError, server.ServerError, ReplicaError) as e:
+    except (ServeConfigError, server.ServerError, ReplicaError, RayClusterError) as e:
         return _fail(e)
     if env.get('CM_VLLM_SERVER_PLACEMENT'):
         print(f'{env["CM_VLLM_SERVER_REPLICAS"]} vLLM servers serving {env["CM_VLLM_SERVER_MODEL_NAME"]!r}: '

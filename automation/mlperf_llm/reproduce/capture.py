@@ -280,6 +280,8 @@ def server_section(env: dict, results_dir: str = "") -> dict:
     if env.get("CM_VLLM_SERVER_PLACEMENT"):
         out["replicas"] = int(env.get("CM_VLLM_SERVER_REPLICAS") or 0)
         out["placement"] = env["CM_VLLM_SERVER_PLACEMENT"]
+    if env.get("CM_VLLM_SERVER_RAY_NODES"):
+        out["ray_nodes"] = env["CM_VLLM_SERVER_RAY_NODES"]
     shares = endpoint_shares(results_dir)
     if shares:
         out["endpoint_shares"] = shares

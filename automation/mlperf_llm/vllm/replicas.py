@@ -25,8 +25,12 @@ class Placement:
     cpus: tuple[int, ...] = ()        # the CPUs it is bound to (a CPU replica)
     gpus: tuple[int, ...] = ()        # its devices (a GPU replica)
     node: int | None = None           # the NUMA node of its CPUs, where the kernel shows one
+    ray_node: str = ''                # a replica on a Ray node: that node's address
 
     def describe(self) -> str:
+        if self.ray_node:
+            cpus = f" (CPU {cpu_list(self.cpus)} of this machine)" if self.cpus else ""
+            return f"replica {self.index}: Ray node {self.ray_node}{cpus}"
         if self.gpus:
             return f"replica {self.index}: GPU {cpu_list(self.gpus)}"
         where = f" (NUMA node {self.node})" if self.node is not None else ""

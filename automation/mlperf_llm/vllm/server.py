@@ -30,6 +30,7 @@ from .command import redact, shell_command
 
 LOG_TAIL_LINES = 40
 STOP_GRACE_S = 5.0
+LAUNCHER_GRACE_S = 30.0      # a Ray replica's launcher stops its server through Ray first (launch.py)
 SIGKILL_HINT = ('A process of the server was killed by SIGKILL: on Linux usually the kernel\'s OOM killer '
                 '(see dmesg); give the KV cache less memory (--kv_cache_space=GiB).')
 
@@ -70,6 +71,7 @@ class ServerRecord:
     owner_uid: int | None = None
     started_at: float = 0.0               # time.time() at the start
     keep: bool = False                    # --keep_server: meant to outlive its run
+    where: str = ''                       # a replica on a Ray node: that node (pid/log: its launcher's)
 
     def owner_alive(self) -> bool:
         """True while the run that started the server still runs (same PID, same start time)."""
@@ -312,6 +314,72 @@ def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: s
     return ServerProcess(popen, record)
 
 
+class LaunchedProcess(ServerProcess):
+    """A server another machine (a Ray node) runs, through a launcher process here that stands for it
+    (raycluster/launch.py): its pid, log and exit code are the replica's. Whether the server that
+    answers is the one started is checked on its node, by the actor that started it."""
+
+    OWNED_WAIT_S = 60.0
+
+    def __init__(self, popen: subprocess.Popen, record: ServerRecord, ready_path: Path):
+        super().__init__(popen, record)
+        self.ready_path = ready_path
+
+    def _check_it_is_ours(self) -> None:
+        owned = Path(f'{self.ready_path}.owned')
+        deadline = time.monotonic() + self.OWNED_WAIT_S
+        while not owned.exists() and time.monotonic() < deadline and self.returncode() is None:
+            time.sleep(0.2)
+        answer = owned.read_text().strip() if owned.exists() else 'its node did not say within ' \
+            f'{self.OWNED_WAIT_S:.0f} s'
+        if answer != 'yes':
+            raise PortTakenError(f'{self.url} answered, but not from the vLLM server this run started on '
+                                 f'{self.record.where}: {answer}. Leave --port out (each replica then takes a '
+                                 f'port free on its node). Log: {self.record.log_path}')
+
+
+def start_launched(launcher_argv: list[str], server_argv: list[str], *, model_name: str, log_path: str | Path,
+                   ready_path: Path, env: dict, timeout_s: float = 180.0) -> LaunchedProcess:
+    """Start a launcher (its own process group, output appended to log_path) that starts the server
+    elsewhere and writes ready_path (JSON: url, ip, node, ...) once the server's process runs; returns
+    when it has, with the server's URL in the record. EarlyExitError when the launcher ends first."""
+    log_path = Path(log_path).resolve()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in (ready_path, Path(f'{ready_path}.owned')):
+        stale.unlink(missing_ok=True)
+    with open(log_path, 'ab') as log:
+        log.write(f'# {time.strftime("%Y-%m-%d %H:%M:%S")} starting: {shell_command(redact(launcher_argv))}\n'
+                  .encode())
+        log.flush()
+        try:
+            popen = subprocess.Popen(launcher_argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=env, start_new_session=True)
+        except OSError as e:
+            raise ServerError(f'cannot start {launcher_argv[0]!r}: {e}') from None
+    t0 = time.monotonic()
+    while not ready_path.exists():
+        code = popen.poll()
+        if code is not None or time.monotonic() - t0 > timeout_s:
+            if code is None:
+                stop(_launcher_record(popen, '', model_name, log_path, server_argv, ''), popen=popen)
+            raise EarlyExitError(
+                f'the replica\'s launcher {"exited with code " + str(code) if code is not None else "timed out"} '
+                f'before its server was started.\nLast lines of {log_path}:\n{log_tail(log_path)}')
+        time.sleep(0.2)
+    info = json.loads(ready_path.read_text())
+    where = f'Ray node {info["ip"]} ({info.get("hostname", "")}, node id {str(info.get("node", ""))[:12]})'
+    return LaunchedProcess(popen, _launcher_record(popen, info['url'], model_name, log_path,
+                                                   info.get('argv', server_argv), where), ready_path)
+
+
+def _launcher_record(popen, url, model_name, log_path, argv, where) -> ServerRecord:
+    return ServerRecord(pid=popen.pid, pgid=popen.pid, start_ticks=_proc_start_ticks(popen.pid), url=url,
+                        model_name=model_name, log_path=str(log_path), argv=redact(list(argv)),
+                        owner_pid=os.getpid(), owner_start_ticks=_proc_start_ticks(os.getpid()),
+                        owner_uid=os.getuid() if hasattr(os, 'getuid') else None, started_at=time.time(),
+                        where=where)
+
+
 def _group_stats(pgid: int):
     """(state, utime+stime ticks) of each process in the group, read from /proc. A process whose main
     thread has exited while another still runs is 'R': until its last thread ends it holds its files
@@ -373,6 +441,8 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 def stop(record: ServerRecord, grace_s: float = STOP_GRACE_S, popen: subprocess.Popen | None = None) -> str:
     """SIGTERM the server's process group, SIGKILL what is left after grace_s. Returns what happened."""
+    if record.where:
+        grace_s = max(grace_s, LAUNCHER_GRACE_S)
     if popen is None:
         ticks = _proc_start_ticks(record.pid)
         if ticks is not None and record.start_ticks is not None and ticks != record.start_ticks:

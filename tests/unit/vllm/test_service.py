@@ -73,6 +73,18 @@ def test_the_step_hands_back_every_variable_the_server_was_given():
 def test_ray_on_cpus_is_refused_before_anything_starts_with_the_way_that_works():
     import pytest
     from mlperf_llm.vllm.command import ServeConfigError
-    with pytest.raises(ServeConfigError, match="cannot run one server across Ray nodes on CPUs.*--replicas=N.*--api_server"):
+    with pytest.raises(ServeConfigError, match="cannot run one server across Ray nodes on CPUs.*drop it: "
+                                               "--ray_address=HOST:PORT.*one replica of the server on each Ray node"):
         service.prepare({'CM_VLLM_MODEL': '/m', 'CM_GPU_COUNT': '0', 'CM_VLLM_DISTRIBUTED_EXECUTOR_BACKEND': 'ray',
                          'CM_VLLM_RAY_ADDRESS': '10.0.0.1'}, log=lambda m: None)
+
+
+def test_a_ray_address_on_cpus_means_one_replica_per_node_and_is_no_flag_of_the_server():
+    cpu = {'CM_VLLM_MODEL': '/m', 'CM_GPU_COUNT': '0', 'CM_VLLM_TUNE': 'no'}
+    assert service.ray_replicas_address({**cpu, 'CM_VLLM_RAY_ADDRESS': '10.0.0.1:6379'}) == '10.0.0.1:6379'
+    assert service.ray_replicas_address({**cpu, 'CM_RAY_ADDRESS': '10.0.0.2:6379'}) == '10.0.0.2:6379'   # run-ray-node's
+    assert service.ray_replicas_address(cpu) is None
+    gpu = {**cpu, 'CM_GPU_COUNT': '8', 'CM_VLLM_RAY_ADDRESS': '10.0.0.1:6379'}
+    assert service.ray_replicas_address(gpu) is None                 # on GPUs: the cluster one server spans
+    argv, added, _ = service.prepare({**cpu, 'CM_VLLM_RAY_ADDRESS': '10.0.0.1:6379'}, log=lambda m: None)
+    assert 'RAY_ADDRESS' not in added and not [a for a in argv if 'ray' in a]

@@ -1,0 +1,69 @@
+"""A Ray node's command and the processes that are its own (read from a /proc written here)."""
+import pytest
+
+from mlperf_llm.raycluster import node
+from mlperf_llm.raycluster.placement import RayClusterError, RayNode, choose, ray_env
+
+
+def test_the_head_runs_without_dashboard_or_usage_reporting_in_a_folder_of_its_own():
+    argv = node.start_argv("/venv/bin/python", "head", "10.0.0.1", "/tmp/cmray-x", port=6380, num_cpus=2)
+    assert argv[:4] == ["/venv/bin/python", "-m", "ray.scripts.scripts", "start"]
+    assert {"--head", "--port=6380", "--include-dashboard=false", "--disable-usage-stats",
+            "--node-ip-address=10.0.0.1", "--temp-dir=/tmp/cmray-x", "--num-cpus=2"} <= set(argv)
+    worker = node.start_argv("p", "worker", "10.0.0.2", "/tmp/cmray-y", address="10.0.0.1:6380", usage_stats=True)
+    assert "--address=10.0.0.1:6380" in worker and "--head" not in worker and "--disable-usage-stats" not in worker
+
+
+def test_rays_environment_reports_nothing_unless_asked():
+    env = ray_env("/site", base={"PYTHONPATH": "/mine"})
+    assert env["PYTHONPATH"] == "/site:/mine"
+    assert env["RAY_USAGE_STATS_ENABLED"] == "0" and env["VLLM_NO_USAGE_STATS"] == "1" and env["DO_NOT_TRACK"] == "1"
+    assert "RAY_USAGE_STATS_ENABLED" not in ray_env("/site", usage_stats=True, base={})
+
+
+@pytest.mark.parametrize("role, says", [("master", "use head"), ("", "use head")])
+def test_a_role_that_is_neither_head_nor_worker_is_refused(role, says):
+    with pytest.raises(RayClusterError, match=says):
+        node.check_role(role)
+
+
+@pytest.mark.parametrize("address", ["10.0.0.1", "10.0.0.1:x", ":6379", "10.0.0.1:70000"])
+def test_an_address_without_a_port_is_refused(address):
+    with pytest.raises(RayClusterError, match="is not HOST:PORT"):
+        node.split_address(address)
+
+
+def _node(i, head=False):
+    return RayNode(id=f"{i:056x}", ip=f"10.0.0.{i}", hostname="h", cpus=1.0, memory_bytes=1 << 30, head=head)
+
+
+def test_one_replica_per_node_or_the_first_n_and_never_more_than_the_nodes():
+    nodes = [_node(1, head=True), _node(2), _node(3)]
+    assert choose(nodes, None) == nodes
+    assert choose(nodes, 2) == nodes[:2]
+    with pytest.raises(RayClusterError, match="--replicas=4 on a Ray cluster of 3 node.*takes a node of its own"):
+        choose(nodes, 4)
+    with pytest.raises(RayClusterError, match="no live node"):
+        choose([], None)
+
+
+def _proc(tmp_path, pid, ppid, environ=b"", fds=()):
+    d = tmp_path / str(pid)
+    (d / "fd").mkdir(parents=True)
+    (d / "environ").write_bytes(environ)
+    (d / "stat").write_text(f"{pid} (x) S {ppid} {pid} {pid} 0")
+    for i, target in enumerate(fds):
+        (d / "fd" / str(i)).symlink_to(target)
+
+
+def test_the_nodes_processes_are_found_by_its_token_its_folder_and_their_children(tmp_path, monkeypatch):
+    proc = tmp_path / "proc"
+    _proc(proc, 100, 1, b"A=1\0CM4MLPERF_RAY_NODE=tok\0")                  # raylet: the token
+    _proc(proc, 101, 100)                                                  # its worker: a child
+    _proc(proc, 102, 1, b"\0\0garbled by setproctitle", fds=["/tmp/cmray-a/session/logs/agent.log"])
+    _proc(proc, 200, 1, b"CM4MLPERF_RAY_NODE=other\0", fds=["/tmp/cmray-b/x"])   # another node
+    _proc(proc, 300, 1, b"B=2\0")
+    import cmcontract.proctree as proctree
+    monkeypatch.setattr(proctree, "_children", lambda pid: [int(p.name) for p in proc.iterdir()
+                                                            if (p / "stat").read_text().split()[3] == str(pid)])
+    assert node.processes("tok", "/tmp/cmray-a", proc=str(proc)) == [100, 101, 102]
