@@ -80,7 +80,8 @@ def managed_servers(env: dict, api_servers: list[str]) -> tuple[ManagedServer, .
         except ServerError as e:
             raise HarnessInputError(f"CM_VLLM_SERVER_RECORD: {e}") from None
         if r.url.rstrip("/") in used:
-            out.append(ManagedServer(url=r.url, pid=r.pid, start_ticks=r.start_ticks, log_path=r.log_path))
+            out.append(ManagedServer(url=r.url, pid=r.pid, start_ticks=r.start_ticks, log_path=r.log_path,
+                                         where=r.where))
     return tuple(out)
 
 

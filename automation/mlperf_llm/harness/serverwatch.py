@@ -72,7 +72,10 @@ class ServerWatch:
         if end is None:
             return None
         hint = f"\n{SIGKILL_HINT}" if "SIGKILL" in end else ""
-        message = (f"the vLLM server this run started at {url} (pid {s.pid}) {end} {when} the {self.test} test; "
+        who = f"on {s.where} (its launcher here, pid {s.pid}," if s.where else f"(pid {s.pid})"
+        if s.where:
+            end = f"{end})"
+        message = (f"the vLLM server this run started at {url} {who} {end} {when} the {self.test} test; "
                    f"the test stops here. Last lines of its log {s.log_path}:\n"
                    f"{log_tail(s.log_path, LOG_LINES)}{hint}")
         with self._lock:

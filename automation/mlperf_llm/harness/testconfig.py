@@ -47,6 +47,7 @@ class ManagedServer:
     pid: int
     start_ticks: int | None       # the process's start time: a reused PID is not this server
     log_path: str
+    where: str = ''               # a replica on a Ray node: that node (pid: its launcher here)
 
 
 @dataclass(frozen=True, kw_only=True)

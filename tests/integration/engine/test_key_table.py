@@ -35,7 +35,8 @@ print(json.dumps(sorted([n.alias + " " + ",".join(n.selection.names), n.key, n.m
 CACHED = {"get-python3 ", "install-python-venv name.ml", "install-vllm ", "get-ml-model-smollm2 fp32",
           "get-mlperf-inference-src r6.1", "get-mlperf-inference-loadgen r6.1",
           "get-mlperf-inference-loadgen r6.1,test06",   # TEST06's own LoadGen (built from the source on v4.1)
-          "get-preprocessed-dataset-openorca embedded,r2-downloader"}
+          "get-preprocessed-dataset-openorca embedded,r2-downloader",
+          "install-ray "}   # planned: whether it runs is decided by run-vllm-server's preprocess (a Ray cluster)
 # the steps that read the results folder and the test's size, and the ones that run on them
 BENCHMARK = {"app-mlperf-inference r6.1,vllm", "process-mlperf-accuracy embedded",
              "run-mlperf-compliance-test06 ", "generate-mlperf-inference-submission r6.1",
