@@ -127,7 +127,9 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         max_test_duration_s=duration,
         total_sample_count=_num(env, "CM_MLPERF_TOTAL_SAMPLE_COUNT", int),
         accuracy_sample_count=_accuracy_count(env),
-        find_performance=is_yes(env.get("CM_MLPERF_FIND_PERFORMANCE")),
+        find_performance=is_yes(env.get("CM_MLPERF_FIND_PERFORMANCE")) or bool(find_target(env)),
+        find_target=find_target(env),
+        search_budget_s=60 * (_num(env, "CM_MLPERF_SEARCH_BUDGET") or 10),
         audit_conf=env.get("CM_MLPERF_AUDIT_CONF") or "",
         skip_tokenizer_check=is_yes(env.get("CM_MLPERF_SKIP_TOKENIZER_CHECK")),
         token_ids_via=env.get("CM_MLPERF_VLLM_TOKEN_IDS") or "return_token_ids",
@@ -141,6 +143,18 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         loadgen_version=env.get("CM_LOADGEN_VERSION") or "",
         progress=not is_yes(env.get("CM_MLPERF_NO_PROGRESS")),
     )
+
+
+def find_target(env: dict) -> tuple[str, ...]:
+    """--find_target=server|interactive (or both, comma-separated): the scenarios whose target
+    _find-performance searches; () = the run's Server and Interactive."""
+    names = {"server": "Server", "interactive": "Interactive"}
+    out = []
+    for part in _split(env.get("CM_MLPERF_FIND_TARGET") or ""):
+        if part.lower() not in names:
+            raise HarnessInputError(f"find_target={part!r}: choose server or interactive (comma-separated for both)")
+        out.append(names[part.lower()])
+    return tuple(out)
 
 
 def env_from_outcomes(req: HarnessRequest, outcomes: list[RunOutcome]) -> dict[str, str]:

@@ -17,12 +17,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from cmcontract.publish import replace_dir
 
-from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
+from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, summary_values, verdict
+from .search import SEARCH_FILE, MIN_PROBE_QUERIES, Probe, Searched, judge, probe_queries, search
 from .rounds import loadgen_model_and_dirs
 from .testconfig import BACKENDS, CONFIG_FILE, MODES, TestConfig, TestSettings
 from ..benchmarks import Benchmark, get_benchmark
@@ -61,6 +63,9 @@ class HarnessRequest(TestSettings):
     max_test_duration_s: float | None = None
     accuracy_sample_count: int | None = None   # 0 = the whole data set; None = test_query_count in test mode
     find_performance: bool = False
+    find_target: tuple[str, ...] = ()     # scenarios whose target find_performance searches (search.py);
+                                          # () = the request's Server / Interactive
+    search_budget_s: float = 600.0        # the whole find-performance run's time, the searches' probes in it
     python: str = sys.executable
     loadgen_path: str = ""          # the round's LoadGen (get-mlperf-inference-loadgen site/), first on PYTHONPATH
     loadgen_version: str = ""       # its version, where known (user.conf works around the 4.1 wheels' padding)
@@ -74,6 +79,12 @@ class HarnessRequest(TestSettings):
         if "TEST06" in self.modes and not os.path.isfile(self.audit_conf):
             raise HarnessInputError(f"TEST06 needs its audit.config: audit_conf={self.audit_conf!r} is not a file; "
                                     "fix: pass the path of compliance/TEST06/audit.config from the inference source")
+        unknown = [s for s in self.find_target if s not in FRACTIONS]
+        if unknown:
+            raise HarnessInputError(f"find_target={','.join(unknown)}: the target search is for "
+                                    f"{' and '.join(s.lower() for s in FRACTIONS)} (their latency bounds)")
+        if not self.search_budget_s > 0:
+            raise HarnessInputError(f"search_budget={self.search_budget_s / 60:g} minutes: give a positive number")
         if self.backend not in BACKENDS:
             raise HarnessInputError(f"backend {self.backend!r}: choose {' or '.join(BACKENDS)}")
         if self.backend == "vllm" and not self.api_servers:
@@ -216,19 +227,90 @@ def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: 
     return RunOutcome(scenario, mode, v, reasons, str(placed), rc, summary.to_dict(), rate)
 
 
-def find_performance(req: HarnessRequest, rows: int) -> dict[str, float]:
-    """A short Offline run; returns targets per scenario and writes find_performance.json."""
-    probe = replace(req, execution_mode="test", offline_target_qps=None,
+def find_performance(req: HarnessRequest, rows: int) -> tuple[dict[str, float], dict[str, str]]:
+    """A short Offline run, then, for Server and Interactive, a search of the highest target that
+    meets the latency bounds (search.py) within the budget; returns the targets per scenario and where
+    each came from, and writes find_performance.json and searched_targets.json."""
+    t0 = time.monotonic()
+    short = replace(req, execution_mode="test", offline_target_qps=None,
                     test_query_count=req.test_query_count or min(rows, 64))
     base = Path(req.results_dir) / "find_performance"
-    o = run_one(probe, "Offline", "performance", rows, base_dir=base)
+    o = run_one(short, "Offline", "performance", rows, base_dir=base)
     if o.verdict == "FAILED":
         raise HarnessInputError(f"find-performance run failed: {'; '.join(o.reasons[:2])} (logs: {o.directory})")
-    targets = pick_targets(float(o.summary.get("samples_per_second") or 0.0))
+    rate = float(o.summary.get("samples_per_second") or 0.0)
+    targets = pick_targets(rate)
+    how = {s: "find-performance run" for s in targets}
     write_atomic(str(Path(req.results_dir) / "find_performance.json"),
                  json.dumps({"measured_offline_samples_per_second": o.summary.get("samples_per_second"),
                              "targets": targets, "logs": o.directory}, indent=1))
-    return targets
+    scenarios = req.find_target or tuple(s for s in req.scenarios if s in FRACTIONS)
+    limits = req.bench.latency_limits_ms
+    record = Searched(req.model, req.rnd.name, len(req.api_servers), time.strftime("%Y-%m-%d %H:%M:%S"))
+    for scenario in scenarios:
+        if scenario not in limits:
+            raise HarnessInputError(f"find_target={scenario}: {req.model} has no latency bounds for it "
+                                    f"(it has {', '.join(limits) or 'none'})")
+        count = [0]
+
+        def one_probe(qps: float, scenario=scenario, count=count) -> Probe:
+            count[0] += 1
+            return _probe(req, scenario, rows, qps, count[0], limits[scenario])
+        found = search(scenario, one_probe, start=targets[scenario], ceiling=rate, bounds_ms=limits[scenario],
+                       budget_s=req.search_budget_s - (time.monotonic() - t0),
+                       answer_s=short.test_query_count / rate if rate > 0 else 0.0,
+                       slowest_qps=MIN_PROBE_QUERIES / TEST_MODE_MAX_ISSUE_S)
+        record.searches[scenario] = asdict(found)
+        if found.found_qps:
+            targets[scenario] = found.found_qps
+            how[scenario] = record.how(scenario)
+    if scenarios:
+        path = record.save(req.results_dir)
+        print(f"searched targets written to {path}: the next run into {req.results_dir} takes them for the "
+              "scenarios it is given no target for", flush=True)
+    return targets, how
+
+
+def _probe(req: HarnessRequest, scenario: str, rows: int, qps: float, index: int,
+           bounds_ms: tuple[float, float]) -> Probe:
+    """One performance test at qps, in test mode, sized to last about search.PROBE_SECONDS."""
+    n = probe_queries(qps)
+    preq = replace(req, execution_mode="test", test_query_count=n, **{TARGET_INPUTS[scenario]: qps})
+    t0 = time.monotonic()
+    o = run_one(preq, scenario, "performance", rows,
+                base_dir=Path(req.results_dir) / "find_performance" / scenario / f"probe-{index}-qps-{qps:g}")
+    seconds = time.monotonic() - t0
+    if o.verdict == "FAILED":
+        raise HarnessInputError(f"{scenario} target search: the probe at {qps:g} QPS failed: "
+                                f"{'; '.join(o.reasons[:2])} (logs: {o.directory})")
+    summary_file = Path(o.directory) / "mlperf_log_summary.txt"
+    early = summary_values(summary_file.read_text(errors="replace")) if summary_file.is_file() else {}
+    ttft, tpot, whose, passed, why = judge(o.summary, early, bounds_ms, n)
+    return Probe(qps, n, seconds, ttft, tpot, whose, passed, why, o.directory)
+
+
+def _searched(req: HarnessRequest, sources: dict[str, str]) -> HarnessRequest:
+    """The targets an earlier _find-performance run searched into this results folder, for the
+    scenarios given no target; said, and ignored (said) when searched for another model, round or
+    number of endpoints."""
+    found = Searched.load(req.results_dir)
+    if found is None:
+        return req
+    here = (req.model, req.rnd.name, len(req.api_servers))
+    if (found.model, found.round, found.endpoints) != here:
+        print(f"{SEARCH_FILE} in {req.results_dir} was searched for {found.model} v{found.round} on "
+              f"{found.endpoints} endpoint(s), not {here[0]} v{here[1]} on {here[2]}: not used "
+              "(run _find-performance again)", flush=True)
+        return req
+    updates = {}
+    for scenario, qps in found.targets().items():
+        name = TARGET_INPUTS[scenario]
+        if scenario in req.scenarios and getattr(req, name) is None:
+            updates[name] = qps
+            sources[scenario] = found.how(scenario)
+            print(f"{scenario} target_qps {qps:g}: {sources[scenario]} ({SEARCH_FILE}); pass "
+                  f"--{scenario.lower()}_target_qps to choose another", flush=True)
+    return replace(req, **updates)
 
 
 def _with_targets(req: HarnessRequest, targets: dict[str, float], source: str,
@@ -329,7 +411,11 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
     rows = _dataset_rows(req)
     sources = {s: "given" for s in TARGET_INPUTS if req.target_for(s) is not None}
     if req.find_performance:
-        req = _with_targets(req, find_performance(req, rows), "find-performance run", sources)
+        targets, how = find_performance(req, rows)
+        for scenario, value in targets.items():
+            req = _with_targets(req, {scenario: value}, how[scenario], sources)
+    else:
+        req = _searched(req, sources)
     outcomes: list[RunOutcome] = []
     for scenario in req.scenarios:
         req = _derive_from_offline(req, [o for o in outcomes if o.scenario == "Offline"], scenario, sources)

@@ -209,3 +209,35 @@ def test_a_failed_run_that_loadgen_would_keep_going_is_aborted(tmp_path, dataset
     status = HarnessStatus.read(out)
     assert not status.ok and any("aborted" in e for e in status.errors)
     assert (out / "mlperf_log_detail.txt").exists()
+
+
+def test_find_performance_searches_the_server_target_and_the_next_run_takes_it(tmp_path, dataset, monkeypatch,
+                                                                              capsys):
+    """The stand-in generates for one request at a time (the others wait), so its TTFT grows with the
+    load: the search brackets the highest target whose p99s meet llama2-70b's Server bounds (TTFT
+    2 s, TPOT 200 ms); short probes keep it quick."""
+    from mlperf_llm.harness import search
+    monkeypatch.setattr(search, "PROBE_SECONDS", 2.0)
+    monkeypatch.setattr(search, "MIN_PROBE_QUERIES", 8)
+    with StandinProcess(StandinConfig(output_tokens=4, ttft_ms=40, tpot_ms=40, max_num_seqs=1)) as sp:
+        run_all(_req(tmp_path, dataset, [sp.url], scenarios=("Server",), modes=("performance",),
+                     find_performance=True, search_budget_s=240.0, test_query_count=8))
+        said = capsys.readouterr().out
+        found = json.loads((tmp_path / "results" / "searched_targets.json").read_text())
+        server = found["searches"]["Server"]
+        target = server["found_qps"]
+        assert found["model"] == "llama2-70b-99" and found["endpoints"] == 1
+        assert server["probes"] and target and target <= server["ceiling_qps"]
+        assert all(p["target_qps"] <= target for p in server["probes"] if p["passed"])
+        assert all(p["target_qps"] > target for p in server["probes"] if not p["passed"])
+        for i, p in enumerate(server["probes"], 1):
+            assert f"probe {i}: {p['target_qps']:g} QPS" in said
+        assert f"Server target: {target:g} QPS after {len(server['probes'])} probe(s)" in said
+        assert "the next run into" in said
+        # the next run into the same folder, without a target: it takes the searched one and says so
+        srv, = run_all(_req(tmp_path, dataset, [sp.url], scenarios=("Server",), modes=("performance",)))
+    said = capsys.readouterr().out
+    assert f"llama2-70b.Server.target_qps = {target:g}" in (Path(srv.directory) / "user.conf").read_text()
+    assert f"Server target_qps {target:g}: searched by _find-performance on " in said
+    used = json.loads((tmp_path / "results" / "targets.json").read_text())
+    assert used["Server"]["target_qps"] == target and "searched by _find-performance" in used["Server"]["source"]
