@@ -83,7 +83,7 @@ class Search:
     def describe(self) -> str:
         found = f"{self.found_qps:g} QPS" if self.found_qps else "no target (every probe missed the bounds)"
         return (f"{self.scenario} target: {found} after {len(self.probes)} probe(s) in {self.seconds:.0f} s "
-                f"of a {self.budget_s / 60:g}-minute budget; {self.stopped}")
+                f"of the {self.budget_s:.0f} s left of the budget; {self.stopped}")
 
 
 def probe_queries(target_qps: float) -> int:
@@ -127,7 +127,7 @@ def search(scenario: str, probe: Callable[[float], Probe], *, start: float, ceil
     probes: list[Probe] = []
     stopped = ""
     say(f"searching the {scenario} target: p99 TTFT <= {bounds_ms[0]:g} ms and p99 TPOT <= {bounds_ms[1]:g} ms, "
-        f"under the Offline rate {ceiling:.3g} QPS, within {budget_s / 60:g} minute(s), to {tolerance:.0%}")
+        f"under the Offline rate {ceiling:.3g} QPS, in the {budget_s:.0f} s left of the budget, to {tolerance:.0%}")
     while True:
         target, stopped = next_target(low, high, start, ceiling, tolerance)
         if target is None:
