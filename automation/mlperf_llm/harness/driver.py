@@ -25,6 +25,8 @@ from cmcontract.publish import replace_dir
 
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, summary_values, verdict
 from .search import SEARCH_FILE, MIN_PROBE_QUERIES, Probe, Searched, judge, probe_queries, search
+from .sweep import Row as SweepRow, SweepError, auto_loads, parse_loads, row_from_summary, table
+from .sweep import save as save_sweep
 from .rounds import loadgen_model_and_dirs
 from .testconfig import BACKENDS, CONFIG_FILE, MODES, TestConfig, TestSettings
 from ..benchmarks import Benchmark, get_benchmark
@@ -66,6 +68,7 @@ class HarnessRequest(TestSettings):
     find_target: tuple[str, ...] = ()     # scenarios whose target find_performance searches (search.py);
                                           # () = the request's Server / Interactive
     search_budget_s: float = 600.0        # the whole find-performance run's time, the searches' probes in it
+    sweep: str = ""                       # "auto" or "QPS,QPS,...": a load sweep of Server tests (sweep.py)
     python: str = sys.executable
     loadgen_path: str = ""          # the round's LoadGen (get-mlperf-inference-loadgen site/), first on PYTHONPATH
     loadgen_version: str = ""       # its version, where known (user.conf works around the 4.1 wheels' padding)
@@ -83,6 +86,11 @@ class HarnessRequest(TestSettings):
         if unknown:
             raise HarnessInputError(f"find_target={','.join(unknown)}: the target search is for "
                                     f"{' and '.join(s.lower() for s in FRACTIONS)} (their latency bounds)")
+        if self.sweep:
+            try:
+                parse_loads(self.sweep)
+            except SweepError as e:
+                raise HarnessInputError(str(e)) from None
         if not self.search_budget_s > 0:
             raise HarnessInputError(f"search_budget={self.search_budget_s / 60:g} minutes: give a positive number")
         if self.backend not in BACKENDS:
@@ -225,6 +233,42 @@ def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: 
     placed = finalize(stage, final, ok=v != "FAILED")
     rate = status.completed / status.duration_s if status and status.duration_s > 0 else None
     return RunOutcome(scenario, mode, v, reasons, str(placed), rc, summary.to_dict(), rate)
+
+
+def run_sweep(req: HarnessRequest, rows: int, offline_qps: float | None) -> list[SweepRow]:
+    """One Server (Interactive, where the run has only that) test per load of --sweep; the table
+    printed and written to the results folder. offline_qps: the Offline rate, measured by a short
+    Offline test here when not known."""
+    scenario = "Interactive" if "Interactive" in req.scenarios and "Server" not in req.scenarios else "Server"
+    bounds = req.bench.latency_limits_ms.get(scenario)
+    if bounds is None:
+        raise HarnessInputError(f"sweep: {req.model} has no {scenario} latency bounds")
+    if not offline_qps:
+        short = replace(req, execution_mode="test", offline_target_qps=None,
+                        test_query_count=req.test_query_count or min(rows, 64))
+        o = run_one(short, "Offline", "performance", rows, base_dir=Path(req.results_dir) / "sweep")
+        if o.verdict == "FAILED":
+            raise HarnessInputError(f"sweep: the Offline test failed: {'; '.join(o.reasons[:2])} (logs: {o.directory})")
+        offline_qps = float(o.summary.get("samples_per_second") or 0.0)
+    loads = parse_loads(req.sweep)
+    loads = auto_loads(offline_qps) if loads == "auto" else loads
+    print(f"{scenario} load sweep at {', '.join(f'{q:g}' for q in loads)} QPS (the Offline rate: "
+          f"{offline_qps:.3g} QPS)", flush=True)
+    out = []
+    for qps in loads:
+        n = probe_queries(qps)
+        t = replace(req, execution_mode="test", test_query_count=n, **{TARGET_INPUTS[scenario]: qps})
+        o = run_one(t, scenario, "performance", rows, base_dir=Path(req.results_dir) / "sweep" / scenario / f"qps-{qps:g}")
+        if o.verdict == "FAILED":
+            raise HarnessInputError(f"sweep: the {scenario} test at {qps:g} QPS failed: {'; '.join(o.reasons[:2])} "
+                                    f"(logs: {o.directory})")
+        summary = Path(o.directory) / "mlperf_log_summary.txt"
+        out.append(row_from_summary(qps, n, summary.read_text(errors="replace") if summary.is_file() else "",
+                                    o.directory))
+    lines = table(out, bounds)
+    print("\n".join(lines), flush=True)
+    print(f"sweep table: {save_sweep(req.results_dir, scenario, out, bounds, offline_qps)}", flush=True)
+    return out
 
 
 def find_performance(req: HarnessRequest, rows: int) -> tuple[dict[str, float], dict[str, str]]:
@@ -410,12 +454,16 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
     req.validate()
     rows = _dataset_rows(req)
     sources = {s: "given" for s in TARGET_INPUTS if req.target_for(s) is not None}
+    offline_qps = None
     if req.find_performance:
         targets, how = find_performance(req, rows)
+        offline_qps = targets["Offline"]
         for scenario, value in targets.items():
             req = _with_targets(req, {scenario: value}, how[scenario], sources)
     else:
         req = _searched(req, sources)
+    if req.sweep:
+        run_sweep(req, rows, offline_qps)
     outcomes: list[RunOutcome] = []
     for scenario in req.scenarios:
         req = _derive_from_offline(req, [o for o in outcomes if o.scenario == "Offline"], scenario, sources)

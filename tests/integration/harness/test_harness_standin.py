@@ -241,3 +241,21 @@ def test_find_performance_searches_the_server_target_and_the_next_run_takes_it(t
     assert f"Server target_qps {target:g}: searched by _find-performance on " in said
     used = json.loads((tmp_path / "results" / "targets.json").read_text())
     assert used["Server"]["target_qps"] == target and "searched by _find-performance" in used["Server"]["source"]
+
+
+def test_a_sweep_runs_one_server_test_per_load_and_writes_one_table(tmp_path, dataset, monkeypatch, capsys):
+    from mlperf_llm.harness import search
+    monkeypatch.setattr(search, "PROBE_SECONDS", 2.0)
+    monkeypatch.setattr(search, "MIN_PROBE_QUERIES", 8)
+    with StandinProcess(StandinConfig(output_tokens=4, ttft_ms=20, tpot_ms=20)) as sp:
+        run_all(_req(tmp_path, dataset, [sp.url], scenarios=("Server",), modes=("performance",), sweep="2,4",
+                     server_target_qps=4.0, test_query_count=8))
+    said = capsys.readouterr().out
+    found = json.loads((tmp_path / "results" / "sweep.json").read_text())
+    assert [r["target_qps"] for r in found["rows"]] == [2.0, 4.0] and found["offline_qps"] > 0
+    assert all(r["achieved_qps"] and r["ttft_ms"][2] and r["tpot_ms"][2] for r in found["rows"])
+    table = (tmp_path / "results" / "sweep.md").read_text()
+    assert table.count("\n| 2 |") == 1 and table.count("\n| 4 |") == 1
+    assert "Server load sweep at 2, 4 QPS" in said and "| 4 | 8 |" in said
+    for load in ("2", "4"):
+        assert (tmp_path / "results" / "sweep" / "Server" / f"qps-{load}").is_dir()
