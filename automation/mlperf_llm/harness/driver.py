@@ -235,6 +235,17 @@ def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: 
     return RunOutcome(scenario, mode, v, reasons, str(placed), rc, summary.to_dict(), rate)
 
 
+def _short_offline(req: HarnessRequest, rows: int, base: Path, what: str) -> tuple[float, RunOutcome, int]:
+    """A short Offline performance test (test mode, the test's count or 64 queries) under base:
+    its samples/s, its outcome and its query count."""
+    queries = req.test_query_count or min(rows, 64)
+    o = run_one(replace(req, execution_mode="test", offline_target_qps=None, test_query_count=queries),
+                "Offline", "performance", rows, base_dir=base)
+    if o.verdict == "FAILED":
+        raise HarnessInputError(f"{what}: the Offline test failed: {'; '.join(o.reasons[:2])} (logs: {o.directory})")
+    return float(o.summary.get("samples_per_second") or 0.0), o, queries
+
+
 def run_sweep(req: HarnessRequest, rows: int, offline_qps: float | None) -> list[SweepRow]:
     """One Server (Interactive, where the run has only that) test per load of --sweep; the table
     printed and written to the results folder. offline_qps: the Offline rate, measured by a short
@@ -244,12 +255,7 @@ def run_sweep(req: HarnessRequest, rows: int, offline_qps: float | None) -> list
     if bounds is None:
         raise HarnessInputError(f"sweep: {req.model} has no {scenario} latency bounds")
     if not offline_qps:
-        short = replace(req, execution_mode="test", offline_target_qps=None,
-                        test_query_count=req.test_query_count or min(rows, 64))
-        o = run_one(short, "Offline", "performance", rows, base_dir=Path(req.results_dir) / "sweep")
-        if o.verdict == "FAILED":
-            raise HarnessInputError(f"sweep: the Offline test failed: {'; '.join(o.reasons[:2])} (logs: {o.directory})")
-        offline_qps = float(o.summary.get("samples_per_second") or 0.0)
+        offline_qps = _short_offline(req, rows, Path(req.results_dir) / "sweep", "sweep")[0]
     loads = parse_loads(req.sweep)
     loads = auto_loads(offline_qps) if loads == "auto" else loads
     print(f"{scenario} load sweep at {', '.join(f'{q:g}' for q in loads)} QPS (the Offline rate: "
@@ -276,13 +282,7 @@ def find_performance(req: HarnessRequest, rows: int) -> tuple[dict[str, float], 
     meets the latency bounds (search.py) within the budget; returns the targets per scenario and where
     each came from, and writes find_performance.json and searched_targets.json."""
     t0 = time.monotonic()
-    short = replace(req, execution_mode="test", offline_target_qps=None,
-                    test_query_count=req.test_query_count or min(rows, 64))
-    base = Path(req.results_dir) / "find_performance"
-    o = run_one(short, "Offline", "performance", rows, base_dir=base)
-    if o.verdict == "FAILED":
-        raise HarnessInputError(f"find-performance run failed: {'; '.join(o.reasons[:2])} (logs: {o.directory})")
-    rate = float(o.summary.get("samples_per_second") or 0.0)
+    rate, o, queries = _short_offline(req, rows, Path(req.results_dir) / "find_performance", "find-performance run")
     targets = pick_targets(rate)
     how = {s: "find-performance run" for s in targets}
     write_atomic(str(Path(req.results_dir) / "find_performance.json"),
@@ -302,7 +302,7 @@ def find_performance(req: HarnessRequest, rows: int) -> tuple[dict[str, float], 
             return _probe(req, scenario, rows, qps, count[0], limits[scenario])
         found = search(scenario, one_probe, start=targets[scenario], ceiling=rate, bounds_ms=limits[scenario],
                        budget_s=req.search_budget_s - (time.monotonic() - t0),
-                       answer_s=short.test_query_count / rate if rate > 0 else 0.0,
+                       answer_s=queries / rate if rate > 0 else 0.0,
                        slowest_qps=MIN_PROBE_QUERIES / TEST_MODE_MAX_ISSUE_S)
         record.searches[scenario] = asdict(found)
         if found.found_qps:
