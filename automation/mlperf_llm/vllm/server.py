@@ -284,6 +284,31 @@ class ServerProcess:
         return stop(self.record, grace_s, popen=self.popen)
 
 
+def _spawn(argv: list[str], log_path: Path, env: dict | None, cwd: str | Path | None = None,
+           cpus: tuple[int, ...] = (), hint: str = '') -> subprocess.Popen:
+    """argv in a new process group, its output appended to log_path after a line saying what started."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, 'ab') as log:
+        log.write(f'# {time.strftime("%Y-%m-%d %H:%M:%S")} starting: {shell_command(redact(argv))}\n'.encode())
+        log.flush()
+        try:
+            return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=env, cwd=cwd, start_new_session=True,
+                                    preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
+        except OSError as e:
+            raise ServerError(f'cannot start {argv[0]!r}: {e}{hint}') from None
+
+
+def _record(popen: subprocess.Popen, url: str, model_name: str, log_path: Path, argv: list[str],
+            where: str = '') -> ServerRecord:
+    """The record of a process this run just started (owned by this process)."""
+    return ServerRecord(pid=popen.pid, pgid=popen.pid, start_ticks=_proc_start_ticks(popen.pid), url=url,
+                        model_name=model_name, log_path=str(log_path), argv=redact(list(argv)),
+                        owner_pid=os.getpid(), owner_start_ticks=_proc_start_ticks(os.getpid()),
+                        owner_uid=os.getuid() if hasattr(os, 'getuid') else None, started_at=time.time(),
+                        where=where)
+
+
 def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: str | Path,
           env: dict | None = None, cwd: str | Path | None = None, cpus: tuple[int, ...] = ()) -> ServerProcess:
     """Launch argv in a new process group, output appended to log_path. Refuses a taken port.
@@ -294,23 +319,11 @@ def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: s
             f'port {port} on {host} is already in use ({reason}). Stop whatever listens there, choose another '
             f'--port, or, if it is a vLLM server with the right model, use --api_server=http://{host}:{port}')
     log_path = Path(log_path).resolve()
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, 'ab') as log:
-        log.write(f'# {time.strftime("%Y-%m-%d %H:%M:%S")} starting: {shell_command(redact(argv))}\n'.encode())
-        log.flush()
-        try:
-            popen = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=env, cwd=cwd, start_new_session=True,
-                                     preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
-        except OSError as e:
-            raise ServerError(f'cannot start {argv[0]!r}: {e}; is vLLM installed in that environment?') from None
+    popen = _spawn(argv, log_path, env, cwd=cwd, cpus=cpus, hint='; is vLLM installed in that environment?')
     url_host = f'[{host}]' if ':' in host else host
     if host in ('0.0.0.0', '::'):
         url_host = '127.0.0.1'
-    record = ServerRecord(pid=popen.pid, pgid=popen.pid, start_ticks=_proc_start_ticks(popen.pid),
-                          url=f'http://{url_host}:{port}', model_name=model_name, log_path=str(log_path),
-                          argv=redact(argv), owner_pid=os.getpid(), owner_start_ticks=_proc_start_ticks(os.getpid()),
-                          owner_uid=os.getuid() if hasattr(os, 'getuid') else None, started_at=time.time())
+    record = _record(popen, f'http://{url_host}:{port}', model_name, log_path, argv)
     return ServerProcess(popen, record)
 
 
@@ -344,40 +357,23 @@ def start_launched(launcher_argv: list[str], server_argv: list[str], *, model_na
     elsewhere and writes ready_path (JSON: url, ip, node, ...) once the server's process runs; returns
     when it has, with the server's URL in the record. EarlyExitError when the launcher ends first."""
     log_path = Path(log_path).resolve()
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     for stale in (ready_path, Path(f'{ready_path}.owned')):
         stale.unlink(missing_ok=True)
-    with open(log_path, 'ab') as log:
-        log.write(f'# {time.strftime("%Y-%m-%d %H:%M:%S")} starting: {shell_command(redact(launcher_argv))}\n'
-                  .encode())
-        log.flush()
-        try:
-            popen = subprocess.Popen(launcher_argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env=env, start_new_session=True)
-        except OSError as e:
-            raise ServerError(f'cannot start {launcher_argv[0]!r}: {e}') from None
+    popen = _spawn(launcher_argv, log_path, env)
     t0 = time.monotonic()
     while not ready_path.exists():
         code = popen.poll()
         if code is not None or time.monotonic() - t0 > timeout_s:
             if code is None:
-                stop(_launcher_record(popen, '', model_name, log_path, server_argv, ''), popen=popen)
+                stop(_record(popen, '', model_name, log_path, server_argv), popen=popen)
             raise EarlyExitError(
                 f'the replica\'s launcher {"exited with code " + str(code) if code is not None else "timed out"} '
                 f'before its server was started.\nLast lines of {log_path}:\n{log_tail(log_path)}')
         time.sleep(0.2)
     info = json.loads(ready_path.read_text())
     where = f'Ray node {info["ip"]} ({info.get("hostname", "")}, node id {str(info.get("node", ""))[:12]})'
-    return LaunchedProcess(popen, _launcher_record(popen, info['url'], model_name, log_path,
-                                                   info.get('argv', server_argv), where), ready_path)
-
-
-def _launcher_record(popen, url, model_name, log_path, argv, where) -> ServerRecord:
-    return ServerRecord(pid=popen.pid, pgid=popen.pid, start_ticks=_proc_start_ticks(popen.pid), url=url,
-                        model_name=model_name, log_path=str(log_path), argv=redact(list(argv)),
-                        owner_pid=os.getpid(), owner_start_ticks=_proc_start_ticks(os.getpid()),
-                        owner_uid=os.getuid() if hasattr(os, 'getuid') else None, started_at=time.time(),
-                        where=where)
+    return LaunchedProcess(popen, _record(popen, info['url'], model_name, log_path, info.get('argv', server_argv),
+                                          where), ready_path)
 
 
 def _group_stats(pgid: int):
