@@ -262,15 +262,9 @@ def run_sweep(req: HarnessRequest, rows: int, offline_qps: float | None) -> list
           f"{offline_qps:.3g} QPS)", flush=True)
     out = []
     for qps in loads:
-        n = probe_queries(qps)
-        t = replace(req, execution_mode="test", test_query_count=n, **{TARGET_INPUTS[scenario]: qps})
-        o = run_one(t, scenario, "performance", rows, base_dir=Path(req.results_dir) / "sweep" / scenario / f"qps-{qps:g}")
-        if o.verdict == "FAILED":
-            raise HarnessInputError(f"sweep: the {scenario} test at {qps:g} QPS failed: {'; '.join(o.reasons[:2])} "
-                                    f"(logs: {o.directory})")
-        summary = Path(o.directory) / "mlperf_log_summary.txt"
-        out.append(row_from_summary(qps, n, summary.read_text(errors="replace") if summary.is_file() else "",
-                                    o.directory))
+        o, n, text, _ = _short_load_test(req, scenario, rows, qps,
+                                         Path(req.results_dir) / "sweep" / scenario / f"qps-{qps:g}", "sweep")
+        out.append(row_from_summary(qps, n, text, o.directory))
     lines = table(out, bounds)
     print("\n".join(lines), flush=True)
     print(f"sweep table: {save_sweep(req.results_dir, scenario, out, bounds, offline_qps)}", flush=True)
@@ -318,19 +312,26 @@ def find_performance(req: HarnessRequest, rows: int) -> tuple[dict[str, float], 
 def _probe(req: HarnessRequest, scenario: str, rows: int, qps: float, index: int,
            bounds_ms: tuple[float, float]) -> Probe:
     """One performance test at qps, in test mode, sized to last about search.PROBE_SECONDS."""
+    o, n, text, seconds = _short_load_test(req, scenario, rows, qps, Path(req.results_dir) / "find_performance" /
+                                           scenario / f"probe-{index}-qps-{qps:g}", f"{scenario} target search")
+    ttft, tpot, whose, passed, why = judge(o.summary, summary_values(text) if text else {}, bounds_ms, n)
+    return Probe(qps, n, seconds, ttft, tpot, whose, passed, why, o.directory)
+
+
+def _short_load_test(req: HarnessRequest, scenario: str, rows: int, qps: float, base: Path,
+                     what: str) -> tuple[RunOutcome, int, str, float]:
+    """One performance test at qps in test mode, sized to last about search.PROBE_SECONDS (a probe of
+    the target search, a load of the sweep): its outcome, query count, summary text and seconds."""
     n = probe_queries(qps)
-    preq = replace(req, execution_mode="test", test_query_count=n, **{TARGET_INPUTS[scenario]: qps})
     t0 = time.monotonic()
-    o = run_one(preq, scenario, "performance", rows,
-                base_dir=Path(req.results_dir) / "find_performance" / scenario / f"probe-{index}-qps-{qps:g}")
+    o = run_one(replace(req, execution_mode="test", test_query_count=n, **{TARGET_INPUTS[scenario]: qps}),
+                scenario, "performance", rows, base_dir=base)
     seconds = time.monotonic() - t0
     if o.verdict == "FAILED":
-        raise HarnessInputError(f"{scenario} target search: the probe at {qps:g} QPS failed: "
-                                f"{'; '.join(o.reasons[:2])} (logs: {o.directory})")
-    summary_file = Path(o.directory) / "mlperf_log_summary.txt"
-    early = summary_values(summary_file.read_text(errors="replace")) if summary_file.is_file() else {}
-    ttft, tpot, whose, passed, why = judge(o.summary, early, bounds_ms, n)
-    return Probe(qps, n, seconds, ttft, tpot, whose, passed, why, o.directory)
+        raise HarnessInputError(f"{what}: the {scenario} test at {qps:g} QPS failed: {'; '.join(o.reasons[:2])} "
+                                f"(logs: {o.directory})")
+    summary = Path(o.directory) / "mlperf_log_summary.txt"
+    return o, n, summary.read_text(errors="replace") if summary.is_file() else "", seconds
 
 
 def _searched(req: HarnessRequest, sources: dict[str, str]) -> HarnessRequest:
