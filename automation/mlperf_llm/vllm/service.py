@@ -223,7 +223,8 @@ def _start_ray_replicas(env: dict, work_dir: Path, opts, folder: Path, log: Call
         for i, node in enumerate(nodes, 1):
             say = (lambda line, i=i: log(f'[replica {i}] {line}'))
             p = placements.get(node.id)
-            renv = {**env, 'CM_VLLM_HOST': node.ip, 'CM_VLLM_PORT': str(int(port) + i - 1) if port else ''}
+            rport = int(port) + i - 1 if port else None      # given: P, P+1, ...; else chosen on the node
+            renv = {**env, 'CM_VLLM_HOST': node.ip, 'CM_VLLM_PORT': str(rport or '')}
             if p is not None:
                 p = replace(p, index=i, ray_node=node.ip)
                 argv, added, cfg = prepare({**renv, **p.env()}, say,
@@ -234,13 +235,13 @@ def _start_ray_replicas(env: dict, work_dir: Path, opts, folder: Path, log: Call
                     'settings chosen here (give --max_num_seqs, --kv_cache_space to set them)')
                 p = replicas.Placement(i, ray_node=node.ip)
                 argv, added, cfg = prepare(renv, say, tune=False)
-            if not port:      # the port is chosen on the node, where it is free (launch.py)
+            if not rport:     # the port is chosen on the node, where it is free (launch.py)
                 argv = [a for a in argv if not a.startswith('--port=')]
             ready = work_dir / f'vllm-replica-{i}-{node.id[:12]}.ready'
             log_path = work_dir / f'vllm-replica-{i}-{node.id[:12]}.log'
             record_path = work_dir / f'vllm-replica-{i}-{node.id[:12]}.json'
             launcher = ray_placement.launcher_argv(python, address, node, ready, argv, list(added),
-                                                   int(port) + i - 1 if port else None, p.cpus)
+                                                   rport, p.cpus)
             launch = (lambda argv_, added_, log_path_, launcher=launcher, ready=ready:
                       server.start_launched(launcher, argv_, model_name=expected_name(cfg), log_path=log_path_,
                                             ready_path=ready, env={**ray_placement.ray_env(site, usage),
