@@ -53,7 +53,8 @@ def settle_for_benchmark(env: dict, inputs: dict) -> dict:
     steps_env) and what follows from the benchmark when the user did not say it: its category (an
     edge benchmark is an edge run) and the scenarios it runs by default (the first of each of the
     closed division's requirements: llama2-70b Offline and Server, llama3.1-8b-edge Offline and
-    SingleStream). A category that is not the benchmark's is refused."""
+    SingleStream). A category that is not the benchmark's is refused. A test run given no
+    --test_query_count is sized to the host (CM_MLPERF_SIZE_TO_HOST, harness/sizing.py)."""
     from .benchmarks import get_benchmark
     from .rounds import RoundError, settle_benchmark, steps_env
     try:
@@ -73,6 +74,8 @@ def settle_for_benchmark(env: dict, inputs: dict) -> dict:
         notes.append(why_not)
     if not given:
         settled["CM_MLPERF_SUBMISSION_CATEGORY"] = bench.category
+    if env.get("CM_MLPERF_EXECUTION_MODE", "test") == "test" and not inputs.get("test_query_count"):
+        settled["CM_MLPERF_SIZE_TO_HOST"] = "yes"      # a test run sized to the host (harness/sizing.py)
     if not inputs.get("scenario") and not inputs.get("scenarios"):
         settled["CM_MLPERF_LOADGEN_SCENARIO"] = ",".join(alt[0] for alt in rnd.required(bench))
     return {"return": 0, "variations": variations, "note": "; ".join(notes), "env": settled}

@@ -6,6 +6,7 @@ from cmcontract.yesno import is_yes
 
 def preprocess(i):
     from mlperf_llm.accuracy.test06_config import AuditConfigError, audit_config, short_query_count
+    from mlperf_llm.harness.sizing import SizingError
     from mlperf_llm.rounds import RoundError, round_for
 
     env = i['env']
@@ -14,15 +15,28 @@ def preprocess(i):
     if not env.get('CM_MLPERF_AUDIT_CONF'):
         try:
             rnd = round_for(env.get('CM_MLPERF_INFERENCE_VERSION', ''), env['CM_MLPERF_MODEL'])
-            path, origin = audit_config(env.get('CM_MLPERF_INFERENCE_SOURCE', ''), os.getcwd(), rnd,
-                                        short_query_count(env.get('CM_MLPERF_TEST06_QUERY_COUNT', ''),
-                                                          env.get('CM_MLPERF_EXECUTION_MODE', 'test')))
-        except (AuditConfigError, RoundError) as e:
+            given = short_query_count(env.get('CM_MLPERF_TEST06_QUERY_COUNT', ''),
+                                      env.get('CM_MLPERF_EXECUTION_MODE', 'test'))
+            path, origin = audit_config(env.get('CM_MLPERF_INFERENCE_SOURCE', ''), os.getcwd(), rnd, given,
+                                        None if given else _sized_counts(env))
+        except (AuditConfigError, RoundError, SizingError) as e:
             return {'return': 1, 'error': str(e)}
         env['CM_MLPERF_AUDIT_CONF'] = path
         print(f'TEST06: {origin}')
     env['CM_MLPERF_TEST06_AUDIT_CONF'] = env['CM_MLPERF_AUDIT_CONF']
     return {'return': 0}
+
+
+def _sized_counts(env):
+    """A test run sized to the host (CM_MLPERF_SIZE_TO_HOST): each scenario's count from what its
+    tests measured (mlperf_llm.harness.sizing); None otherwise."""
+    from mlperf_llm.harness.sizing import test06_counts
+    if not is_yes(env.get('CM_MLPERF_SIZE_TO_HOST')) or env.get('CM_MLPERF_EXECUTION_MODE', 'test') != 'test':
+        return None
+    scenarios = [s.strip() for s in env.get('CM_MLPERF_LOADGEN_SCENARIO', 'Offline').split(',') if s.strip()]
+    targets = {s: float(env[f'CM_MLPERF_LOADGEN_{s.upper()}_TARGET_QPS'])
+               for s in scenarios if env.get(f'CM_MLPERF_LOADGEN_{s.upper()}_TARGET_QPS')}
+    return test06_counts(env.get('CM_MLPERF_RESULTS_DIR', ''), scenarios, targets)
 
 
 def postprocess(i):

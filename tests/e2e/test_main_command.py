@@ -34,9 +34,9 @@ def test_results_accuracy_and_compliance(first):
     base = results / MODEL
     for scenario in ("Offline", "Server"):
         summary = (base / scenario / "performance" / "run_1" / "mlperf_log_summary.txt").read_text()
-        if scenario == "Offline":    # test mode: no minimum duration, 32 samples issued as asked
+        if scenario == "Offline":    # test mode: no minimum duration, the queries issued as asked
             assert "Result is : VALID" in summary, summary[:800]
-        else:   # 32 queries never satisfy Server's early stopping (~459 needed), on any host
+        else:   # a test run's few queries never satisfy Server's early stopping (~459 needed), on any host
             assert "Result is : INVALID" in summary and "Early stopping satisfied: NO" in summary, summary[:800]
         acc = base / scenario / "accuracy"
         assert (acc / "mlperf_log_accuracy.json").is_file()
@@ -113,7 +113,7 @@ def test_the_last_screen_shows_every_verdict_and_why(first):
                 assert re.search(rf"{CONDITIONS[c]}\s*:\s*NO", summary), (c, summary)
     for scenario in ("Offline", "Server"):
         assert re.search(rf"^  {scenario} +PASS against {re.escape(MODEL)}'s targets \(Required accuracy \(embedded reference "
-                         r"answers of the same 32 samples x0\.999?\)\), 32 samples\n      ROUGE-1 [\d.]+ >= [\d.]+, "
+                         r"answers of the same (\d+) samples x0\.999?\)\), \1 samples\n      ROUGE-1 [\d.]+ >= [\d.]+, "
                          r"ROUGE-2 [\d.]+ >= [\d.]+, ROUGE-L [\d.]+ >= [\d.]+, tokens/sample [\d.]+ in \[", screen, re.M)
     assert "TEST06 (compliance):\n  compliance tests (TEST06) not run: an open-division run" in screen
     assert f"Submission checker (official, v{ROUND}): PASS except the checks only a full-length run can pass" in screen
@@ -123,12 +123,24 @@ def test_the_last_screen_shows_every_verdict_and_why(first):
         assert os.path.isfile(re.search(rf"^  {label}: (\S+)", screen, re.M).group(1)), label
 
 
-def test_test_mode_accuracy_covers_test_query_count_samples_judged_on_the_same(first):
+def test_the_test_run_is_sized_to_the_host_and_accuracy_judged_on_the_samples_it_ran(first):
+    """No --test_query_count: the first Offline test measures the host, each later test is sized
+    from it (harness/sizing.py) with its expected duration printed before and its actual after;
+    each accuracy test covers the first N samples and is judged against the same N."""
     out, results, _, _ = first
-    assert "Offline accuracy: the first 32 of 211 samples" in out
-    assert "Server accuracy: the first 32 of 211 samples" in out
+    assert "Offline performance: 12 queries (measures this host" in out
+    assert re.search(r"^test run sized to this host: [\d.]+ samples/s, an answer takes [\d.]+ s", out, re.M)
+    assert (results / "test_sizing.json").is_file()
+    for scenario, mode in (("Offline", "accuracy"), ("Server", "performance"), ("Server", "accuracy")):
+        before = re.search(rf"^{scenario} {mode}: (\d+) queries, expected ~(\d+) s \(sized to this host", out, re.M)
+        assert before, f"{scenario} {mode}: no expected duration printed"
+        n = int(before.group(1))
+        assert 3 <= n <= 32
+        assert re.search(rf"^{scenario} {mode}: {n} queries in \d+ s \(expected ~{before.group(2)} s\)$", out, re.M)
+        if mode == "accuracy":
+            assert f"{scenario} accuracy: the first {n} of 211 samples" in out
+            assert f"Required accuracy (embedded reference answers of the same {n} samples x0.99" in out
     assert out.count(f"{MODEL}: PASS") >= 2
-    assert "Required accuracy (embedded reference answers of the same 32 samples x0.99)" in out
 
 
 def test_every_cached_step_passes_on_what_its_fresh_run_did(readme_run, small_run):

@@ -68,16 +68,46 @@ def find_in_source(source: str, rnd: Round | None = None) -> str:
                            f"{', '.join(candidates)}): is it an mlcommons/inference checkout?")
 
 
-SHORTENED_KEYS = ("*.*.min_query_count", "*.*.accuracy_log_sampling_target")
+SHORTENED_KEYS = ("min_query_count", "accuracy_log_sampling_target")   # under *.* (or *.<Scenario>.)
 
 
 def shortened(text: str, query_count: int) -> str:
     """audit.config with TEST06's 100 queries (and 100 logged samples) replaced by query_count: a
     test run's short TEST06 (--test06_query_count), never a submission's."""
-    lines = [line for line in text.splitlines() if line.split("=", 1)[0].strip() not in SHORTENED_KEYS]
+    keys = [f"*.*.{k}" for k in SHORTENED_KEYS]
+    lines = [line for line in text.splitlines() if line.split("=", 1)[0].strip() not in keys]
     lines.append(f"# test mode: shortened to {query_count} queries by --test06_query_count (not for a submission)")
-    lines += [f"{key} = {query_count}" for key in SHORTENED_KEYS]
+    lines += [f"{key} = {query_count}" for key in keys]
     return "\n".join(lines) + "\n"
+
+
+def sized(text: str, counts: dict[str, int]) -> str:
+    """audit.config with each scenario's TEST06 shortened to its count (LoadGen takes a
+    `*.<Scenario>.` key before `*.*.`): a test run sized to the host (harness/sizing.py)."""
+    lines = text.rstrip("\n").splitlines()
+    lines.append("# test mode: sized to this host, per scenario (not for a submission)")
+    for scenario, n in counts.items():
+        lines += [f"*.{scenario}.{k} = {n}" for k in SHORTENED_KEYS]
+    return "\n".join(lines) + "\n"
+
+
+def query_count_of(path: str, scenario: str) -> int | None:
+    """The queries TEST06 issues for scenario under the audit.config at path (its `*.<Scenario>.` key,
+    else `*.*.`); None when the file cannot be read or has neither."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return None
+    values = {}
+    for line in text.splitlines():
+        key, eq, value = line.partition("=")
+        if eq and value.strip().isdigit():
+            values[key.strip()] = int(value.strip())
+    for key in (f"*.{scenario}.min_query_count", "*.*.min_query_count"):
+        if key in values:
+            return values[key]
+    return None
 
 
 def short_query_count(value: str, execution_mode: str) -> int | None:
@@ -94,9 +124,11 @@ def short_query_count(value: str, execution_mode: str) -> int | None:
     return int(text)
 
 
-def audit_config(source: str, output_dir: str, rnd: Round, query_count: int | None = None) -> Tuple[str, str]:
+def audit_config(source: str, output_dir: str, rnd: Round, query_count: int | None = None,
+                 counts: dict[str, int] | None = None) -> Tuple[str, str]:
     """(path of audit.config inside output_dir, where it came from); with query_count, TEST06 is
-    shortened to that many queries (test mode)."""
+    shortened to that many queries (test mode); with counts, each scenario's to its own (a test run
+    sized to the host)."""
     os.makedirs(output_dir, exist_ok=True)
     target = os.path.join(output_dir, "audit.config")
     if source:
@@ -111,5 +143,9 @@ def audit_config(source: str, output_dir: str, rnd: Round, query_count: int | No
     if query_count:
         text = shortened(text, query_count)
         origin += f"; shortened to {query_count} queries (--test06_query_count, test mode)"
+    elif counts:
+        text = sized(text, counts)
+        origin += ("; sized to this host: " + ", ".join(f"{s} {n} queries" for s, n in counts.items())
+                   + " (test mode; --test06_query_count=N for a fixed count)")
     write_text(target, text)
     return target, origin

@@ -131,6 +131,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         find_target=find_target(env),
         search_budget_s=60 * (_num(env, "CM_MLPERF_SEARCH_BUDGET") or 10),
         sweep=(env.get("CM_MLPERF_SWEEP") or "").strip(),
+        size_to_host=is_yes(env.get("CM_MLPERF_SIZE_TO_HOST")),
         audit_conf=env.get("CM_MLPERF_AUDIT_CONF") or "",
         skip_tokenizer_check=is_yes(env.get("CM_MLPERF_SKIP_TOKENIZER_CHECK")),
         token_ids_via=env.get("CM_MLPERF_VLLM_TOKEN_IDS") or "return_token_ids",

@@ -24,6 +24,7 @@ from pathlib import Path
 from cmcontract.publish import replace_dir
 
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, summary_values, verdict
+from . import sizing
 from .search import SEARCH_FILE, MIN_PROBE_QUERIES, Probe, Searched, judge, probe_queries, search
 from .sweep import Row as SweepRow, SweepError, auto_loads, parse_loads, row_from_summary, table
 from .sweep import save as save_sweep
@@ -69,6 +70,7 @@ class HarnessRequest(TestSettings):
                                           # () = the request's Server / Interactive
     search_budget_s: float = 600.0        # the whole find-performance run's time, the searches' probes in it
     sweep: str = ""                       # "auto" or "QPS,QPS,...": a load sweep of Server tests (sweep.py)
+    size_to_host: bool = False            # test mode: each test's query count from the host's rate (sizing.py)
     python: str = sys.executable
     loadgen_path: str = ""          # the round's LoadGen (get-mlperf-inference-loadgen site/), first on PYTHONPATH
     loadgen_version: str = ""       # its version, where known (user.conf works around the 4.1 wheels' padding)
@@ -210,7 +212,20 @@ def _run_logged(cmd: list[str], log_path: Path, loadgen_path: str = "") -> int:
             raise
 
 
-def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: Path | None = None) -> RunOutcome:
+def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: Path | None = None,
+            sized: sizing.Sized | None = None) -> RunOutcome:
+    """One LoadGen test; with `sized`, its size and expected duration printed before it starts and
+    its actual duration after."""
+    if sized is not None:
+        print(sized.line(scenario, mode), flush=True)
+    t0 = time.monotonic()
+    o = _run_one(req, scenario, mode, rows, base_dir)
+    if sized is not None:
+        print(sized.done_line(scenario, mode, time.monotonic() - t0), flush=True)
+    return o
+
+
+def _run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: Path | None) -> RunOutcome:
     rnd = req.rnd
     lg_model, lg_scenario, model_dir, scenario_dir = loadgen_model_and_dirs(req.model, scenario, rnd)
     final = layout_dir(base_dir or req.results_dir, model_dir, scenario_dir, mode)
@@ -450,6 +465,61 @@ def _meet_latency_bounds(req: HarnessRequest, scenario: str, rows: int, outcome:
     return req, outcome
 
 
+def _start_sizing(req: HarnessRequest) -> sizing.Measured | None:
+    """A sized run's start: an earlier run's measurement in the results folder is removed (this run
+    measures the host again) unless this is the TEST06 run of the same command, which sizes from it;
+    a run with no Offline performance test to measure with says that it is not sized."""
+    if not (req.size_to_host and req.execution_mode == "test"):
+        return None
+    if "TEST06" in req.modes:
+        try:
+            return sizing.Measured.load(req.results_dir)
+        except sizing.SizingError as e:
+            raise HarnessInputError(str(e)) from None
+    sizing.Measured.discard(req.results_dir)
+    if "Offline" not in req.scenarios or "performance" not in req.modes:
+        print("test run not sized to this host: it has no Offline performance test to measure the host "
+              f"with; each test issues {req.test_query_count or 'the default number of'} queries", flush=True)
+    return None
+
+
+def _size_test(req: HarnessRequest, scenario: str, mode: str, rows: int,
+               measured: sizing.Measured | None) -> tuple[HarnessRequest, sizing.Sized | None]:
+    """A sized run's test: its request with the query count for this host, and that size; other runs'
+    tests as asked (None). The first Offline performance test measures the host; TEST06's count is its
+    audit.config's (the TEST06 step sizes it with sizing.size)."""
+    if not (req.size_to_host and req.execution_mode == "test"):
+        return req, None
+    cap = test_queries(req.test_query_count, rows)
+    if mode == "TEST06":
+        from ..accuracy.test06_config import query_count_of
+        n = query_count_of(req.audit_conf, scenario)
+        if measured is None or n is None:
+            return req, None
+        return (replace(req, test_query_count=n),
+                sizing.Sized(n, sizing.expected_seconds(scenario, n, req.target_for(scenario), measured),
+                             "its audit.config's count"))
+    if mode == "accuracy" and req.accuracy_sample_count is not None:
+        return req, None
+    if measured is None:
+        if (scenario, mode) != ("Offline", "performance"):
+            return req, None
+        n = sizing.first_test(cap)
+        return replace(req, test_query_count=n), sizing.Sized(n, None, "measures this host: the tests after "
+                                                               "it are sized from its rate")
+    sized = sizing.size(scenario, mode, req.target_for(scenario), cap, measured)
+    return replace(req, test_query_count=sized.queries), sized
+
+
+def _measure(req: HarnessRequest, first: RunOutcome, queries: int, seconds: float) -> sizing.Measured:
+    m = sizing.measured_from(first.summary, queries, seconds, first.directory)
+    path = m.save(req.results_dir)
+    print(f"test run sized to this host: {m.samples_per_second:.3g} samples/s, an answer takes "
+          f"{m.tail_s:.1f} s on average; each later test ~{sizing.PER_TEST_S:.0f} s ({path}; --test_query_count=N "
+          "for fixed sizes)", flush=True)
+    return m
+
+
 def run_all(req: HarnessRequest) -> list[RunOutcome]:
     """Run every (scenario, mode) test of the request; performance before accuracy."""
     req.validate()
@@ -466,19 +536,27 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
     if req.sweep:
         run_sweep(req, rows, offline_qps)
     outcomes: list[RunOutcome] = []
+    measured = _start_sizing(req)
     for scenario in req.scenarios:
         req = _derive_from_offline(req, [o for o in outcomes if o.scenario == "Offline"], scenario, sources)
         for mode in req.modes:
-            if mode == "accuracy" and req.accuracy_rows(rows) < rows:
-                n = req.accuracy_rows(rows)
+            treq, sized = _size_test(req, scenario, mode, rows, measured)
+            if mode == "accuracy" and treq.accuracy_rows(rows) < rows:
+                n = treq.accuracy_rows(rows)
                 print(f"{scenario} accuracy: the first {n} of {rows} samples (test mode; "
                       "--accuracy_sample_count=all for every sample)", flush=True)
-                outcomes.append(run_one(replace(req, total_sample_count=n), scenario, mode, n))
+                outcomes.append(run_one(replace(treq, total_sample_count=n), scenario, mode, n, sized=sized))
             elif mode == "performance":
-                req, outcome = _meet_latency_bounds(req, scenario, rows, run_one(req, scenario, mode, rows), sources)
+                t0 = time.monotonic()
+                first = run_one(treq, scenario, mode, rows, sized=sized)
+                if sized is not None and measured is None and first.verdict != "FAILED":
+                    measured = _measure(req, first, treq.test_query_count or 0, time.monotonic() - t0)
+                treq, outcome = _meet_latency_bounds(treq, scenario, rows, first, sources)
+                if treq.target_for(scenario) != req.target_for(scenario):     # lowered to meet the bounds
+                    req = replace(req, **{TARGET_INPUTS[scenario]: treq.target_for(scenario)})
                 outcomes.append(outcome)
             else:
-                outcomes.append(run_one(req, scenario, mode, rows))
+                outcomes.append(run_one(treq, scenario, mode, rows, sized=sized))
             if outcomes[-1].verdict == "FAILED":     # the next tests would meet the same fault
                 break
         if outcomes and outcomes[-1].verdict == "FAILED":

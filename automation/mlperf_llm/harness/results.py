@@ -60,6 +60,7 @@ class Summary:
     ttft_p99_ns: float | None = None
     tpot_p99_ns: float | None = None
     latency_p90_ns: float | None = None  # a sample's whole latency: SingleStream's result
+    latency_mean_ns: float | None = None  # an answer's mean latency: an Offline test's sizes a test run (sizing.py)
     ttft_p90_ns: float | None = None    # SingleStream's token latencies at its percentile
     tpot_p90_ns: float | None = None
     qsl_rng_seed: int | None = None
@@ -90,6 +91,7 @@ _SUMMARY_RX = {
     "ttft_p99_ns": re.compile(r"^99\.00 percentile first token latency \(ns\)\s*:\s*" + _NUM, re.M),
     "tpot_p99_ns": re.compile(r"^99\.00 percentile time to output token \(ns\)\s*:\s*" + _NUM, re.M),
     "latency_p90_ns": re.compile(r"^90\.00 percentile latency \(ns\)\s*:\s*" + _NUM, re.M),
+    "latency_mean_ns": re.compile(r"^Mean latency \(ns\)\s*:\s*" + _NUM, re.M),
     "ttft_p90_ns": re.compile(r"^90\.00 percentile first token latency \(ns\)\s*:\s*" + _NUM, re.M),
     "tpot_p90_ns": re.compile(r"^90\.00 percentile time to output token \(ns\)\s*:\s*" + _NUM, re.M),
     "qsl_rng_seed": re.compile(r"^qsl_rng_seed\s*:\s*(\d+)", re.M),

@@ -1,6 +1,8 @@
 """The whole harness (driver -> one subprocess per LoadGen test) against stand-in servers."""
 
 import json
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -259,3 +261,41 @@ def test_a_sweep_runs_one_server_test_per_load_and_writes_one_table(tmp_path, da
     assert "Server load sweep at 2, 4 QPS" in said and "| 4 | 8 |" in said
     for load in ("2", "4"):
         assert (tmp_path / "results" / "sweep" / "Server" / f"qps-{load}").is_dir()
+
+
+def test_a_test_run_sized_to_the_host_measures_first_and_prints_each_tests_expected_duration(
+        tmp_path, dataset, monkeypatch, capsys):
+    # one answer at a time, 0.25 s each: 4 samples/s; each later test gets ~3 s here (15 s in a run)
+    from mlperf_llm.accuracy.test06_config import audit_config
+    from mlperf_llm.harness import sizing
+    from mlperf_llm.rounds import round_for
+    monkeypatch.setattr(sizing, "PER_TEST_S", 3.0)
+    req = _req(tmp_path, dataset, [], scenarios=("Offline", "Server"), size_to_host=True)
+    with StandinProcess(StandinConfig(output_tokens=5, tpot_ms=50, max_num_seqs=1)) as sp:
+        req = replace(req, api_servers=(sp.url,))
+        outs = run_all(req)
+        m = sizing.Measured.load(req.results_dir)
+        server_qps = json.loads((tmp_path / "results" / "targets.json").read_text())["Server"]["target_qps"]
+        counts = sizing.test06_counts(req.results_dir, ["Offline"], {})
+        audit, _ = audit_config("", str(tmp_path / "audit"), round_for("", "llama2-70b-99"), None, counts)
+        t06, = run_all(replace(req, modes=("TEST06",), scenarios=("Offline",), audit_conf=audit))
+    out = capsys.readouterr().out
+    assert [(o.scenario, o.mode) for o in outs] == [("Offline", "performance"), ("Offline", "accuracy"),
+                                                    ("Server", "performance"), ("Server", "accuracy")]
+    assert all(o.verdict != "FAILED" for o in outs + [t06]), [(o.scenario, o.mode, o.reasons) for o in outs]
+    assert m.queries == sizing.FIRST_QUERIES and 0 < m.samples_per_second <= 5.1, m   # one 0.2 s answer at a time
+    assert "Offline performance: 12 queries (measures this host" in out
+    assert "test run sized to this host:" in out
+    want = {("Offline", "accuracy"): sizing.size("Offline", "accuracy", None, ROWS, m).queries,
+            ("Server", "performance"): sizing.size("Server", "performance", server_qps, ROWS, m).queries,
+            ("Server", "accuracy"): sizing.size("Server", "accuracy", server_qps, ROWS, m).queries,
+            ("Offline", "TEST06"): counts["Offline"]}
+    assert 3 <= min(want.values()) and max(want.values()) < ROWS      # sized: neither the cap nor nothing
+    for o in outs[1:] + [t06]:
+        n = want[(o.scenario, o.mode)]
+        assert f"{o.scenario} {o.mode}: {n} queries, expected ~" in out
+        assert re.search(rf"{o.scenario} {o.mode}: {n} queries in \d+ s \(expected ~\d+ s\)", out)
+        if o.mode == "performance":
+            assert o.summary["queries"] == n
+        else:
+            assert len(_accuracy_ids(Path(o.directory) / "mlperf_log_accuracy.json")) == n

@@ -65,3 +65,10 @@ def test_the_closing_screen_says_why_test06_did_not_run():
     text = summary(env(CM_MLPERF_RUN_COMPLIANCE="yes", CM_MLPERF_COMPLIANCE_NOT_RUN=why), {})
     assert f"TEST06 (compliance):\n  {why}" in text
     assert "run-mlperf-compliance-test06 reported none" not in text
+
+
+def test_a_test_run_is_sized_to_the_host_unless_its_query_count_is_given():
+    settled = lambda e, inputs: runapp.settle_for_benchmark(env(**e), inputs)["env"]   # noqa: E731
+    assert settled({"CM_MLPERF_EXECUTION_MODE": "test"}, {})["CM_MLPERF_SIZE_TO_HOST"] == "yes"
+    assert "CM_MLPERF_SIZE_TO_HOST" not in settled({"CM_MLPERF_EXECUTION_MODE": "test"}, {"test_query_count": "8"})
+    assert "CM_MLPERF_SIZE_TO_HOST" not in settled({"CM_MLPERF_EXECUTION_MODE": "valid"}, {})
