@@ -50,6 +50,8 @@ def finalize(staging: Path, final: Path, ok: bool) -> Path:
     return final
 
 
+TIMINGS_FILE = "query_timings.json"    # per answered query: issued, first token, completed, tokens (run.py)
+
 @dataclass
 class Summary:
     scenario: str = ""

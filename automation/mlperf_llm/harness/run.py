@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -26,10 +27,11 @@ from cmcontract.yesno import is_yes
 from .progress import Progress, Stats
 from .qsl import Dataset, DatasetError, check_tokenizer, load_dataset
 from .responder import Responder
-from .results import HarnessStatus
+from .results import TIMINGS_FILE, HarnessStatus
 from .rounds import RoundError, installed_loadgen_version, loadgen_check, loadgen_model_and_dirs
 from .serverwatch import ServerWatch
 from .testconfig import CONFIG_FILE, ConfigError, TestConfig, field_types
+from ..files import write_atomic
 from ..rounds import round_for
 from ..sysinfo.loadgen_conf import conf_beside_loadgen
 
@@ -231,6 +233,8 @@ def run(cfg: TestConfig) -> int:
     finally:
         os.chdir(cwd)
     write_status([])
+    write_atomic(str(out / TIMINGS_FILE), json.dumps({"columns": ["issued_s", "first_token_s", "completed_s", "tokens"],
+                                                      "queries": responder.timings()}))
     if not status.ok:
         print("ERROR: the run failed:\n" + "\n".join(status.errors[:3]), file=sys.stderr)
         return EXIT_FAILED

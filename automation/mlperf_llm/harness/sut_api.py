@@ -96,7 +96,7 @@ class ApiSUT:
     # ---- LoadGen callbacks (called on LoadGen's threads) ------------------------------------
     def issue_queries(self, query_samples) -> None:
         items = [(q.id, q.index) for q in query_samples]
-        self.responder.stats.issued += len(items)
+        self.responder.issued(items)
         n = len(self.workers)
         if n == 1 or len(items) == 1:
             w = self.workers[self._next % n]

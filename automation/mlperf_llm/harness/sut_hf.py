@@ -89,7 +89,7 @@ class HfSUT:
 
     def issue_queries(self, query_samples) -> None:
         items = [(q.id, q.index) for q in query_samples]
-        self.responder.stats.issued += len(items)
+        self.responder.issued(items)
         step = 1 if self.cfg.streaming else max(1, self.cfg.batch_size)
         for k in range(0, len(items), step):
             self.q.put(items[k:k + step])

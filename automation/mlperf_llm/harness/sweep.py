@@ -74,17 +74,34 @@ def _ms(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e6
 
 
-def table(rows: list[Row], bounds_ms: tuple[float, float]) -> list[str]:
+def header(bounds_ms: tuple[float, float]) -> tuple[str, ...]:
+    return ("target QPS", "queries", "achieved QPS", "output tok/s", f"TTFT p50 / p90 / p99 ms (bound {bounds_ms[0]:g})",
+            f"TPOT p50 / p90 / p99 ms (bound {bounds_ms[1]:g})", "bounds met")
+
+
+def cells(r: Row) -> tuple[str, ...]:
+    """A row's cells, as the table and the results page show them."""
     def f(v, fmt="{:.0f}"):
         return "-" if v is None else fmt.format(v)
-    out = [f"| target QPS | queries | achieved QPS | output tok/s | TTFT p50 / p90 / p99 ms (bound {bounds_ms[0]:g}) "
-           f"| TPOT p50 / p90 / p99 ms (bound {bounds_ms[1]:g}) | bounds met |",
-           "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        out.append(f"| {r.target_qps:g} | {r.queries} | {f(r.achieved_qps, '{:.2f}')} | {f(r.tokens_per_s, '{:.1f}')} "
-                   f"| {' / '.join(f(v) for v in r.ttft_ms)} | {' / '.join(f(v) for v in r.tpot_ms)} "
-                   f"| {'-' if r.bounds_met is None else 'yes' if r.bounds_met else 'NO'} |")
-    return out
+    return (f"{r.target_qps:g}", str(r.queries), f(r.achieved_qps, "{:.2f}"), f(r.tokens_per_s, "{:.1f}"),
+            " / ".join(f(v) for v in r.ttft_ms), " / ".join(f(v) for v in r.tpot_ms),
+            "-" if r.bounds_met is None else "yes" if r.bounds_met else "NO")
+
+
+def table(rows: list[Row], bounds_ms: tuple[float, float]) -> list[str]:
+    head = header(bounds_ms)
+    return (["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            + ["| " + " | ".join(cells(r)) + " |" for r in rows])
+
+
+def load(results_dir: str) -> tuple[str, tuple[float, float], list[Row]] | None:
+    """The sweep written to results_dir (scenario, bounds, rows); None without one."""
+    path = Path(results_dir) / SWEEP_JSON
+    if not path.is_file():
+        return None
+    s = json.loads(path.read_text())
+    rows = [Row(**{**r, "ttft_ms": tuple(r["ttft_ms"]), "tpot_ms": tuple(r["tpot_ms"])}) for r in s["rows"]]
+    return s["scenario"], tuple(s["bounds_ms"]), rows
 
 
 def save(results_dir: str, scenario: str, rows: list[Row], bounds_ms: tuple[float, float], offline_qps: float) -> str:

@@ -128,7 +128,9 @@ def _target_text(meta: Metadata, model: str) -> str:
                      for t in targets)
 
 
-def render_summary_html(meta: Metadata, system: dict, results: list[ScenarioResult]) -> str:
+def render_summary_html(meta: Metadata, system: dict, results: list[ScenarioResult], figures=(), sweep=None) -> str:
+    """The results page; figures (plots.figures.Figure) and a load sweep's table (plots.figures.SweepTable)
+    below the results table."""
     scenarios = _scenarios(results)
     rows = []
     for model in sorted({r.model for r in results}):
@@ -152,7 +154,8 @@ def render_summary_html(meta: Metadata, system: dict, results: list[ScenarioResu
         round=meta.round, year=datetime.date.today().year, submitter=meta.submitter, system=system,
         placeholder=placeholder_note(meta.submitter),
         category=meta.category, division=meta.division, availability=meta.availability or system.get("status", ""),
-        system_groups=system_groups(system), scenarios=scenarios, rows=rows, notes=notes)
+        system_groups=system_groups(system), scenarios=scenarios, rows=rows, notes=notes, figures=figures,
+        sweep=sweep)
 
 
 def render_submission_readme(meta: Metadata, system: dict, results: list[ScenarioResult]) -> str:

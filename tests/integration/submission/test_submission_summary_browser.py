@@ -1,11 +1,14 @@
 """summary.html as a person sees it: rendered by a real headless Chromium (Debian's), its tables read back."""
+import base64
+import os
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
 
 import pytest
 
-from submission_fixtures import build
+from submission_fixtures import FIX, build, metadata
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -84,3 +87,50 @@ def test_summary_page_in_a_real_browser(tmp_path):
     subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--window-size=1300,1100",
                     f"--screenshot={shot}", "file://" + report.summary_html], capture_output=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10000
+
+
+PLOTS = os.path.join(FIX, "..", "plots")
+
+
+@pytest.mark.e2e
+def test_the_plots_render_in_a_real_browser_with_no_console_error(tmp_path):
+    """summary.html with the plots of real query timings (the embedded default's Offline and Server
+    tests) and a real load sweep: five images inlined, drawn by Chromium from disk (their colours in
+    the screenshot), the sweep's table, nothing on the console."""
+    from PIL import Image
+    from mlperf_llm.submission.tree import BuildRequest, build_submission
+    browser = chromium()
+    results = tmp_path / "results"
+    shutil.copytree(os.path.join(FIX, "results-v5.1"), results)
+    for scenario in ("Offline", "Server"):
+        shutil.copy(os.path.join(PLOTS, f"query_timings_{scenario.lower()}_embedded.json"),
+                    results / "llama2-70b-99" / scenario / "performance" / "run_1" / "query_timings.json")
+    shutil.copy(os.path.join(PLOTS, "sweep_embedded.json"), results / "sweep.json")
+    report = build_submission(BuildRequest(str(results), os.path.join(FIX, "system.json"), metadata("v5.1", "closed"),
+                                           str(tmp_path / "mlperf_submission")))
+    html = open(report.summary_html).read()
+    images = re.findall(r'<img src="data:image/svg\+xml;base64,([^"]+)" alt="([^"]+)"', html)
+    assert [alt for _, alt in images] == [
+        "llama2-70b-99 Offline: output tokens/s over the run (12 queries)",
+        "llama2-70b-99 Server: time to first token (20 queries)",
+        "llama2-70b-99 Server: time per output token (20 queries)",
+        "llama2-70b-99 Server: output tokens/s over the run (20 queries)",
+        "Server load sweep: p99 latencies against the load achieved"]
+    assert all(base64.b64decode(data).startswith(b"<svg") and len(data) > 4000 for data, _ in images)
+    assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html   # nothing fetched at view time
+    profile = tmp_path / "profile"
+    shot = tmp_path / "plots.png"
+    proc = subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+                           "--window-size=1300,3200", f"--screenshot={shot}", "file://" + report.summary_html],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.exists(), proc.stderr[-2000:]
+    assert not [line for line in proc.stderr.splitlines() if ":CONSOLE" in line], proc.stderr[-2000:]
+    counts = {c: n for n, c in Image.open(shot).convert("RGB").getcolors(maxcolors=1 << 24)}
+    colours = {c: counts.get(c, 0) for c in ((0x4a, 0x7b, 0xb7), (0x2a, 0x8a, 0x4a), (0xb0, 0x00, 0x20))}
+    assert all(n > 100 for n in colours.values()), colours      # bars and curves, tokens/s, bounds: drawn
+    dom = subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom",
+                          "file://" + report.summary_html], capture_output=True, text=True, timeout=120).stdout
+    p = Tables()
+    p.feed(dom)
+    assert p.tables["sweep"][0][4] == "TTFT p50 / p90 / p99 ms (bound 2000)"
+    assert p.tables["sweep"][3] == ["2.46", "50", "1.94", "152.7", "148 / 243 / 382", "55 / 63 / 91", "yes"]
