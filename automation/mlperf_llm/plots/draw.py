@@ -60,3 +60,15 @@ def against_load(achieved_qps, ttft_p99_ms, tpot_p99_ms, bounds_ms: tuple[float,
         ax.legend(loc="upper left")
     return _svg(fig)
 
+
+
+def recorded_against_reproduced(labels, recorded, reproduced, title: str, unit: str) -> str:
+    """Grouped bars: each figure of a test as recorded (published) and as reproduced here."""
+    fig, ax = plt.subplots(figsize=SIZE)
+    xs = list(range(len(labels)))
+    ax.bar([x - 0.2 for x in xs], [v or 0 for v in recorded], width=0.4, label="recorded", color="#999999")
+    ax.bar([x + 0.2 for x in xs], [v or 0 for v in reproduced], width=0.4, label="reproduced", color="#4a7bb7")
+    ax.set_xticks(xs, labels)
+    ax.set(title=title, ylabel=unit)
+    ax.legend(loc="upper right")
+    return _svg(fig)

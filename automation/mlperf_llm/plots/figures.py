@@ -59,3 +59,33 @@ def sweep(results_dir: str) -> tuple[list[Figure], SweepTable | None]:
                  draw.against_load([r.achieved_qps for r in rows], [r.ttft_ms[2] for r in rows],
                                    [r.tpot_ms[2] for r in rows], bounds, f"{scenario} sweep"))
     return [fig], SweepTable(scenario, sweeps.header(bounds), tuple(sweeps.cells(r) for r in rows))
+
+
+# a replay's performance figures, drawn in two groups of one unit each
+_REPLAY_GROUPS = (("throughput", "tokens/s", ("tokens_per_second", "completed_tokens_per_second")),
+                  ("latency", "ms", ("TTFT p50 (ms)", "TTFT p90 (ms)", "TTFT p99 (ms)", "TPOT p50 (ms)",
+                                     "TPOT p90 (ms)", "TPOT p99 (ms)", "latency p50 (ms)", "latency p90 (ms)",
+                                     "latency p99 (ms)")))
+
+
+def reproduction(rows: list[dict], comparable: bool) -> dict[tuple, list[Figure]]:
+    """A replay's figures, per performance test (system, model, scenario): its throughput and its
+    latencies as recorded against as reproduced (rows: reproduction.json's `tests`)."""
+    by_test: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r["mode"] == "performance" and r["recorded"] is not None and r["reproduced"] is not None:
+            by_test.setdefault((r["system"], r["model"], r["scenario"]), []).append(r)
+    out = {}
+    for key, test_rows in by_test.items():
+        figs = []
+        for group, unit, metrics in _REPLAY_GROUPS:
+            chosen = [r for m in metrics for r in test_rows if r["metric"] == m]
+            if not chosen:
+                continue
+            title = f"{key[1]} {key[2]}: {group}, recorded and reproduced" + ("" if comparable else " (a stand-in: not comparable)")
+            figs.append(Figure(title, draw.recorded_against_reproduced(
+                [r["metric"].replace("_per_second", "/s").replace(" (ms)", "") for r in chosen],
+                [r["recorded"] for r in chosen], [r["reproduced"] for r in chosen], f"{key[1]} {key[2]}: {group}", unit)))
+        if figs:
+            out[key] = figs
+    return out

@@ -327,18 +327,22 @@ def to_json(c: Comparison, **context) -> dict:
 
 
 def to_html(report: dict) -> str:
-    """The page beside reproduction.json (templates/reproduction.html.j2): one table per test, the
+    """The page beside reproduction.json (templates/reproduction.html.j2): one table per test (a
+    performance test's figures recorded against reproduced drawn beside it, plots/figures.py), the
     inputs that differ, the notes; one file, nothing fetched when it is opened."""
     import os
     import jinja2
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
                              autoescape=True, undefined=jinja2.StrictUndefined)
     env.filters["fmt"] = _fmt
+    from ..plots.figures import reproduction
+    figures = reproduction(report["tests"], report["comparable"])
     tests = []
     for row in report["tests"]:
         key = (row["system"], row["model"], row["scenario"], row["mode"])
         if not tests or tests[-1]["key"] != key:
-            tests.append({"key": key, "system": key[0], "model": key[1], "scenario": key[2], "mode": key[3], "rows": []})
+            tests.append({"key": key, "system": key[0], "model": key[1], "scenario": key[2], "mode": key[3], "rows": [],
+                          "figures": figures.get(key[:3], []) if key[3] == "performance" else []})
         tests[-1]["rows"].append(row)
     return env.get_template("reproduction.html.j2").render(
         source=report.get("source", ""), replayed_from=report.get("replayed_from", ""), tests=tests,

@@ -1,6 +1,7 @@
 """Recorded against reproduced: the table, what differs and why, what is expected to be exact."""
 import dataclasses
 import json
+import re
 
 from mlperf_llm.reproduce import compare
 from mlperf_llm.reproduce.source import Measured
@@ -187,3 +188,14 @@ def test_the_page_holds_every_test_and_escapes_what_it_shows(tmp_path):
     html = compare.to_html(compare.to_json(c, source="/sub/<x>"))
     assert html.count("<table>") == len({(r.scenario, r.mode) for r in c.rows})
     assert "<script>" not in html and "&lt;script&gt;" in html and "/sub/&lt;x&gt;" in html
+
+
+def test_the_page_draws_each_performance_test_recorded_against_reproduced():
+    c = compare.Comparison(rows=compare.compare_results(results(tps=100.0), results(tps=80.0), accuracy_exact=False))
+    html = compare.to_html(compare.to_json(c, source="/sub/x"))
+    perf = {(r.model, r.scenario) for r in c.rows if r.mode == "performance"}
+    alts = re.findall(r'<img src="data:image/svg\+xml;base64,[^"]+" alt="([^"]+)"', html)
+    assert perf and {a.split(":")[0] for a in alts} == {f"{m} {s}" for m, s in perf}
+    assert all(a.endswith("recorded and reproduced") for a in alts)
+    stand_in = compare.Comparison(rows=c.rows, comparable=False)
+    assert "(a stand-in: not comparable)" in compare.to_html(compare.to_json(stand_in, source="/sub/x"))
