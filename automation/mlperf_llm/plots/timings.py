@@ -23,14 +23,6 @@ class Timings:
     queries: int
 
 
-def percentile(values, p: float) -> float | None:
-    """The p-th percentile as LoadGen reports it: the value at index floor(p/100 * n) of the sorted values."""
-    if not values:
-        return None
-    v = sorted(values)
-    return v[min(len(v) - 1, int(p / 100 * len(v)))]
-
-
 def load(test_dir: str, windows: int = 40) -> Timings | None:
     """The test's timings (None when the test has no query_timings.json: made before it existed)."""
     path = os.path.join(test_dir, TIMINGS_FILE)

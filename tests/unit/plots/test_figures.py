@@ -30,7 +30,6 @@ def test_ttft_and_tpot_are_loadgens_from_each_querys_times(tmp_path):
     # the tokens spread over the windows add up to every token the run generated
     width = t.rate_t_s[1] - t.rate_t_s[0]
     assert sum(r * width for r in t.rate_tokens_per_s) == pytest.approx(sum(r[3] for r in rows), rel=0.01)
-    assert timings.percentile([5, 1, 3, 2, 4], 99) == 5 and timings.percentile([], 99) is None
 
 
 def test_an_offline_test_has_no_token_latencies_but_its_tokens_per_second(tmp_path):
