@@ -124,6 +124,11 @@ class HarnessRequest(TestSettings):
         return round_for(self.round, self.model)
 
     @property
+    def sized_run(self) -> bool:
+        """A test run whose query counts come from the host's measured rate (sizing.py)."""
+        return self.size_to_host and self.execution_mode == "test"
+
+    @property
     def bench(self) -> Benchmark:
         return get_benchmark(self.model)
 
@@ -469,7 +474,7 @@ def _start_sizing(req: HarnessRequest) -> sizing.Measured | None:
     """A sized run's start: an earlier run's measurement in the results folder is removed (this run
     measures the host again) unless this is the TEST06 run of the same command, which sizes from it;
     a run with no Offline performance test to measure with says that it is not sized."""
-    if not (req.size_to_host and req.execution_mode == "test"):
+    if not req.sized_run:
         return None
     if "TEST06" in req.modes:
         try:
@@ -488,7 +493,7 @@ def _size_test(req: HarnessRequest, scenario: str, mode: str, rows: int,
     """A sized run's test: its request with the query count for this host, and that size; other runs'
     tests as asked (None). The first Offline performance test measures the host; TEST06's count is its
     audit.config's (the TEST06 step sizes it with sizing.size)."""
-    if not (req.size_to_host and req.execution_mode == "test"):
+    if not req.sized_run:
         return req, None
     cap = test_queries(req.test_query_count, rows)
     if mode == "TEST06":
