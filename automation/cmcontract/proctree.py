@@ -14,9 +14,9 @@ from typing import Optional
 STOP_GRACE_S = 5.0      # SIGTERM -> SIGKILL
 
 
-def _children(pid: int) -> list[int]:
-    """Direct children of pid, read from /proc (empty where there is no /proc)."""
-    out = []
+def _children_by_parent() -> dict[int, list[int]]:
+    """Every process's direct children, from one pass over /proc (empty where there is no /proc)."""
+    out: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -27,18 +27,19 @@ def _children(pid: int) -> list[int]:
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
                 fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
+            parent = int(fields[1])
+        except (OSError, IndexError, ValueError):
             continue
-        if len(fields) > 1 and fields[1] == str(pid).encode():
-            out.append(int(entry))
+        out.setdefault(parent, []).append(int(entry))
     return out
 
 
-def descendants(pid: int) -> list[int]:
-    """pid's children, grandchildren, ... (depth first)."""
-    out, todo = [], [pid]
+def descendants(*pids: int) -> list[int]:
+    """The children, grandchildren, ... of pids (depth first), from one read of /proc."""
+    children = _children_by_parent()
+    out, todo = [], list(pids)
     while todo:
-        for child in _children(todo.pop()):
+        for child in children.get(todo.pop(), ()):
             out.append(child)
             todo.append(child)
     return out

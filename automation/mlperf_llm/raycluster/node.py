@@ -183,8 +183,7 @@ def processes(token: str, temp_dir: str = "", proc: str = "/proc") -> list[int]:
             continue
         if temp_dir and _holds_files_in(entry, temp_dir, proc):
             found.add(int(entry))
-    for pid in list(found):
-        found.update(descendants(pid))
+    found.update(descendants(*found))
     return sorted(found)
 
 

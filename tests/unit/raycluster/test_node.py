@@ -64,6 +64,7 @@ def test_the_nodes_processes_are_found_by_its_token_its_folder_and_their_childre
     _proc(proc, 200, 1, b"CM4MLPERF_RAY_NODE=other\0", fds=["/tmp/cmray-b/x"])   # another node
     _proc(proc, 300, 1, b"B=2\0")
     import cmcontract.proctree as proctree
-    monkeypatch.setattr(proctree, "_children", lambda pid: [int(p.name) for p in proc.iterdir()
-                                                            if (p / "stat").read_text().split()[3] == str(pid)])
+    parents = {int(p.name): int((p / "stat").read_text().split()[3]) for p in proc.iterdir()}
+    monkeypatch.setattr(proctree, "_children_by_parent",
+                        lambda: {ppid: [c for c, p in parents.items() if p == ppid] for ppid in set(parents.values())})
     assert node.processes("tok", "/tmp/cmray-a", proc=str(proc)) == [100, 101, 102]
