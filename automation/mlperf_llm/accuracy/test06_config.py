@@ -21,11 +21,12 @@ CANDIDATES = ("compliance/nvidia/TEST06/audit.config", "compliance/TEST06/audit.
 # TEST06's audit.config. The file is the same in the source of every round this tool runs (v4.1,
 # v5.0, v5.1.1, master b66003e); tests/unit/accuracy/test_test06_config.py compares each round's
 # copy in ../shared/mlcommons-inference with it. A round whose file differs needs its own table.
+OFFICIAL_QUERY_COUNT = 100     # the queries (and logged samples) of a submission's TEST06
 TEST06_SETTINGS = (
     ("*.*.mode", "2"),
     ("*.*.accuracy_log_rng_seed", "720381539243781796"),
-    ("*.*.accuracy_log_sampling_target", "100"),
-    ("*.*.min_query_count", "100"),
+    ("*.*.accuracy_log_sampling_target", str(OFFICIAL_QUERY_COUNT)),
+    ("*.*.min_query_count", str(OFFICIAL_QUERY_COUNT)),
     ("*.*.min_duration", "0"),
     ("*.*.sample_concatenate_permutation", "0"),
 )
