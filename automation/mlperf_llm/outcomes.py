@@ -92,6 +92,7 @@ class TestOutcome(_Record):
     target_qps: Optional[float] = None   # the target LoadGen ran at
     target_latency_ms: Optional[float] = None   # SingleStream's: one query's expected latency
     target_source: str = ""              # where it came from: given, derived from ..., LoadGen default
+    host_limit: str = ""                 # a latency bound this host cannot meet at any load (harness.hostlimit)
 
     @property
     def valid(self) -> bool:
@@ -185,14 +186,16 @@ class SubmissionOutcome(_Record):
 @dataclass(frozen=True)
 class CheckerVerdict(_Record):
     """The official submission checker on the tree: PASS, PASS in test mode (only the checks a
-    full-length run passes failed), FAIL, or NOT RUN with the reason."""
+    full-length run passes failed), FAIL on this host's latency limit alone (the harness found a
+    bound out of reach at any load, and nothing else failed), FAIL, or NOT RUN with the reason."""
     round: str                           # the --version the checker ran with (v5.1)
-    verdict: str                         # PASS | PASS-TEST-MODE | FAIL | NOT RUN
+    verdict: str                         # PASS | PASS-TEST-MODE | FAIL-HOST-LIMIT | FAIL | NOT RUN
     mode: str = ""                       # test | valid
     error_count: int = 0
     first_errors: Tuple[str, ...] = ()   # at most FIRST_ERRORS
     full_length_checks: Tuple[str, ...] = ()
     warnings: Tuple[str, ...] = ()
+    host_limits: Tuple[str, ...] = ()    # FAIL-HOST-LIMIT: each bound out of this host's reach, said
     log: str = ""                        # the checker's full output
     reason: str = ""                     # NOT RUN: why
     FIRST_ERRORS: ClassVar[int] = 5

@@ -218,6 +218,8 @@ def _test_lines(t: outcomes.TestOutcome) -> list[str]:
         why = "; ".join(t.reasons) or "the logs give no reason"
         lines.append(f"      {t.verdict}: {why}")
         lines.append(f"      logs: {t.directory}")
+    if t.host_limit:
+        lines.append(f"      host limit: {t.host_limit}")
     return lines
 
 
@@ -271,6 +273,11 @@ def _checker_lines(c) -> list[str]:
     elif c.verdict == "PASS-TEST-MODE":
         lines = [f"{head}: PASS except the checks only a full-length run can pass ({c.mode} mode): "
                  + ", ".join(c.full_length_checks)]
+    elif c.verdict == "FAIL-HOST-LIMIT":
+        lines = [f"{head}: FAIL on this host's speed alone, nothing else failed"
+                 + (f" but the checks only a full-length run can pass ({c.mode} mode): "
+                    + ", ".join(c.full_length_checks) if c.full_length_checks else "")]
+        lines += [f"  - {h}" for h in c.host_limits]
     else:
         lines = [f"{head}: FAIL, {c.error_count} error(s)"]
         lines += [f"  - {e}" for e in c.first_errors]

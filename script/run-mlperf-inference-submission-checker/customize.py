@@ -13,7 +13,7 @@ def validate(i):
 
 def preprocess(i):
     from mlperf_llm import outcomes as records
-    from mlperf_llm.submission.checker import checker_verdict, format_report, run_checker
+    from mlperf_llm.submission.checker import HostBound, checker_verdict, format_report, run_checker
     from mlperf_llm.submission.errors import SubmissionError
 
     env, state = i['env'], i['state']
@@ -27,10 +27,15 @@ def preprocess(i):
         version = round_for(env.get('CM_MLPERF_INFERENCE_VERSION', '')).version     # none given: the newest
     except RoundError as e:
         return {'return': 1, 'error': f'run-mlperf-inference-submission-checker: {e}'}
+    # the latency bounds the benchmark step found out of this host's reach (harness/hostlimit.py)
+    bounds = tuple(HostBound(t.scenario, t.ttft_limit_ms, t.tpot_limit_ms, t.host_limit)
+                   for t in records.from_state(state, records.HARNESS)
+                   if t.host_limit and t.mode == 'performance' and t.ttft_limit_ms and t.tpot_limit_ms)
     try:
         report = run_checker(tree, version, env.get('CM_MLPERF_SUBMITTER') or None,
                              env.get('CM_MLPERF_INFERENCE_SOURCE') or None, workdir=os.getcwd(), mode=mode,
-                             extra_args=tuple(shlex.split(env.get('CM_MLPERF_SUBMISSION_CHECKER_EXTRA_ARGS', ''))))
+                             extra_args=tuple(shlex.split(env.get('CM_MLPERF_SUBMISSION_CHECKER_EXTRA_ARGS', ''))),
+                             host_bounds=bounds)
     except SubmissionError as e:
         state[records.CHECKER] = records.to_state(records.CheckerVerdict(
             version, 'NOT RUN', reason=str(e)))
@@ -44,7 +49,11 @@ def preprocess(i):
     env['CM_MLPERF_SUBMISSION_CHECKER_LOG'] = log
     env['CM_MLPERF_SUBMISSION_CHECKER_FULL_LENGTH_CHECKS'] = ','.join(report.full_length_checks)
     env['CM_MLPERF_SUBMISSION_CHECKER_VERDICT'] = (
-        'fail' if not report.passed else 'pass' if report.returncode == 0 else 'pass-test-mode')
+        'fail-host-limit' if report.only_host_limited else 'fail' if not report.passed
+        else 'pass' if report.returncode == 0 else 'pass-test-mode')
+    if report.only_host_limited:
+        return {'return': 1, 'error': 'run-mlperf-inference-submission-checker: FAIL on this host\'s speed alone: '
+                + '; '.join(report.host_limits) + f'; every other check passed (full output: {log})'}
     if not report.passed:
         problems = [f.message for f in report.errors] + [f'pre-check: {f.path}: {f.message}' for f in report.precheck]
         return {'return': 1, 'error': 'run-mlperf-inference-submission-checker: the official checker and our '

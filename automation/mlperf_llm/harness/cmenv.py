@@ -210,6 +210,7 @@ def outcome_records(req: HarnessRequest, outcomes: list[RunOutcome]) -> list[Tes
         reasons = [r for r in o.reasons if not r.startswith("LoadGen result is ")] or list(o.reasons)
         perf = o.mode != "accuracy"
         source = (used.get(o.scenario) or {}).get("source", "") if perf else ""
+        limit = (used.get(o.scenario) or {}).get("host_limit") if o.mode == "performance" else None
         flag = f"--{TARGET_INPUTS[o.scenario]}"
         latency_target = o.scenario == "SingleStream"
         out.append(TestOutcome(
@@ -225,5 +226,6 @@ def outcome_records(req: HarnessRequest, outcomes: list[RunOutcome]) -> list[Tes
             tpot_limit_ms=_ms(s.get("tpot_limit_ns")) if perf else None,
             target_qps=s.get("target_qps") if perf and not latency_target else None,
             target_latency_ms=_ms(s.get("target_latency_ns")) if perf else None,
-            target_source=f"given as {flag}" if source == "given" else source))
+            target_source=f"given as {flag}" if source == "given" else source,
+            host_limit=str(limit.get("sentence", "")) if isinstance(limit, dict) else ""))
     return out

@@ -7,7 +7,9 @@ that ran before it in the same request (LoadGen's own default, 1 query/s, is rig
 or LoadGen's default in a test run; a valid run needs it given). A Server or Interactive target
 the run chose itself (not given) that misses the latency bounds is lowered and the performance test
 run again (at most LATENCY_RETRIES times); the missed runs' logs are kept under
-`<results>/latency_search/`.
+`<results>/latency_search/`. Before the first such test, one query alone on the server is timed
+(hostlimit.py): where that alone is about the bound, no load can meet it, and the run says so, runs
+the test once at the lowest load, and records the host limit in `targets.json`.
 Each test's stdout/stderr is kept as `harness.log` beside LoadGen's logs.
 """
 
@@ -24,7 +26,7 @@ from pathlib import Path
 from cmcontract.publish import replace_dir
 
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, summary_values, verdict
-from . import sizing
+from . import hostlimit, sizing
 from .search import SEARCH_FILE, MIN_PROBE_QUERIES, Probe, Searched, judge, probe_queries, search
 from .sweep import Row as SweepRow, SweepError, auto_loads, parse_loads, row_from_summary, table
 from .sweep import save as save_sweep
@@ -470,6 +472,64 @@ def _meet_latency_bounds(req: HarnessRequest, scenario: str, rows: int, outcome:
     return req, outcome
 
 
+class _Reach:
+    """Whether this host can meet a scenario's latency bounds at any load (hostlimit.py): one probe
+    of a query alone per request, before its first Server or Interactive performance test on a
+    server; each scenario judged by its own bounds."""
+
+    def __init__(self) -> None:
+        self.alone: hostlimit.Alone | None = None
+        self.probed = False
+        self.limits: dict[str, hostlimit.HostLimit] = {}
+
+    def judge(self, req: HarnessRequest, scenario: str, outcomes: list[RunOutcome], sources: dict[str, str],
+              rows: int) -> HarnessRequest:
+        bounds = req.bench.latency_limits_ms.get(scenario)
+        if bounds is None or "performance" not in req.modes or req.backend != "vllm" or not req.api_servers:
+            return req
+        if not self.probed:
+            self.probed = True
+            self.alone = _probe_alone(req)
+        if self.alone is None:
+            return req
+        limit = hostlimit.judge(req.model, scenario, self.alone, bounds)
+        if limit is None:
+            return req
+        self.limits[scenario] = limit
+        old = req.target_for(scenario)
+        if sources.get(scenario) == "given":
+            print(f"{scenario}: {limit.sentence()}; the given target {old:g} is kept and the test runs once "
+                  "(its verdict will name this host limit)", flush=True)
+            return req
+        answer_s = max((float(o.summary.get("latency_mean_ns") or 0) / 1e9 for o in outcomes
+                        if o.scenario == "Offline" and o.mode == "performance"), default=0.0)
+        low = max(hostlimit.lowest_load(answer_s), lowest_test_target(req, rows))
+        if old is None or not 0 < low < old:
+            print(f"{scenario}: {limit.sentence()}; the test runs once, at {old:g} QPS, and is not retried at "
+                  "lower loads (its verdict will name this host limit)", flush=True)
+            return req
+        sources[scenario] = (sources.get(scenario, "").split("; lowered")[0]
+                             + f"; lowered to {low:g}, the lowest load: this host cannot meet the latency bounds")
+        print(f"{scenario}: {limit.sentence()}; the test runs once, at the lowest load, {low:g} QPS (about one "
+              f"query in flight at a time), not at {old:g} and lower ones in turn (its verdict will name this host "
+              f"limit); pass --{scenario.lower()}_target_qps to choose the target", flush=True)
+        return replace(req, **{TARGET_INPUTS[scenario]: low})
+
+
+def _probe_alone(req: HarnessRequest) -> hostlimit.Alone | None:
+    """One query alone on the request's first server (None, said, when the probe failed: the test
+    that follows meets the same fault and names it)."""
+    from .qsl import load_dataset
+    try:
+        prompt = hostlimit.median_prompt(load_dataset(req.dataset_path, req.total_sample_count).tok_input)
+        alone = hostlimit.probe(req.api_servers[0], req.api_model_name, prompt, req.token_ids_via)
+    except hostlimit.ProbeError as e:
+        print(f"latency reach not probed ({e}): a missed latency bound is retried at lower loads", flush=True)
+        return None
+    print(alone.line(), flush=True)
+    return alone
+
+
 def _start_sizing(req: HarnessRequest) -> sizing.Measured | None:
     """A sized run's start: an earlier run's measurement in the results folder is removed (this run
     measures the host again) unless this is the TEST06 run of the same command, which sizes from it;
@@ -542,8 +602,10 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
         run_sweep(req, rows, offline_qps)
     outcomes: list[RunOutcome] = []
     measured = _start_sizing(req)
+    reach = _Reach()
     for scenario in req.scenarios:
         req = _derive_from_offline(req, [o for o in outcomes if o.scenario == "Offline"], scenario, sources)
+        req = reach.judge(req, scenario, outcomes, sources, rows)
         for mode in req.modes:
             treq, sized = _size_test(req, scenario, mode, rows, measured)
             if mode == "accuracy" and treq.accuracy_rows(rows) < rows:
@@ -556,7 +618,8 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
                 first = run_one(treq, scenario, mode, rows, sized=sized)
                 if sized is not None and measured is None and first.verdict != "FAILED":
                     measured = _measure(req, first, treq.test_query_count or 0, time.monotonic() - t0)
-                treq, outcome = _meet_latency_bounds(treq, scenario, rows, first, sources)
+                treq, outcome = ((treq, first) if scenario in reach.limits
+                                 else _meet_latency_bounds(treq, scenario, rows, first, sources))
                 if treq.target_for(scenario) != req.target_for(scenario):     # lowered to meet the bounds
                     req = replace(req, **{TARGET_INPUTS[scenario]: treq.target_for(scenario)})
                 outcomes.append(outcome)
@@ -570,6 +633,8 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
                  json.dumps([asdict(o) for o in outcomes], indent=1))
     if "performance" in req.modes:      # a TEST06-only request keeps the record of the benchmark's run
         used = {s: {"target_latency_ms" if s == "SingleStream" else "target_qps": req.target_for(s),
-                    "source": sources.get(s, "LoadGen default (mlperf.conf)")} for s in req.scenarios}
+                    "source": sources.get(s, "LoadGen default (mlperf.conf)"),
+                    **({"host_limit": reach.limits[s].to_json()} if s in reach.limits else {})}
+                for s in req.scenarios}
         write_atomic(str(Path(req.results_dir) / "targets.json"), json.dumps(used, indent=1))
     return outcomes

@@ -11,6 +11,9 @@ write beside itself; the source stays untouched). Its ERROR lines are sorted int
   fewer rows, when its value is within the range scaled to the rows scored (outside it: an error);
 - a missed accuracy target (the checkers log it as a WARNING): an error in the closed division;
 - consequences of other lines ("... has issues", "NoResults ...", the SUMMARY line), explained by them;
+- a latency bound the harness found out of this host's reach at any load (harness/hostlimit.py;
+  the step hands them in as HostBound): the checker's TTFT/TPOT line and LoadGen's INVALID for that
+  scenario are that host limit, named apart from other failures (verdict FAIL-HOST-LIMIT);
 - everything else: real errors, which fail the step in any mode.
 Beside it, our pre-check (precheck.py) reports what the checker misses; its findings fail the step too.
 """
@@ -58,8 +61,21 @@ LINE = re.compile(r"^(?:\[[^\]]* (?P<l1>ERROR|WARNING|INFO)\] |(?P<l2>ERROR|WARN
 class Finding:
     level: str             # ERROR | WARNING
     message: str
-    kind: str              # full_length | consequence | error | warning
-    check: str = ""        # the named check, for full_length ones
+    kind: str              # full_length | host_limit | consequence | error | warning
+    check: str = ""        # the named check, for full_length ones; the scenario, for host_limit ones
+
+
+@dataclass(frozen=True)
+class HostBound:
+    """A scenario's latency bounds that the harness found out of this host's reach, and its sentence."""
+    scenario: str
+    ttft_ms: float
+    tpot_ms: float
+    sentence: str
+
+
+EXTRA_CHECK = re.compile(r"^Failed extra check for TTFT and TPOT\..*Required: TTFT 99-tile: (?P<ttft>[\d.]+), "
+                         r"TPOT 99-tile: (?P<tpot>[\d.]+)")
 
 
 @dataclass
@@ -70,10 +86,17 @@ class CheckerReport:
     output: str
     findings: list = field(default_factory=list)
     precheck: list = field(default_factory=list)     # precheck.PreFinding: what the checker misses
+    host_bounds: tuple = ()                          # HostBound: what the harness found out of reach
 
     @property
     def errors(self) -> list:
         return [f for f in self.findings if f.kind == "error"]
+
+    @property
+    def host_limits(self) -> list:
+        """The sentence of each host limit the checker's findings show, once per scenario."""
+        hit = {f.check for f in self.findings if f.kind == "host_limit"}
+        return [b.sentence for b in self.host_bounds if b.scenario in hit]
 
     @property
     def full_length_checks(self) -> list:
@@ -82,14 +105,24 @@ class CheckerReport:
     @property
     def passed(self) -> bool:
         """The checker is clean, or (test mode) only full-length checks failed; and our pre-check is clean."""
-        if self.precheck:
+        if self.precheck or self.host_limits:
             return False
         if self.returncode == 0:
             return True
         return self.mode == "test" and not self.errors and bool(self.full_length_checks)
 
     @property
+    def only_host_limited(self) -> bool:
+        """Failed on this host's latency limit and nothing else (full-length checks aside in test mode)."""
+        return (bool(self.host_limits) and not self.errors and not self.precheck
+                and (self.mode == "test" or not self.full_length_checks))
+
+    @property
     def checker_verdict(self) -> str:
+        if self.only_host_limited:
+            rest = ("PASS except the full-length checks above (test mode)"
+                    if self.full_length_checks else "PASS")
+            return f"FAIL on this host's speed alone ({'; '.join(self.host_limits)}); every other check: {rest}"
         return ("PASS" if self.returncode == 0 else "PASS except the full-length checks above (test mode)"
                 if self.mode == "test" and not self.errors and self.full_length_checks else "FAIL")
 
@@ -201,7 +234,24 @@ def _accuracy_not_met(msg: str, tree: str, mode: str) -> Finding | None:
     return Finding("WARNING", msg + (note or ""), "warning")
 
 
-def classify(output: str, tree: str, mode: str) -> list:
+def _scenario_of(rel_path: str) -> str:
+    """The scenario folder of a results path (.../<model>/<Scenario>/performance/run_1)."""
+    parts = rel_path.replace(os.sep, "/").split("/")
+    return parts[parts.index("performance") - 1] if "performance" in parts[1:] else ""
+
+
+def _host_bound_of(msg: str, bounds: tuple) -> HostBound | None:
+    """The out-of-reach bounds a "Failed extra check for TTFT and TPOT" line names (by the bounds it
+    requires: the line names no folder), or None."""
+    m = EXTRA_CHECK.match(msg)
+    if not m:
+        return None
+    ttft, tpot = float(m.group("ttft")), float(m.group("tpot"))
+    return next((b for b in bounds if math.isclose(ttft, b.ttft_ms * 1e6, rel_tol=1e-6)
+                 and math.isclose(tpot, b.tpot_ms * 1e6, rel_tol=1e-6)), None)
+
+
+def classify(output: str, tree: str, mode: str, host_bounds: tuple = ()) -> list:
     findings = []
     block = 0             # findings since the last "Some ... checks Checks failed for" line (master)
     for line in output.splitlines():
@@ -223,7 +273,10 @@ def classify(output: str, tree: str, mode: str) -> list:
             block = 0
             continue
         block += 1
-        if named:
+        bound = _host_bound_of(msg, host_bounds)
+        if bound is not None:
+            findings.append(Finding(level, msg, "host_limit", bound.scenario))
+        elif named:
             findings.append(Finding(level, msg, "full_length" if mode == "test" else "error", named))
         elif msg.startswith("NoResults ") or msg.startswith("SUMMARY:"):
             findings.append(Finding(level, msg, "consequence"))
@@ -234,10 +287,13 @@ def classify(output: str, tree: str, mode: str) -> list:
             findings.append(Finding(level, msg, "consequence" if explained else "error"))
         elif msg.endswith(" has issues") and "/performance/" in msg:
             findings.append(Finding(level, msg, "consequence"))
-            extra = _perf_has_issues(tree, msg[:-len(" has issues")].strip())
+            rel = msg[:-len(" has issues")].strip()
+            extra = _perf_has_issues(tree, rel)
             if extra:
                 if extra.kind == "full_length" and mode != "test":
                     extra.kind = "error"
+                if "performance constraints" in extra.message and _scenario_of(rel) in {b.scenario for b in host_bounds}:
+                    extra.kind, extra.check = "host_limit", _scenario_of(rel)
                 findings.append(extra)
         elif "does not have all required scenarios" in msg:
             present = _scenario_folders(tree, msg.split(" does not have")[0].strip())
@@ -253,7 +309,7 @@ def classify(output: str, tree: str, mode: str) -> list:
 
 def run_checker(tree: str, version: str, submitter: str | None = None, inference_src: str | None = None,
                 workdir: str | None = None, mode: str | None = None, extra_args: tuple = (),
-                timeout: int = 900) -> CheckerReport:
+                timeout: int = 900, host_bounds: tuple = ()) -> CheckerReport:
     try:
         spec = get_round(version)
     except RoundError as e:
@@ -283,7 +339,8 @@ def run_checker(tree: str, version: str, submitter: str | None = None, inference
                               "look for a very large file in the tree, or run the checker by hand") from None
     output = proc.stdout + proc.stderr
     mode = mode or detect_mode(tree)
-    return CheckerReport(cmd, proc.returncode, mode, output, classify(output, tree, mode), precheck(tree, spec))
+    return CheckerReport(cmd, proc.returncode, mode, output, classify(output, tree, mode, host_bounds),
+                         precheck(tree, spec), host_bounds)
 
 
 def format_report(report: CheckerReport) -> str:
@@ -294,6 +351,10 @@ def format_report(report: CheckerReport) -> str:
         explain["result_valid"] = "gets a VALID LoadGen result"
         lines += ["", f"Checks only a full-length run can pass ({report.mode} mode), by name:"]
         lines += [f"  - {name}: passes when the run {explain[name]}" for name in report.full_length_checks]
+    if report.host_limits:
+        lines += ["", "This host's limit (the harness timed one query alone before the test):"]
+        lines += [f"  - {h}" for h in report.host_limits]
+        lines += [f"  - {f.message}" for f in report.findings if f.kind == "host_limit"]
     if report.errors:
         lines += ["", "Errors:"] + [f"  - {f.message}" for f in report.errors]
     warnings = [f for f in report.findings if f.kind == "warning"]
@@ -313,7 +374,9 @@ def checker_verdict(report: CheckerReport, log: str) -> CheckerVerdict:
     errors = [f.message for f in report.errors] + [f"pre-check: {f.path}: {f.message}" for f in report.precheck]
     return CheckerVerdict(
         round=version, mode=report.mode, log=log,
-        verdict="FAIL" if not report.passed else "PASS" if report.returncode == 0 else "PASS-TEST-MODE",
+        verdict=("FAIL-HOST-LIMIT" if report.only_host_limited else "FAIL" if not report.passed
+                 else "PASS" if report.returncode == 0 else "PASS-TEST-MODE"),
+        host_limits=tuple(report.host_limits),
         error_count=len(errors), first_errors=tuple(errors[:CheckerVerdict.FIRST_ERRORS]),
         full_length_checks=tuple(report.full_length_checks),
         warnings=tuple(f.message for f in report.findings if f.kind == "warning"))

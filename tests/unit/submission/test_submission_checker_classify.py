@@ -4,7 +4,8 @@ import shutil
 
 import pytest
 
-from mlperf_llm.submission.checker import CheckerReport, classify, detect_mode, find_checker, format_report
+from mlperf_llm.submission.checker import (CheckerReport, HostBound, checker_verdict, classify, detect_mode,
+                                          find_checker, format_report)
 from mlperf_llm.submission.errors import SubmissionError
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "submission")
@@ -165,3 +166,52 @@ def test_a_missed_quality_target_is_an_error_in_the_closed_division_only(edge_tr
     # v5.1.1's verdict line is not explained by the data set coverage (which does not invalidate accuracy)
     assert [f.kind for f in classify(coverage + invalid.replace("open/", "closed/"), edge_tree, "test")] == [
         "full_length", "error"]
+
+
+# the master checker's LLM line (performance_check.py: llm_check), as it formats it
+EXTRA = ("[2026-11-27 22:40:01,120 performance_check.py:497 ERROR] Failed extra check for TTFT and TPOT. "
+         "Obtained: TTFT 99-tile: 301234567.0000, TPOT 99-tile: 105123456.0000. "
+         "Required: TTFT 99-tile: 2000000000.0000, TPOT 99-tile: 100000000.0000\n")
+SERVER_LIMIT = HostBound("Server", 2000.0, 100.0, "this host decodes ~103 ms a token alone: the llama3.1-8b's "
+                         "Server TPOT bound of 100 ms cannot be met here at any load")
+
+
+def host_report(output, tree, mode, bounds):
+    return CheckerReport(["python", "submission_checker.py", "--version", "v6.1"], 1, mode, output,
+                         classify(output, tree, mode, bounds), host_bounds=bounds)
+
+
+def test_a_latency_miss_the_harness_found_out_of_reach_is_named_as_the_host_limit_apart_from_errors(tree):
+    out = recorded("v5.1-closed-test-mode.log") + EXTRA
+    r = host_report(out, tree, "test", (SERVER_LIMIT,))
+    assert r.errors == [] and r.host_limits == [SERVER_LIMIT.sentence]
+    assert not r.passed and r.only_host_limited
+    assert r.checker_verdict == (f"FAIL on this host's speed alone ({SERVER_LIMIT.sentence}); every other check: "
+                                 "PASS except the full-length checks above (test mode)")
+    text = format_report(r)
+    assert "This host's limit (the harness timed one query alone before the test):" in text
+    v = checker_verdict(r, "log")
+    assert v.verdict == "FAIL-HOST-LIMIT" and v.host_limits == (SERVER_LIMIT.sentence,) and not v.passed
+
+
+def test_the_same_miss_without_a_host_limit_or_beside_another_error_is_a_plain_fail(tree):
+    out = recorded("v5.1-closed-test-mode.log") + EXTRA
+    r = host_report(out, tree, "test", ())
+    assert [f.message[:32] for f in r.errors] == ["Failed extra check for TTFT and "]
+    assert r.checker_verdict == "FAIL" and checker_verdict(r, "log").verdict == "FAIL"
+    # bounds of another scenario (Interactive's) do not explain it
+    other = HostBound("Interactive", 500.0, 30.0, "x")
+    assert host_report(out, tree, "test", (other,)).checker_verdict == "FAIL"
+    both = host_report(out + "ERROR:main:something else is wrong\n", tree, "test", (SERVER_LIMIT,))
+    assert both.checker_verdict == "FAIL" and checker_verdict(both, "log").verdict == "FAIL"
+    assert both.host_limits == [SERVER_LIMIT.sentence]      # still said, beside the error
+
+
+def test_loadgen_invalid_for_latency_on_a_host_limited_scenario_is_the_host_limit(tree):
+    log = os.path.join(tree, SYS, "Server", "performance", "run_1", "mlperf_log_detail.txt")
+    text = open(log).read().replace('"key": "result_perf_constraints_met", "value": true',
+                                    '"key": "result_perf_constraints_met", "value": false')
+    open(log, "w").write(text)
+    bound = HostBound("Server", 2000.0, 200.0, "this host ...")
+    r = host_report(f"ERROR:main:{SYS}/Server/performance/run_1 has issues\n", tree, "test", (bound,))
+    assert [f.kind for f in r.findings] == ["consequence", "host_limit"] and r.errors == []

@@ -1,0 +1,122 @@
+"""Whether this host can meet a benchmark's latency bounds at any load.
+
+A Server or Interactive test is judged by its p99 TTFT and TPOT. However low the load, no query is
+faster than one alone on the server: where one query alone already takes about the bound, lowering
+the target cannot help, and the run says so before the test instead of retrying it at lower loads
+(driver.py), runs it once at the lowest load, and the checker's verdict names the host limit apart
+from other failures (submission/checker.py).
+
+"About the bound": at or over REACH of it. A p99 over many queries of several lengths runs above
+one query alone (on the slow kind of host, 2026-11-27: one llama3.1-8b stand-in query alone ~100 ms
+a token, p99 TPOT 103-107 ms at 0.11 QPS), so a host within 1 - REACH of the bound meets it by
+chance if at all.
+
+The probe: PROBE_ANSWERS greedy answers of exactly PROBE_TOKENS tokens, one after the other, on the
+run's first server, streamed, on the data set's prompt of median length; the faster of each figure
+is kept (the most favourable case: what is out of reach even then is out of reach).
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from dataclasses import asdict, dataclass
+
+PROBE_TOKENS = 16
+PROBE_ANSWERS = 2
+REACH = 0.85
+FIGURES = ("TTFT", "TPOT")     # the order of a benchmark's latency_limits_ms pairs
+
+
+class ProbeError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Alone:
+    """One query alone on the server: time to its first token, and per later token (LoadGen's TPOT)."""
+    ttft_ms: float
+    tpot_ms: float
+
+    def line(self) -> str:
+        return (f"one query alone on this host: first token in {self.ttft_ms:.0f} ms, then {self.tpot_ms:.1f} ms "
+                f"a token ({PROBE_ANSWERS} answers of {PROBE_TOKENS} tokens, the faster kept)")
+
+
+@dataclass(frozen=True)
+class HostLimit:
+    """A latency bound this host cannot be relied on to meet at any load."""
+    model: str
+    scenario: str
+    figure: str              # TTFT | TPOT
+    alone_ms: float
+    bound_ms: float
+
+    def sentence(self) -> str:
+        alone = (f"this host decodes ~{self.alone_ms:.0f} ms a token alone" if self.figure == "TPOT"
+                 else f"this host takes ~{self.alone_ms:.0f} ms to a first token alone")
+        bound = f"{self.model}'s {self.scenario} {self.figure} bound of {self.bound_ms:g} ms"
+        if self.alone_ms >= self.bound_ms:
+            return f"{alone}: the {bound} cannot be met here at any load"
+        return (f"{alone}, within {1 - REACH:.0%} of the {bound}: a p99 over many queries runs above one "
+                "query alone, so the bound cannot be relied on here at any load")
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "sentence": self.sentence()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "HostLimit":
+        return cls(**{k: data[k] for k in ("model", "scenario", "figure", "alone_ms", "bound_ms")})
+
+
+def judge(model: str, scenario: str, alone: Alone, bounds: tuple[float, float]) -> HostLimit | None:
+    """The bound (TPOT first: the usual one) that one query alone is at or within 1 - REACH of;
+    None when both are within reach."""
+    figures = dict(zip(FIGURES, bounds))
+    for figure, measured in (("TPOT", alone.tpot_ms), ("TTFT", alone.ttft_ms)):
+        if measured >= REACH * figures[figure]:
+            return HostLimit(model, scenario, figure, round(measured, 1), figures[figure])
+    return None
+
+
+def lowest_load(mean_answer_s: float) -> float:
+    """About one query in flight at a time: a query per mean answer's time, rounded down to 3
+    significant digits (0 without a measured answer)."""
+    if not mean_answer_s > 0:
+        return 0.0
+    qps = 1.0 / mean_answer_s
+    scale = 10 ** (math.floor(math.log10(qps)) - 2)
+    return math.floor(qps / scale) * scale
+
+
+def median_prompt(prompts: list[list[int]]) -> list[int]:
+    if not prompts:
+        raise ProbeError("the data set has no prompt to probe the server with")
+    return sorted(prompts, key=len)[len(prompts) // 2]
+
+
+def probe(url: str, model_name: str, prompt: list[int], token_ids_via: str = "return_token_ids") -> Alone:
+    """PROBE_ANSWERS answers of PROBE_TOKENS tokens on url, one after the other, streamed."""
+    from .apierrors import ApiError
+    from .client import ApiClient, GenerationParams
+
+    params = GenerationParams(max_tokens=PROBE_TOKENS, min_tokens=PROBE_TOKENS, token_ids_via=token_ids_via)
+
+    async def answers() -> list[tuple[float, float]]:
+        out = []
+        async with ApiClient([url], model_name, params, request_timeout_s=600.0) as client:
+            for _ in range(PROBE_ANSWERS):
+                t0 = time.perf_counter()
+                comp = await client.complete(prompt, stream=True)
+                t1 = time.perf_counter()
+                n = len(comp.token_ids)
+                if comp.first_token_s is None or n < 2:
+                    raise ProbeError(f"{url} answered {n} token(s) to a probe that asked for {PROBE_TOKENS}")
+                out.append(((comp.first_token_s - t0) * 1e3, (t1 - comp.first_token_s) * 1e3 / (n - 1)))
+        return out
+
+    try:
+        got = asyncio.run(answers())
+    except ApiError as e:
+        raise ProbeError(str(e)) from None
+    return Alone(ttft_ms=min(t for t, _ in got), tpot_ms=min(p for _, p in got))
