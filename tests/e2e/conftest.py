@@ -204,5 +204,5 @@ def small_run(tmp_path_factory, cm_env, pace, readme_run):
     run shows, the run after an interrupted one (test_interrupt_main_command asks for it after its
     SIGTERM) and the submission that the replay test reproduces."""
     return _main_run(tmp_path_factory, cm_env, pace, "small_run",
-                     chain.SMALL_RUN_QUERIES, *chain.SMALL_RUN,
+                     chain.SMALL_RUN_QUERIES, *chain.small_run_args(pace),
                      with_source=False)

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from costs import NO_QUERY_WORK_S
 from enginefixtures import make_repo
 
 pytestmark = pytest.mark.e2e
@@ -26,7 +27,7 @@ def cm_env(tmp_path):
 
 
 def cm(env, *args, cmd=CM):
-    return subprocess.run([cmd, *args], env=env, capture_output=True, text=True, timeout=300,
+    return subprocess.run([cmd, *args], env=env, capture_output=True, text=True, timeout=NO_QUERY_WORK_S,
                           stdin=subprocess.DEVNULL)
 
 

@@ -58,11 +58,11 @@ def dataset(tmp_path_factory, embedded_model_path):
     return build_embedded(embedded_model_path, tmp_path_factory.mktemp("data"))["pickle"]
 
 
-def test_transformers_backend_offline_and_server(hf_python, dataset, tmp_path, embedded_model_path):
+def test_transformers_backend_offline_and_server(hf_python, dataset, tmp_path, embedded_model_path, pace):
     python, site = hf_python
     req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path / "results"), dataset_path=dataset, scenarios=("Offline", "Server"),
                          backend="transformers", model_path=str(embedded_model_path), total_sample_count=ROWS,
-                         test_query_count=ROWS, server_target_qps=2.0, max_tokens=MAX_TOKENS, batch_size=ROWS,
+                         test_query_count=ROWS, server_target_qps=pace.burst_qps(ROWS), max_tokens=MAX_TOKENS, batch_size=ROWS,
                          python=python, loadgen_path=site, progress=False)
     outs = {(o.scenario, o.mode): o for o in run_all(req)}
     LEDGER.charge("test_transformers_backend_offline_and_server", work_in(tmp_path / "results"))

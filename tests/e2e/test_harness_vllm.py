@@ -22,7 +22,6 @@ from mlperf_llm.harness.results import HarnessStatus
 NAME = SERVED_NAME
 ROWS = 4
 MAX_TOKENS = 64
-SERVER_QPS = 2.0    # 4 queries within ~2 s: the Server tests wait for answers, not for the schedule
 pytestmark = pytest.mark.e2e
 
 
@@ -46,11 +45,13 @@ def _accuracy_ids(path: Path) -> dict[int, list[int]]:
     return out
 
 
-def test_offline_and_server_on_vllm(vllm_url, dataset, tmp_path):
+def test_offline_and_server_on_vllm(vllm_url, dataset, tmp_path, pace):
+    # the Server tests issue their queries within about one answer: they wait for answers, not for the schedule
     req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path / "results"), dataset_path=dataset,
                          scenarios=("Offline", "Server"), modes=("performance", "accuracy"),
                          api_servers=(vllm_url,), api_model_name=NAME, total_sample_count=ROWS,
-                         test_query_count=ROWS, server_target_qps=SERVER_QPS, max_tokens=MAX_TOKENS, progress=False)
+                         test_query_count=ROWS, server_target_qps=pace.burst_qps(ROWS), max_tokens=MAX_TOKENS,
+                         progress=False)
     outs = run_all(req)
     LEDGER.charge("test_offline_and_server_on_vllm", work_in(tmp_path / "results"))
     got = {(o.scenario, o.mode): o for o in outs}

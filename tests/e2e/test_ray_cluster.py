@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import chain
-from costs import LEDGER, work_in
+from costs import LEDGER, NO_QUERY_WORK_S, STOP_WAIT_S, work_in
 
 pytestmark = pytest.mark.e2e
 NAME = "test_ray_cluster"
@@ -122,7 +122,7 @@ def finish(proc: subprocess.Popen, log: Path, limit_s: float) -> tuple[int, str]
         rc = proc.wait(timeout=limit_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=60)
+        proc.wait(timeout=STOP_WAIT_S)
         raise AssertionError(f"no end within {limit_s:.0f} s:\n{log.read_text(errors='replace')[-4000:]}") from None
     return rc, log.read_text(errors="replace")
 
@@ -176,7 +176,7 @@ def test_two_ray_nodes_in_namespaces_serve_one_replica_each_and_a_killed_replica
               f"--ray_address={NOWHERE}", "--ray_wait=1", "--quiet"],
              f"the Ray head at {NOWHERE} does not answer after 1 s")):
         rc, out = finish(in_ns(None, args, env, tmp_path / "nowhere.log", tmp_path), tmp_path / "nowhere.log",
-                         pace.limit_s(queries=0, server_starts=1) + 600)
+                         pace.limit_s(queries=0, server_starts=1) + NO_QUERY_WORK_S)
         assert rc != 0 and says in out, out[-3000:]
 
     # the nodes, started by the steps: the worker first, waiting for its head

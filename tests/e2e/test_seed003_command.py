@@ -88,7 +88,9 @@ def test_seed003_command_runs_to_the_end_against_the_running_server(server, pace
     model = results / "llama2-70b-99"
     assert "llama2-70b.Offline.target_qps = 10" in (model / "Offline" / "performance" / "run_1" / "user.conf").read_text()
     assert "llama2-70b.Server.target_qps = 9.2" in (model / "Server" / "performance" / "run_1" / "user.conf").read_text()
-    assert json.loads((results / "targets.json").read_text())["Server"] == {"target_qps": 9.2, "source": "given"}
+    server = json.loads((results / "targets.json").read_text())["Server"]
+    # (a host too slow for llama2-70b's bounds adds its host_limit beside them: not asserted here)
+    assert (server["target_qps"], server["source"]) == (9.2, "given")
     for scenario in ("Offline", "Server"):
         # v4.1's wheel pads equal issue whatever user.conf says: the test loads 4 samples, so it issues 4
         perf = model / scenario / "performance" / "run_1"
@@ -106,4 +108,5 @@ def test_seed003_command_runs_to_the_end_against_the_running_server(server, pace
         assert lines[-1] in ("TEST06 verification complete", "TEST06 verification failed"), lines
     assert list(submission.glob("open/*/results/*/llama2-70b-99/Server/performance/run_1"))
     readme = next(submission.glob("open/*/measurements/*/llama2-70b-99/Server/README.md")).read_text()
-    assert "_r4.1" in readme and "--server_target_qps=9.2" in readme     # the command is recorded
+    given = next(a for a in seed_command(url, results, submission) if a.startswith("--server_target_qps"))
+    assert "_r4.1" in readme and given in readme     # the command is recorded

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from costs import NO_QUERY_WORK_S
+
 pytestmark = pytest.mark.e2e
 
 CM = os.path.join(os.path.dirname(sys.executable), "cm")
@@ -17,7 +19,7 @@ def cm(tmp_path, *args):
     env = dict(os.environ, CM_REPOS=str(tmp_path / "CM"), CM4MLPERF_CACHE_DIR=str(tmp_path / "cache"))
     os.makedirs(env["CM_REPOS"], exist_ok=True)
     return subprocess.run([CM, "run", "script", *args, "--quiet", "-j"], env=env, capture_output=True, text=True,
-                          timeout=300, stdin=subprocess.DEVNULL)
+                          timeout=NO_QUERY_WORK_S, stdin=subprocess.DEVNULL)
 
 
 def test_sut_description_through_cm(tmp_path):
