@@ -63,8 +63,8 @@ SMALL_RUN_QUERIES = queries_of(SMALL_QUERIES, SMALL_QUERIES)
 
 
 def small_run_args(pace: Pace) -> list[str]:
-    """The smallest run of the README command, given its Server target: 4 queries issued within about
-    one answer on this host (the target a 4-query Offline test implies would pace them over ~20 s,
+    """The smallest run of the README command, given its Server target: 4 queries issued within a
+    quarter of one answer on this host (Pace.burst_qps; the target a 4-query Offline test implies would pace them over ~20 s,
     several times that on a slow host, in each of its three Server tests), while deriving a target,
     and saying that a bound is out of this host's reach, are what the full run and llama3.1-8b's
     exercise. Its latency verdict is not asserted: whether the bounds hold at this load is the host's."""

@@ -46,7 +46,7 @@ def _accuracy_ids(path: Path) -> dict[int, list[int]]:
 
 
 def test_offline_and_server_on_vllm(vllm_url, dataset, tmp_path, pace):
-    # the Server tests issue their queries within about one answer: they wait for answers, not for the schedule
+    # the Server tests issue their queries within a quarter of one answer: they wait for answers, not the schedule
     req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path / "results"), dataset_path=dataset,
                          scenarios=("Offline", "Server"), modes=("performance", "accuracy"),
                          api_servers=(vllm_url,), api_model_name=NAME, total_sample_count=ROWS,

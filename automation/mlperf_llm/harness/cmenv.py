@@ -211,6 +211,8 @@ def outcome_records(req: HarnessRequest, outcomes: list[RunOutcome]) -> list[Tes
         perf = o.mode != "accuracy"
         source = (used.get(o.scenario) or {}).get("source", "") if perf else ""
         limit = (used.get(o.scenario) or {}).get("host_limit") if o.mode == "performance" else None
+        if isinstance(limit, dict) and limit.get("performance_target_qps") is not None:
+            source = "the lowest load: the latency bounds are out of this host's reach"
         flag = f"--{TARGET_INPUTS[o.scenario]}"
         latency_target = o.scenario == "SingleStream"
         out.append(TestOutcome(

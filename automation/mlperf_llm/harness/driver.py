@@ -475,45 +475,62 @@ def _meet_latency_bounds(req: HarnessRequest, scenario: str, rows: int, outcome:
 class _Reach:
     """Whether this host can meet a scenario's latency bounds at any load (hostlimit.py): one probe
     of a query alone per request, before its first Server or Interactive performance test on a
-    server; each scenario judged by its own bounds."""
+    server; each scenario judged by its own bounds. A scenario out of reach runs its performance test
+    once at the lowest load (`lowest`); its accuracy and TEST06 tests, which judge answers and not
+    latency, keep the run's target."""
 
     def __init__(self) -> None:
         self.alone: hostlimit.Alone | None = None
         self.probed = False
         self.limits: dict[str, hostlimit.HostLimit] = {}
+        self.lowest: dict[str, float] = {}      # scenario -> its performance test's target
 
-    def judge(self, req: HarnessRequest, scenario: str, outcomes: list[RunOutcome], sources: dict[str, str],
-              rows: int) -> HarnessRequest:
+    def judge(self, req: HarnessRequest, scenario: str, outcomes: list[RunOutcome], rows: int,
+              given: bool) -> None:
         bounds = req.bench.latency_limits_ms.get(scenario)
         if bounds is None or "performance" not in req.modes or req.backend != "vllm" or not req.api_servers:
-            return req
+            return
         if not self.probed:
             self.probed = True
             self.alone = _probe_alone(req)
         if self.alone is None:
-            return req
+            return
         limit = hostlimit.judge(req.model, scenario, self.alone, bounds)
         if limit is None:
-            return req
+            return
         self.limits[scenario] = limit
         old = req.target_for(scenario)
-        if sources.get(scenario) == "given":
+        if given:
             print(f"{scenario}: {limit.sentence()}; the given target {old:g} is kept and the test runs once "
                   "(its verdict will name this host limit)", flush=True)
-            return req
+            return
         answer_s = max((float(o.summary.get("latency_mean_ns") or 0) / 1e9 for o in outcomes
                         if o.scenario == "Offline" and o.mode == "performance"), default=0.0)
         low = max(hostlimit.lowest_load(answer_s), lowest_test_target(req, rows))
         if old is None or not 0 < low < old:
-            print(f"{scenario}: {limit.sentence()}; the test runs once, at {old:g} QPS, and is not retried at "
-                  "lower loads (its verdict will name this host limit)", flush=True)
+            print(f"{scenario}: {limit.sentence()}; the performance test runs once, at {old:g} QPS, and is not "
+                  "retried at lower loads (its verdict will name this host limit)", flush=True)
+            return
+        self.lowest[scenario] = low
+        print(f"{scenario}: {limit.sentence()}; the performance test runs once, at the lowest load, {low:g} QPS "
+              f"(about one query in flight at a time), not at {old:g} and lower ones in turn (its verdict will name "
+              f"this host limit; the accuracy tests keep {old:g}); pass --{scenario.lower()}_target_qps to choose "
+              "the target", flush=True)
+
+    def for_test(self, req: HarnessRequest, scenario: str, mode: str) -> HarnessRequest:
+        """The request of one test: a performance test out of reach at the lowest load."""
+        if mode != "performance" or scenario not in self.lowest:
             return req
-        sources[scenario] = (sources.get(scenario, "").split("; lowered")[0]
-                             + f"; lowered to {low:g}, the lowest load: this host cannot meet the latency bounds")
-        print(f"{scenario}: {limit.sentence()}; the test runs once, at the lowest load, {low:g} QPS (about one "
-              f"query in flight at a time), not at {old:g} and lower ones in turn (its verdict will name this host "
-              f"limit); pass --{scenario.lower()}_target_qps to choose the target", flush=True)
-        return replace(req, **{TARGET_INPUTS[scenario]: low})
+        return replace(req, **{TARGET_INPUTS[scenario]: self.lowest[scenario]})
+
+    def record(self, scenario: str) -> dict:
+        """What targets.json adds for the scenario: its host limit and the load its performance test ran at."""
+        if scenario not in self.limits:
+            return {}
+        limit = self.limits[scenario].to_json()
+        if scenario in self.lowest:
+            limit["performance_target_qps"] = self.lowest[scenario]
+        return {"host_limit": limit}
 
 
 def _probe_alone(req: HarnessRequest) -> hostlimit.Alone | None:
@@ -605,9 +622,9 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
     reach = _Reach()
     for scenario in req.scenarios:
         req = _derive_from_offline(req, [o for o in outcomes if o.scenario == "Offline"], scenario, sources)
-        req = reach.judge(req, scenario, outcomes, sources, rows)
+        reach.judge(req, scenario, outcomes, rows, given=sources.get(scenario) == "given")
         for mode in req.modes:
-            treq, sized = _size_test(req, scenario, mode, rows, measured)
+            treq, sized = _size_test(reach.for_test(req, scenario, mode), scenario, mode, rows, measured)
             if mode == "accuracy" and treq.accuracy_rows(rows) < rows:
                 n = treq.accuracy_rows(rows)
                 print(f"{scenario} accuracy: the first {n} of {rows} samples (test mode; "
@@ -620,7 +637,8 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
                     measured = _measure(req, first, treq.test_query_count or 0, time.monotonic() - t0)
                 treq, outcome = ((treq, first) if scenario in reach.limits
                                  else _meet_latency_bounds(treq, scenario, rows, first, sources))
-                if treq.target_for(scenario) != req.target_for(scenario):     # lowered to meet the bounds
+                if scenario not in reach.limits and treq.target_for(scenario) != req.target_for(scenario):
+                    # lowered to meet the bounds
                     req = replace(req, **{TARGET_INPUTS[scenario]: treq.target_for(scenario)})
                 outcomes.append(outcome)
             else:
@@ -634,7 +652,7 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
     if "performance" in req.modes:      # a TEST06-only request keeps the record of the benchmark's run
         used = {s: {"target_latency_ms" if s == "SingleStream" else "target_qps": req.target_for(s),
                     "source": sources.get(s, "LoadGen default (mlperf.conf)"),
-                    **({"host_limit": reach.limits[s].to_json()} if s in reach.limits else {})}
+                    **reach.record(s)}
                 for s in req.scenarios}
         write_atomic(str(Path(req.results_dir) / "targets.json"), json.dumps(used, indent=1))
     return outcomes

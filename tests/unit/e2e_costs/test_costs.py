@@ -1,5 +1,7 @@
 """The e2e suite's cost ledger and work-derived limits (tests/e2e/costs.py)."""
 import json
+
+import pytest
 import sys
 from pathlib import Path
 
@@ -52,3 +54,10 @@ def test_limits_grow_with_the_work_and_the_host():
     assert fast.limit_s(0, 0) == Pace.FLOOR_S
     # a run may take its expected work several times over before it is called stuck
     assert slow.limit_s(36) > 3 * (36 * 10 + 60)
+
+
+def test_a_burst_issues_its_queries_within_a_quarter_of_one_answer_at_any_pace():
+    # the slow kind of host and a fast one: the same share of an answer, other loads
+    for query_s in (13.0, 3.2):
+        qps = Pace(server_start_s=40.0, query_s=query_s).burst_qps(4)
+        assert 4 / qps == pytest.approx(0.25 * query_s, rel=0.01)

@@ -91,11 +91,36 @@ def test_slow_host_the_bound_is_said_out_of_reach_and_the_test_runs_once_at_the_
     # derived from 0.5 samples/s (x0.7 = 0.35), then straight to one query per 9.7 s answer, once
     assert tried == [pytest.approx(0.103)]
     assert f"Server: this host decodes ~{SLOW.tpot_ms:.0f} ms a token alone: the llama3.1-8b's Server TPOT " \
-           "bound of 100 ms cannot be met here at any load; the test runs once, at the lowest load, 0.103 QPS" in out
+           "bound of 100 ms cannot be met here at any load; the performance test runs once, at the lowest load, " \
+           "0.103 QPS" in out
     assert "missed the latency bounds" not in out            # no retries
-    assert targets["Server"]["host_limit"]["figure"] == "TPOT"
-    assert "the lowest load: this host cannot meet the latency bounds" in targets["Server"]["source"]
+    limit = targets["Server"]["host_limit"]
+    assert limit["figure"] == "TPOT" and limit["performance_target_qps"] == pytest.approx(0.103)
+    # the run's own target stays for the tests that judge answers, not latency
+    assert targets["Server"]["target_qps"] == pytest.approx(0.35)
+    assert targets["Server"]["source"].startswith("derived from the Offline performance test")
     assert "host_limit" not in targets["Offline"]
+
+
+def test_slow_host_only_the_performance_test_runs_at_the_lowest_load(tmp_path, monkeypatch):
+    tried = {}
+
+    def run_one(req, scenario, mode, rows, base_dir=None, sized=None):
+        d = tmp_path / "llama3.1-8b" / scenario / mode / "run_1"
+        d.mkdir(parents=True, exist_ok=True)
+        tried[(scenario, mode)] = req.server_target_qps
+        return RunOutcome(scenario, mode, "INVALID" if scenario == "Server" and mode == "performance" else "VALID",
+                          [], str(d), 0, _summary(scenario, False))
+
+    monkeypatch.setattr(driver, "run_one", run_one)
+    monkeypatch.setattr(driver, "_dataset_rows", lambda req: 300)
+    monkeypatch.setattr(driver, "_probe_alone", lambda req: SLOW)
+    req = HarnessRequest(model="llama3.1-8b", results_dir=str(tmp_path), dataset_path="ds.pkl",
+                         scenarios=("Offline", "Server"), api_servers=("http://127.0.0.1:1",), api_model_name="m",
+                         test_query_count=4, accuracy_sample_count=300)
+    driver.run_all(req)
+    assert tried[("Server", "performance")] == pytest.approx(0.103)
+    assert tried[("Server", "accuracy")] == pytest.approx(0.35)
 
 
 def test_slow_host_a_given_target_is_kept_and_not_retried(tmp_path, monkeypatch, capsys):
@@ -118,8 +143,8 @@ def test_no_probe_without_a_latency_bound_or_a_server(tmp_path, monkeypatch):
     reach = driver._Reach()
     edge = HarnessRequest(model="llama3.1-8b-edge", results_dir=str(tmp_path), dataset_path="ds.pkl",
                           scenarios=("Offline", "SingleStream"), api_servers=("http://127.0.0.1:1",), api_model_name="m")
-    assert reach.judge(edge, "SingleStream", [], {}, 100) is edge
+    reach.judge(edge, "SingleStream", [], 100, given=False)
     hf = HarnessRequest(model="llama3.1-8b", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
                         backend="transformers", model_path="/m")
-    assert reach.judge(hf, "Server", [], {}, 100) is hf
-    assert probed == [] and reach.limits == {}
+    reach.judge(hf, "Server", [], 100, given=False)
+    assert probed == [] and reach.limits == {} and reach.for_test(hf, "Server", "performance") is hf
