@@ -24,6 +24,7 @@ LOAD_KWARGS = {"server_target_qps", "offline_target_qps", "interactive_target_qp
                "max_test_duration_s", "timeout", "timeout_s", "limit_s", "deadline"}
 LOAD_NAME = re.compile(r"(?:^|_)(?:QPS|TIMEOUT|TIMEOUT_S|LIMIT_S|DEADLINE)$")
 CLOCKS = {"monotonic", "time", "perf_counter"}
+WAITS = {"wait", "finish", "wait_cm", "communicate", "join", "result"}     # their positional limit
 
 
 def _number(node: ast.AST) -> bool:
@@ -79,6 +80,10 @@ def literal_loads(source: str, filename: str = "<e2e>") -> list[str]:
         elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)) \
                 and _calls(node, {"limit_s"}) and (_number(node.left) or _number(node.right)):
             say(node, "a number added to a limit from the pace")
+        elif isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) \
+                and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) in WAITS \
+                and any(_number(a) for a in node.args):
+            say(node, "a wait with a number")
         elif isinstance(node, ast.Compare) and _calls(node.left, CLOCKS) \
                 and any(_number(c) for c in node.comparators):
             say(node, "a clock compared with a number")
@@ -99,6 +104,7 @@ def t(pace, proc, t0):
     run_all(HarnessRequest(server_target_qps=2.0))
     proc.wait(timeout=60)
     finish(proc, pace.limit_s(queries=0) + 600)
+    finish(proc, log, 300)
     while time.monotonic() - t0 < 30:
         pass
 '''
@@ -106,7 +112,8 @@ def t(pace, proc, t0):
     assert [f.split(": ", 1)[1] for f in found] == [
         "SERVER_QPS = a number", "a load flag with a number: --offline_target_qps=1...",
         "a load flag with a number: --server_target_qps=4...", "server_target_qps= a number",
-        "timeout= a number", "a number added to a limit from the pace", "a clock compared with a number"]
+        "timeout= a number", "a number added to a limit from the pace", "a wait with a number",
+        "a clock compared with a number"]
 
 
 def test_what_the_pace_gives_and_seed_003s_verbatim_command_pass():
