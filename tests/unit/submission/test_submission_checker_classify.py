@@ -215,3 +215,27 @@ def test_loadgen_invalid_for_latency_on_a_host_limited_scenario_is_the_host_limi
     bound = HostBound("Server", 2000.0, 200.0, "this host ...")
     r = host_report(f"ERROR:main:{SYS}/Server/performance/run_1 has issues\n", tree, "test", (bound,))
     assert [f.kind for f in r.findings] == ["consequence", "host_limit"] and r.errors == []
+
+
+@pytest.fixture
+def slow_host_tree(tmp_path):
+    """The master checker's real output on the llama3.1-8b tree that made CI red on the slow kind of
+    host at 16507c1 (--server_target_qps=4: p99 TPOT 113.7 ms of 100; 2026-11-27), with the tree's
+    detail logs; TREE in the log stands for the tree's folder."""
+    src = os.path.join(FIX, "checker", "master-llama31-slow-host")
+    shutil.copytree(os.path.join(src, "tree"), tmp_path / "tree")
+    with open(os.path.join(src, "checker.log")) as f:
+        return str(tmp_path / "tree"), f.read().replace("TREE", str(tmp_path / "tree"))
+
+
+def test_the_recorded_slow_host_miss_is_a_plain_fail_and_with_the_host_limit_the_only_failure(slow_host_tree):
+    tree, out = slow_host_tree
+    plain = host_report(out, tree, "test", ())
+    assert [f.message[:32] for f in plain.errors] == ["Failed extra check for TTFT and "]
+    assert plain.checker_verdict == "FAIL"
+    limited = host_report(out, tree, "test", (SERVER_LIMIT,))
+    assert limited.errors == [] and limited.only_host_limited
+    assert limited.checker_verdict.startswith("FAIL on this host's speed alone (this host decodes ~103 ms")
+    assert limited.checker_verdict.endswith("every other check: PASS except the full-length checks above (test mode)")
+    assert limited.full_length_checks == ["accuracy_covers_dataset", "early_stopping", "min_duration",
+                                         "performance_sample_count"]
