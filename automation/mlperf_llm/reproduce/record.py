@@ -71,14 +71,21 @@ class Record:
 def chosen_targets(rec: Record) -> dict:
     """The targets the recorded run chose itself (derived from its Offline test, found, lowered to
     meet the latency bounds), as {input name: (target, where it came from)}; a target its command
-    gave is an input already and is left out."""
+    gave is an input already and is left out. Where the run found the latency bounds out of its
+    host's reach and ran the performance test at the lowest load (harness/hostlimit.py), that load:
+    the replay measures performance where the original did."""
     inputs = rec.request.get("inputs") or {}
     out = {}
     for scenario, entry in sorted((rec.targets or {}).items()):
         name = TARGET_INPUTS.get(scenario)
         target = entry.get("target_qps") if isinstance(entry, dict) else None
+        source = (entry.get("source") if isinstance(entry, dict) else "") or "source not recorded"
+        limit = entry.get("host_limit") if isinstance(entry, dict) else None
+        low = limit.get("performance_target_qps") if isinstance(limit, dict) else None
+        if isinstance(low, (int, float)) and low > 0:
+            target, source = low, f"the lowest load, at which its performance test ran: {limit.get('sentence', '')}"
         if name and name not in inputs and isinstance(target, (int, float)) and target > 0:
-            out[name] = (target, entry.get("source") or "source not recorded")
+            out[name] = (target, source)
     return out
 
 

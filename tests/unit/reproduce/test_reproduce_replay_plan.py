@@ -93,3 +93,16 @@ def test_a_run_on_a_given_server_is_replayed_on_that_address_and_says_so(tmp_pat
     assert p.request["api_server"] == url and p.request["vllm_model_name"] == "smollm2"
     assert any(s.startswith(f"--api_server={url}: the original run was given a running server") and
                "must serve the same model now" in s for s in p.substitutions)
+
+
+def test_a_performance_test_run_at_the_lowest_load_for_a_host_limit_is_replayed_at_that_load(tmp_path):
+    rec = make_record(tmp_path)
+    sentence = "this host decodes ~103 ms a token alone: the llama3.1-8b's Server TPOT bound of 100 ms cannot be met"
+    rec = dataclasses.replace(rec, targets={"Server": {
+        "target_qps": 0.35, "source": "derived from the Offline performance test of this run (0.5 samples/s)",
+        "host_limit": {"figure": "TPOT", "alone_ms": 103.0, "bound_ms": 100, "sentence": sentence,
+                       "performance_target_qps": 0.103}}})
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path), exists=lambda p: False)
+    assert p.request["server_target_qps"] == 0.103
+    assert p.fixed[0].startswith("--server_target_qps=0.103: the target the original run chose itself (the lowest "
+                                 "load, at which its performance test ran: this host decodes ~103 ms")
