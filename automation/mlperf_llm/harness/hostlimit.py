@@ -7,9 +7,9 @@ the target cannot help, and the run says so before the test instead of retrying 
 from other failures (submission/checker.py).
 
 "About the bound": at or over REACH of it. A p99 over many queries of several lengths runs above
-one query alone (on the slow kind of host, 2026-11-27: one llama3.1-8b stand-in query alone ~100 ms
-a token, p99 TPOT 103-107 ms at 0.11 QPS), so a host within 1 - REACH of the bound meets it by
-chance if at all.
+one query alone (on the slow kind of host, 2026-11-27: this probe 91.4 ms a token on the embedded
+stand-in, while Server tests of llama3.1-8b measured p99 TPOT 103-107 ms at 0.11 QPS, 13-17% above
+it, and 113.7 ms at 4 QPS), so a host within 1 - REACH of the bound meets it by chance if at all.
 
 The probe: PROBE_ANSWERS greedy answers of exactly PROBE_TOKENS tokens, one after the other, on the
 run's first server, streamed, on the data set's prompt of median length; the faster of each figure
@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 PROBE_TOKENS = 16
 PROBE_ANSWERS = 2
-REACH = 0.85
+REACH = 0.8
 FIGURES = ("TTFT", "TPOT")     # the order of a benchmark's latency_limits_ms pairs
 
 

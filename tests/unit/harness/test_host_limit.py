@@ -1,8 +1,9 @@
 """A latency bound out of this host's reach at any load is said before the Server test, the test runs
 once at the lowest load, and targets.json records it; where the bound is within reach, a missed target
-is still lowered and retried. Both branches from recorded paces: the slow kind of host (no AVX-512)
-and the fast kind, timed by the probe on the embedded llama3.1-8b stand-in (the numbers in
-tests/fixtures/harness/alone_probes.json); run_one and the probe replaced by recorders (no process)."""
+is still lowered and retried. Both branches from paces: the slow kind of host (no AVX-512) as its
+probe read it on the embedded stand-in, and the fast kind (the numbers in
+tests/fixtures/harness/alone_probes.json: the slow kind's recorded, the fast kind's scaled from it);
+run_one and the probe replaced by recorders (no process)."""
 import json
 from pathlib import Path
 
@@ -34,9 +35,9 @@ def test_the_sentence_says_cannot_at_or_over_the_bound_and_cannot_be_relied_on_w
     assert over.sentence() == ("this host decodes ~103 ms a token alone: the llama3.1-8b's Server TPOT bound of "
                                "100 ms cannot be met here at any load")
     near = judge("llama3.1-8b", "Server", Alone(ttft_ms=40, tpot_ms=90), (2000, 100))
-    assert near is not None and "within 15% of the llama3.1-8b's Server TPOT bound of 100 ms" in near.sentence()
+    assert near is not None and "within 20% of the llama3.1-8b's Server TPOT bound of 100 ms" in near.sentence()
     assert "cannot be relied on here at any load" in near.sentence()
-    assert judge("m", "Server", Alone(ttft_ms=40, tpot_ms=84.9), (2000, 100)) is None
+    assert judge("m", "Server", Alone(ttft_ms=40, tpot_ms=79.9), (2000, 100)) is None
     ttft = judge("m", "Interactive", Alone(ttft_ms=480, tpot_ms=5), (500, 30))
     assert ttft.figure == "TTFT" and "to a first token alone" in ttft.sentence()
     assert HostLimit.from_json(over.to_json()) == over and over.to_json()["sentence"] == over.sentence()
@@ -90,9 +91,9 @@ def test_slow_host_the_bound_is_said_out_of_reach_and_the_test_runs_once_at_the_
     out = capsys.readouterr().out
     # derived from 0.5 samples/s (x0.7 = 0.35), then straight to one query per 9.7 s answer, once
     assert tried == [pytest.approx(0.103)]
-    assert f"Server: this host decodes ~{SLOW.tpot_ms:.0f} ms a token alone: the llama3.1-8b's Server TPOT " \
-           "bound of 100 ms cannot be met here at any load; the performance test runs once, at the lowest load, " \
-           "0.103 QPS" in out
+    assert f"Server: this host decodes ~{SLOW.tpot_ms:.0f} ms a token alone, within 20% of the llama3.1-8b's " \
+           "Server TPOT bound of 100 ms: a p99 over many queries runs above one query alone, so the bound cannot be " \
+           "relied on here at any load; the performance test runs once, at the lowest load, 0.103 QPS" in out
     assert "missed the latency bounds" not in out            # no retries
     limit = targets["Server"]["host_limit"]
     assert limit["figure"] == "TPOT" and limit["performance_target_qps"] == pytest.approx(0.103)
