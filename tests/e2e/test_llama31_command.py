@@ -75,10 +75,17 @@ def test_the_tree_passes_the_master_checker_but_for_the_full_length_checks(run):
     else:
         assert list(submission.rglob("TEST06"))
     report = out[out.index("Official submission checker:"):]
-    out_of_reach = re.search(r"^Server: (this host decodes ~\d+ ms a token alone.*?bound of 100 ms cannot be "
-                             r"(?:met|relied on) here at any load)", out, re.M)
-    if out_of_reach:            # said before the Server test, which then ran once, at the lowest load
+    # foreseen by the probe of one query alone (said before the Server test, which then runs once, at
+    # the lowest load), or measured (the derived target lowered until the lowest load, still missing)
+    foreseen = re.search(r"^Server: (this host decodes ~\d+ ms a token alone.*?bound of 100 ms cannot be "
+                         r"(?:met|relied on) here at any load)", out, re.M)
+    measured = re.search(r"^Server: (at \S+ QPS, about one query in flight at a time, this host's p99 TPOT was "
+                         r"\d+ ms: the llama3.1-8b's Server TPOT bound of 100 ms cannot be met here at any load)",
+                         out, re.M)
+    out_of_reach = foreseen or measured
+    if foreseen:
         assert "missed the latency bounds" not in out, "a bound out of reach was retried at lower loads"
+    if out_of_reach:
         assert (f"Verdict: FAIL on this host's speed alone ({out_of_reach.group(1)}); every other check: "
                 "PASS except the full-length checks above (test mode)") in report, report[-4000:]
         assert re.search(r"^Submission checker \(official, v6\.1\): FAIL on this host's speed alone", out, re.M)

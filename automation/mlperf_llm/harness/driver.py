@@ -437,16 +437,20 @@ def _set_aside(outcome: RunOutcome, results_dir: str, scenario: str, target: flo
 
 
 def _meet_latency_bounds(req: HarnessRequest, scenario: str, rows: int, outcome: RunOutcome,
-                         sources: dict[str, str]) -> tuple[HarnessRequest, RunOutcome]:
+                         sources: dict[str, str], lowest: float = 0.0) -> tuple[HarnessRequest, RunOutcome]:
     """A Server/Interactive target this run chose (derived, not given) that missed the latency
-    bounds is lowered and the performance test run again, at most LATENCY_RETRIES times. A given
-    target is the user's choice and is kept: its INVALID result is reported as it is."""
+    bounds is lowered and the performance test run again, at most LATENCY_RETRIES times, and never
+    below `lowest` (about one query in flight at a time: lower cannot help; hostlimit.lowest_load),
+    where it stops. A given target is the user's choice and is kept: its INVALID result is reported
+    as it is."""
     tries, limits = 0, req.bench.latency_limits_ms
     while (scenario in limits and sources.get(scenario, "given") != "given"
            and outcome.verdict == "INVALID" and outcome.summary.get("latency_met") is False
            and tries < LATENCY_RETRIES):
         old = req.target_for(scenario)
-        new = lowered_target(old, outcome.summary, scenario, limits)
+        if lowest and old <= lowest * 1.001:
+            break
+        new = max(lowered_target(old, outcome.summary, scenario, limits), lowest)
         floor = lowest_test_target(req, rows)
         if new < floor:
             if old <= floor * 1.001:
@@ -504,9 +508,7 @@ class _Reach:
             print(f"{scenario}: {limit.sentence()}; the given target {old:g} is kept and the test runs once "
                   "(its verdict will name this host limit)", flush=True)
             return
-        answer_s = max((float(o.summary.get("latency_mean_ns") or 0) / 1e9 for o in outcomes
-                        if o.scenario == "Offline" and o.mode == "performance"), default=0.0)
-        low = max(hostlimit.lowest_load(answer_s), lowest_test_target(req, rows))
+        low = max(hostlimit.lowest_load(_answer_s(outcomes)), lowest_test_target(req, rows))
         if old is None or not 0 < low < old:
             print(f"{scenario}: {limit.sentence()}; the performance test runs once, at {old:g} QPS, and is not "
                   "retried at lower loads (its verdict will name this host limit)", flush=True)
@@ -516,6 +518,20 @@ class _Reach:
               f"(about one query in flight at a time), not at {old:g} and lower ones in turn (its verdict will name "
               f"this host limit; the accuracy tests keep {old:g}); pass --{scenario.lower()}_target_qps to choose "
               "the target", flush=True)
+
+    def after_retries(self, req: HarnessRequest, scenario: str, outcome: RunOutcome, outcomes: list[RunOutcome],
+                      given: bool) -> None:
+        """A chosen target lowered until it reached the lowest load and still missing the bounds: a
+        host limit measured (said, and named by the verdict as one foreseen is)."""
+        bounds = req.bench.latency_limits_ms.get(scenario)
+        target, low = req.target_for(scenario), hostlimit.lowest_load(_answer_s(outcomes))
+        if (bounds is None or given or scenario in self.limits or outcome.verdict != "INVALID"
+                or outcome.summary.get("latency_met") is not False or not target or not low or target > low * 1.001):
+            return
+        limit = hostlimit.measured(req.model, scenario, outcome.summary, bounds, target)
+        if limit is not None:
+            self.limits[scenario] = limit
+            print(f"{scenario}: {limit.sentence()} (its verdict will name this host limit)", flush=True)
 
     def for_test(self, req: HarnessRequest, scenario: str, mode: str) -> HarnessRequest:
         """The request of one test: a performance test out of reach at the lowest load."""
@@ -533,12 +549,18 @@ class _Reach:
         return {"host_limit": limit}
 
 
+def _answer_s(outcomes: list[RunOutcome]) -> float:
+    """An answer's mean time in the run's Offline performance test (0 without one)."""
+    return max((float(o.summary.get("latency_mean_ns") or 0) / 1e9 for o in outcomes
+                if o.scenario == "Offline" and o.mode == "performance"), default=0.0)
+
+
 def _probe_alone(req: HarnessRequest) -> hostlimit.Alone | None:
     """One query alone on the request's first server (None, said, when the probe failed: the test
     that follows meets the same fault and names it)."""
     from .qsl import load_dataset
     try:
-        prompt = hostlimit.median_prompt(load_dataset(req.dataset_path, req.total_sample_count).tok_input)
+        prompt = hostlimit.longest_prompt(load_dataset(req.dataset_path, req.total_sample_count).tok_input)
         alone = hostlimit.probe(req.api_servers[0], req.api_model_name, prompt, req.token_ids_via)
     except hostlimit.ProbeError as e:
         print(f"latency reach not probed ({e}): a missed latency bound is retried at lower loads", flush=True)
@@ -636,8 +658,10 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
                 if sized is not None and measured is None and first.verdict != "FAILED":
                     measured = _measure(req, first, treq.test_query_count or 0, time.monotonic() - t0)
                 treq, outcome = ((treq, first) if scenario in reach.limits
-                                 else _meet_latency_bounds(treq, scenario, rows, first, sources))
-                if scenario not in reach.limits and treq.target_for(scenario) != req.target_for(scenario):
+                                 else _meet_latency_bounds(treq, scenario, rows, first, sources,
+                                                           hostlimit.lowest_load(_answer_s(outcomes))))
+                reach.after_retries(treq, scenario, outcome, outcomes, given=sources.get(scenario) == "given")
+                if scenario not in reach.lowest and treq.target_for(scenario) != req.target_for(scenario):
                     # lowered to meet the bounds
                     req = replace(req, **{TARGET_INPUTS[scenario]: treq.target_for(scenario)})
                 outcomes.append(outcome)
