@@ -54,7 +54,7 @@ def settle_for_benchmark(env: dict, inputs: dict) -> dict:
     edge benchmark is an edge run) and the scenarios it runs by default (the first of each of the
     closed division's requirements: llama2-70b Offline and Server, llama3.1-8b-edge Offline and
     SingleStream). A category that is not the benchmark's is refused. A test run given no
-    --test_query_count is sized to the host (CM_MLPERF_SIZE_TO_HOST, harness/sizing.py)."""
+    --test_query_count or --test_sizes is sized to the host (CM_MLPERF_SIZE_TO_HOST, harness/sizing.py)."""
     from .benchmarks import get_benchmark
     from .rounds import RoundError, settle_benchmark, steps_env
     try:
@@ -74,7 +74,8 @@ def settle_for_benchmark(env: dict, inputs: dict) -> dict:
         notes.append(why_not)
     if not given:
         settled["CM_MLPERF_SUBMISSION_CATEGORY"] = bench.category
-    if env.get("CM_MLPERF_EXECUTION_MODE", "test") == "test" and not inputs.get("test_query_count"):
+    if env.get("CM_MLPERF_EXECUTION_MODE", "test") == "test" and not inputs.get("test_query_count") \
+            and not inputs.get("test_sizes"):
         settled["CM_MLPERF_SIZE_TO_HOST"] = "yes"      # a test run sized to the host (harness/sizing.py)
     if not inputs.get("scenario") and not inputs.get("scenarios"):
         settled["CM_MLPERF_LOADGEN_SCENARIO"] = ",".join(alt[0] for alt in rnd.required(bench))
@@ -151,6 +152,13 @@ def check_inputs(env: dict) -> list[str]:
     try:
         short_query_count(env.get("CM_MLPERF_TEST06_QUERY_COUNT", ""), env.get("CM_MLPERF_EXECUTION_MODE", ""))
     except AuditConfigError as e:
+        problems.append(str(e))
+    from .harness.testsizes import INPUT as SIZES_INPUT, TestSizesError, parse as parse_sizes
+    try:
+        if parse_sizes(env.get("CM_MLPERF_TEST_SIZES", "")) and env.get("CM_MLPERF_EXECUTION_MODE") == "valid":
+            problems.append(f"{SIZES_INPUT}: a valid run's sizes are the round's; drop {SIZES_INPUT}, or use "
+                            "--execution_mode=test")
+    except TestSizesError as e:
         problems.append(str(e))
     for url in [u.strip() for u in env.get("CM_MLPERF_API_SERVER", "").split(",") if u.strip()]:
         if not url.startswith(("http://", "https://")):

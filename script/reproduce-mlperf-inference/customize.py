@@ -33,7 +33,8 @@ def preprocess(i):
                    allow_device_change=is_yes(env.get('CM_REPRODUCE_ALLOW_DEVICE_CHANGE')),
                    inference_src=env.get('CM_REPRODUCE_INFERENCE_SRC', ''),
                    compare_to=env.get('CM_REPRODUCE_COMPARE_TO', ''),
-                   stand_in=env.get('CM_REPRODUCE_STAND_IN', ''))
+                   stand_in=env.get('CM_REPRODUCE_STAND_IN', ''),
+                   size_anew=is_yes(env.get('CM_REPRODUCE_SIZE_ANEW')))
     try:
         if opts.compare_to:
             c = compare_only(opts)

@@ -17,8 +17,9 @@ def preprocess(i):
             rnd = round_for(env.get('CM_MLPERF_INFERENCE_VERSION', ''), env['CM_MLPERF_MODEL'])
             given = short_query_count(env.get('CM_MLPERF_TEST06_QUERY_COUNT', ''),
                                       env.get('CM_MLPERF_EXECUTION_MODE', 'test'))
+            counts, why = (None, '') if given else _sized_counts(env)
             path, origin = audit_config(env.get('CM_MLPERF_INFERENCE_SOURCE', ''), os.getcwd(), rnd, given,
-                                        None if given else _sized_counts(env))
+                                        counts, why)
         except (AuditConfigError, RoundError, SizingError) as e:
             return {'return': 1, 'error': str(e)}
         env['CM_MLPERF_AUDIT_CONF'] = path
@@ -28,15 +29,24 @@ def preprocess(i):
 
 
 def _sized_counts(env):
-    """A test run sized to the host (CM_MLPERF_SIZE_TO_HOST): each scenario's count from what its
-    tests measured (mlperf_llm.harness.sizing); None otherwise."""
-    from mlperf_llm.harness.sizing import test06_counts
+    """Each scenario's TEST06 count where --test_sizes gives it (a replay: the recorded run's); in a
+    test run sized to the host (CM_MLPERF_SIZE_TO_HOST), from what its tests measured
+    (mlperf_llm.harness.sizing); (counts or None, how they were chosen)."""
+    from mlperf_llm.harness.sizing import SizingError, test06_counts
+    from mlperf_llm.harness.testsizes import TestSizesError, parse
+    try:
+        given = {k.split('/')[0]: n for k, n in parse(env.get('CM_MLPERF_TEST_SIZES', '')).items()
+                 if k.endswith('/TEST06')}
+    except TestSizesError as e:
+        raise SizingError(str(e)) from None
+    if given and env.get('CM_MLPERF_EXECUTION_MODE', 'test') == 'test':
+        return given, 'as --test_sizes gives it (the recorded run\'s)'
     if not is_yes(env.get('CM_MLPERF_SIZE_TO_HOST')) or env.get('CM_MLPERF_EXECUTION_MODE', 'test') != 'test':
-        return None
+        return None, ''
     scenarios = [s.strip() for s in env.get('CM_MLPERF_LOADGEN_SCENARIO', 'Offline').split(',') if s.strip()]
     targets = {s: float(env[f'CM_MLPERF_LOADGEN_{s.upper()}_TARGET_QPS'])
                for s in scenarios if env.get(f'CM_MLPERF_LOADGEN_{s.upper()}_TARGET_QPS')}
-    return test06_counts(env.get('CM_MLPERF_RESULTS_DIR', ''), scenarios, targets)
+    return test06_counts(env.get('CM_MLPERF_RESULTS_DIR', ''), scenarios, targets), 'sized to this host'
 
 
 def postprocess(i):

@@ -2,15 +2,15 @@
 to run it (a log per run, a limit from the work it issues, the work charged to the ledger).
 
 Sizes, set here and nowhere else:
-- FULL: the README's command as a user pastes it (test mode, 32 queries per test; an open-division
-  run, so no compliance test: runapp.compliance_tests). It runs exactly once per session (the
-  `readme_run` fixture) and every test that only reads its outputs shares it.
+- FULL: the README's command as a user pastes it (a test run sized to the host: at most 32 queries per
+  test; an open-division run, so no compliance test: runapp.compliance_tests). It runs exactly once
+  per session (the `readme_run` fixture); every test that only reads its outputs shares it, and the
+  replay test replays its tarball.
 - SMALL: the smallest run that still goes through every step of the chain (both scenarios,
   performance, accuracy, TEST06 (`--compliance=yes`), submission, checker step): 4 queries per
   test, TEST06's included. The cached second
   run (given no inference source: the checker step says why it gave no verdict, and given its
-  Server target: small_run_args), the interrupted run's successor, the run that is replayed and seed
-  003's command use it.
+  Server target: small_run_args), the interrupted run's successor and seed 003's command use it.
 
 No load here is a number: a test either leaves the target to the run (which derives it from its own
 Offline test) or takes it from this host's measured pace (costs.Pace.burst_qps), and a verdict that

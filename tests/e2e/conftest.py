@@ -201,8 +201,8 @@ def readme_run(tmp_path_factory, cm_env):
 def small_run(tmp_path_factory, cm_env, pace, readme_run):
     """The same command at the smallest size, after the full run in the same cache and without an
     inference source (offline: the checker step says why it gave no verdict): what the cached second
-    run shows, the run after an interrupted one (test_interrupt_main_command asks for it after its
-    SIGTERM) and the submission that the replay test reproduces."""
+    run shows, and the run after an interrupted one (test_interrupt_main_command asks for it after its
+    SIGTERM). The replay test reproduces readme_run's submission: a run sized to the host."""
     return _main_run(tmp_path_factory, cm_env, pace, "small_run",
                      chain.SMALL_RUN_QUERIES, *chain.small_run_args(pace),
                      with_source=False)

@@ -82,11 +82,11 @@ def shortened(text: str, query_count: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def sized(text: str, counts: dict[str, int]) -> str:
+def sized(text: str, counts: dict[str, int], why: str = "sized to this host") -> str:
     """audit.config with each scenario's TEST06 shortened to its count (LoadGen takes a
     `*.<Scenario>.` key before `*.*.`): a test run sized to the host (harness/sizing.py)."""
     lines = text.rstrip("\n").splitlines()
-    lines.append("# test mode: sized to this host, per scenario (not for a submission)")
+    lines.append(f"# test mode: {why}, per scenario (not for a submission)")
     for scenario, n in counts.items():
         lines += [f"*.{scenario}.{k} = {n}" for k in SHORTENED_KEYS]
     return "\n".join(lines) + "\n"
@@ -126,10 +126,10 @@ def short_query_count(value: str, execution_mode: str) -> int | None:
 
 
 def audit_config(source: str, output_dir: str, rnd: Round, query_count: int | None = None,
-                 counts: dict[str, int] | None = None) -> Tuple[str, str]:
+                 counts: dict[str, int] | None = None, counts_why: str = "sized to this host") -> Tuple[str, str]:
     """(path of audit.config inside output_dir, where it came from); with query_count, TEST06 is
     shortened to that many queries (test mode); with counts, each scenario's to its own (a test run
-    sized to the host)."""
+    sized to the host, or sizes given by --test_sizes: counts_why says which)."""
     os.makedirs(output_dir, exist_ok=True)
     target = os.path.join(output_dir, "audit.config")
     if source:
@@ -145,8 +145,8 @@ def audit_config(source: str, output_dir: str, rnd: Round, query_count: int | No
         text = shortened(text, query_count)
         origin += f"; shortened to {query_count} queries (--test06_query_count, test mode)"
     elif counts:
-        text = sized(text, counts)
-        origin += ("; sized to this host: " + ", ".join(f"{s} {n} queries" for s, n in counts.items())
+        text = sized(text, counts, counts_why)
+        origin += (f"; {counts_why}: " + ", ".join(f"{s} {n} queries" for s, n in counts.items())
                    + " (test mode; --test06_query_count=N for a fixed count)")
     write_text(target, text)
     return target, origin

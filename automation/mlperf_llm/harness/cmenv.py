@@ -43,6 +43,14 @@ def _accuracy_count(env: dict) -> int | None:
     return _num(env, "CM_MLPERF_ACCURACY_SAMPLE_COUNT", int)
 
 
+def _test_sizes(env: dict) -> dict[str, int]:
+    from .testsizes import TestSizesError, parse
+    try:
+        return parse(env.get("CM_MLPERF_TEST_SIZES", ""))
+    except TestSizesError as e:
+        raise HarnessInputError(str(e)) from None
+
+
 def _names(raw: str, table: dict[str, str], what: str, key: str) -> tuple[str, ...]:
     out = []
     for v in _split(raw):
@@ -132,6 +140,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         search_budget_s=60 * (_num(env, "CM_MLPERF_SEARCH_BUDGET") or 10),
         sweep=(env.get("CM_MLPERF_SWEEP") or "").strip(),
         size_to_host=is_yes(env.get("CM_MLPERF_SIZE_TO_HOST")),
+        test_sizes=_test_sizes(env),
         audit_conf=env.get("CM_MLPERF_AUDIT_CONF") or "",
         skip_tokenizer_check=is_yes(env.get("CM_MLPERF_SKIP_TOKENIZER_CHECK")),
         token_ids_via=env.get("CM_MLPERF_VLLM_TOKEN_IDS") or "return_token_ids",

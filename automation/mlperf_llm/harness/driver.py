@@ -26,7 +26,7 @@ from pathlib import Path
 from cmcontract.publish import replace_dir
 
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, summary_values, verdict
-from . import hostlimit, sizing
+from . import hostlimit, sizing, testsizes
 from .search import SEARCH_FILE, MIN_PROBE_QUERIES, Probe, Searched, judge, probe_queries, search
 from .sweep import Row as SweepRow, SweepError, auto_loads, parse_loads, row_from_summary, table
 from .sweep import save as save_sweep
@@ -73,6 +73,7 @@ class HarnessRequest(TestSettings):
     search_budget_s: float = 600.0        # the whole find-performance run's time, the searches' probes in it
     sweep: str = ""                       # "auto" or "QPS,QPS,...": a load sweep of Server tests (sweep.py)
     size_to_host: bool = False            # test mode: each test's query count from the host's rate (sizing.py)
+    test_sizes: dict = field(default_factory=dict)   # test mode: "Scenario/kind" -> its size, as given (testsizes.py)
     python: str = sys.executable
     loadgen_path: str = ""          # the round's LoadGen (get-mlperf-inference-loadgen site/), first on PYTHONPATH
     loadgen_version: str = ""       # its version, where known (user.conf works around the 4.1 wheels' padding)
@@ -117,6 +118,10 @@ class HarnessRequest(TestSettings):
                 "mlperf.conf's 10 ms plans 125,000 on a 5000-sample set (days at a second a query); fix: pass "
                 "--singlestream_target_latency=MS (CM_MLPERF_LOADGEN_SINGLESTREAM_TARGET_LATENCY), one query's "
                 "expected latency, e.g. the '90.00 percentile latency (ns)' of a test run's summary / 1e6")
+        if self.test_sizes and self.execution_mode == "valid":
+            raise HarnessInputError(f"{testsizes.INPUT}={testsizes.format_sizes(self.test_sizes)} with "
+                                    "execution_mode=valid: a valid run's sizes are the round's; fix: drop "
+                                    f"{testsizes.INPUT}, or use --execution_mode=test")
         if self.accuracy_sample_count is not None and self.accuracy_sample_count < 0:
             raise HarnessInputError(f"accuracy_sample_count={self.accuracy_sample_count}: must be a count of "
                                     "samples, or 0 (or 'all') for the whole data set")
@@ -128,7 +133,7 @@ class HarnessRequest(TestSettings):
     @property
     def sized_run(self) -> bool:
         """A test run whose query counts come from the host's measured rate (sizing.py)."""
-        return self.size_to_host and self.execution_mode == "test"
+        return self.size_to_host and self.execution_mode == "test" and not self.test_sizes
 
     @property
     def bench(self) -> Benchmark:
@@ -591,7 +596,12 @@ def _size_test(req: HarnessRequest, scenario: str, mode: str, rows: int,
                measured: sizing.Measured | None) -> tuple[HarnessRequest, sizing.Sized | None]:
     """A sized run's test: its request with the query count for this host, and that size; other runs'
     tests as asked (None). The first Offline performance test measures the host; TEST06's count is its
-    audit.config's (the TEST06 step sizes it with sizing.size)."""
+    audit.config's (the TEST06 step sizes it with sizing.size). A test whose size was given
+    (--test_sizes: a replay) runs at that size, and nothing is sized."""
+    given = req.test_sizes.get(testsizes.key(scenario, mode)) if req.execution_mode == "test" else None
+    if given:
+        return (replace(req, test_query_count=given),
+                sizing.Sized(given, None, f"given by {testsizes.INPUT}: the size the recorded run ran it at"))
     if not req.sized_run:
         return req, None
     cap = test_queries(req.test_query_count, rows)
@@ -613,6 +623,17 @@ def _size_test(req: HarnessRequest, scenario: str, mode: str, rows: int,
                                                                "it are sized from its rate")
     sized = sizing.size(scenario, mode, req.target_for(scenario), cap, measured)
     return replace(req, test_query_count=sized.queries), sized
+
+
+def _size_of(req: HarnessRequest, scenario: str, mode: str, rows: int) -> int:
+    """The size a test ran at: an accuracy test's samples, TEST06's queries (its audit.config's),
+    a performance test's queries."""
+    if mode == "accuracy":
+        return req.accuracy_rows(rows)
+    if mode == "TEST06":
+        from ..accuracy.test06_config import query_count_of
+        return query_count_of(req.audit_conf, scenario) or test_queries(req.test_query_count, rows)
+    return test_queries(req.test_query_count, rows)
 
 
 def _measure(req: HarnessRequest, first: RunOutcome, queries: int, seconds: float) -> sizing.Measured:
@@ -642,6 +663,7 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
     outcomes: list[RunOutcome] = []
     measured = _start_sizing(req)
     reach = _Reach()
+    ran: dict[str, int] = {}         # each test's size (testsizes.py)
     for scenario in req.scenarios:
         req = _derive_from_offline(req, [o for o in outcomes if o.scenario == "Offline"], scenario, sources)
         reach.judge(req, scenario, outcomes, rows, given=sources.get(scenario) == "given")
@@ -652,10 +674,11 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
                 print(f"{scenario} accuracy: the first {n} of {rows} samples (test mode; "
                       "--accuracy_sample_count=all for every sample)", flush=True)
                 outcomes.append(run_one(replace(treq, total_sample_count=n), scenario, mode, n, sized=sized))
+                ran[testsizes.key(scenario, mode)] = n
             elif mode == "performance":
                 t0 = time.monotonic()
                 first = run_one(treq, scenario, mode, rows, sized=sized)
-                if sized is not None and measured is None and first.verdict != "FAILED":
+                if req.sized_run and sized is not None and measured is None and first.verdict != "FAILED":
                     measured = _measure(req, first, treq.test_query_count or 0, time.monotonic() - t0)
                 treq, outcome = ((treq, first) if scenario in reach.limits
                                  else _meet_latency_bounds(treq, scenario, rows, first, sources,
@@ -665,14 +688,19 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
                     # lowered to meet the bounds
                     req = replace(req, **{TARGET_INPUTS[scenario]: treq.target_for(scenario)})
                 outcomes.append(outcome)
+                ran[testsizes.key(scenario, mode)] = test_queries(treq.test_query_count, rows)
             else:
                 outcomes.append(run_one(treq, scenario, mode, rows, sized=sized))
+                ran[testsizes.key(scenario, mode)] = _size_of(treq, scenario, mode, rows)
             if outcomes[-1].verdict == "FAILED":     # the next tests would meet the same fault
                 break
         if outcomes and outcomes[-1].verdict == "FAILED":
             break
     write_atomic(str(Path(req.results_dir) / "harness_outcomes.json"),
                  json.dumps([asdict(o) for o in outcomes], indent=1))
+    if ran and (req.execution_mode == "test" or os.path.isfile(os.path.join(req.results_dir, testsizes.SIZES_FILE))):
+        test_run = req.execution_mode == "test"
+        testsizes.write(req.results_dir, ran if test_run else {}, () if test_run else tuple(ran))
     if "performance" in req.modes:      # a TEST06-only request keeps the record of the benchmark's run
         used = {s: {"target_latency_ms" if s == "SingleStream" else "target_qps": req.target_for(s),
                     "source": sources.get(s, "LoadGen default (mlperf.conf)"),

@@ -63,6 +63,7 @@ class PublishedTest:
     round_source: str = ""                       # where that was read
     generator: str = ""                          # the tool the measurement README says made it ('' unsaid)
     cache_keys: dict = field(default_factory=dict)         # step -> cache key, where the README lists them
+    sizes: dict = field(default_factory=dict)              # kind -> the size its logs say it ran at (_sizes)
 
     @property
     def made_with(self) -> Command | None:
@@ -182,6 +183,8 @@ def _read_test(reader: _Reader, division: str, submitter: str, system: str, benc
             test.test_mode = str(log.get("effective_test_mode", ""))
             test.target_qps = log.get("effective_target_qps")
             test.validity = str(log.get("result_validity", ""))
+            if isinstance(log.get("requested_min_query_count"), int):
+                test.sizes["performance"] = log.get("requested_min_query_count")
             logged = str(log.get("effective_scenario", scenario))
             # LoadGen runs Interactive as a Server test with tighter bounds, and logs it as Server
             if logged != scenario and not (scenario == "Interactive" and logged == "Server"):
@@ -206,7 +209,10 @@ def _read_test(reader: _Reader, division: str, submitter: str, system: str, benc
     acc_detail = acc_dir / "mlperf_log_detail.txt"
     if acc_detail.is_file():
         try:
-            mode = read_detail_log(str(acc_detail)).get("effective_test_mode", "")
+            acc_log = read_detail_log(str(acc_detail))
+            mode = acc_log.get("effective_test_mode", "")
+            if isinstance(acc_log.get("effective_performance_sample_count"), int):
+                test.sizes["accuracy"] = acc_log.get("effective_performance_sample_count")     # the samples scored
             if mode and mode != "AccuracyOnly":
                 reader.find(acc_dir, f"the accuracy folder holds a {mode} run's logs, not an accuracy run's")
         except SubmissionError:
@@ -218,6 +224,9 @@ def _read_test(reader: _Reader, division: str, submitter: str, system: str, benc
             reader.find(acc_dir / "accuracy.txt", f"no accuracy values ({e})")
     else:
         reader.find(acc_dir, "no accuracy.txt")
+    test06 = _logged_answers(scenario_dir / "TEST06" / "accuracy" / "mlperf_log_accuracy.json")
+    if test06:
+        test.sizes["TEST06"] = test06
     log_json = acc_dir / "mlperf_log_accuracy.json"
     if log_json.is_file():
         size = log_json.stat().st_size
@@ -229,6 +238,21 @@ def _read_test(reader: _Reader, division: str, submitter: str, system: str, benc
             reader.find(log_json, f"cut short ({size:,} bytes, not valid JSON): the repository keeps a "
                                   "truncated copy; accuracy.txt holds the published values")
     return test
+
+
+SMALL_LOG = 4 * 1024 * 1024      # a test run's TEST06 log; a submission's is read for its count no further
+
+
+def _logged_answers(path: Path) -> int:
+    """The answers a TEST06 accuracy log holds (its query count: a test run's TEST06 logs every
+    answer), 0 where it is missing, large or cut short."""
+    try:
+        if not path.is_file() or path.stat().st_size > SMALL_LOG:
+            return 0
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return 0
+    return len(data) if isinstance(data, list) else 0
 
 
 def _measurement_dir(folder: Path, layout: str, system: str, bench: str, scenario_dir: Path) -> Path:

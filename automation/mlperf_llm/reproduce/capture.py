@@ -351,6 +351,15 @@ def targets_section(results_dir: str) -> dict:
     return data if isinstance(data, dict) else {"targets": data}
 
 
+def sizes_section(results_dir: str) -> dict:
+    """The size each test of a test run ran at (the harness's test_sizes.json); {} where none."""
+    from ..harness.testsizes import TestSizesError, read
+    try:
+        return read(results_dir) if results_dir else {}
+    except TestSizesError:
+        return {}
+
+
 def loadgen_section(env: dict, results_dir: str) -> dict:
     """LoadGen's version and the seeds it applied (from a detail log of the run)."""
     out = {"version": env.get("CM_LOADGEN_VERSION", ""), "round": env.get("CM_MLPERF_INFERENCE_VERSION", "")}
@@ -394,6 +403,7 @@ def build(*, request: dict, variations: list[str], steps: list[dict], env: dict,
                   dataset=dataset_section(env, memo_path), versions=versions_section(env, probe),
                   loadgen=loadgen_section(env, results_dir), server=server_section(env, results_dir),
                   user_conf=user_conf_section(results_dir), targets=targets_section(results_dir),
+                  sizes=sizes_section(results_dir),
                   system=system_section(env), secrets=secrets)
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..benchmarks import BenchmarkError, get_benchmark
+from ..harness.testsizes import NAME as SIZES_INPUT
 from ..submission.logs import ACCURACY_PATTERNS
-from .record import Record, chosen_targets
+from .record import Record, chosen_targets, recorded_sizes
 from .source import Measured
 
 THROUGHPUT = ("tokens_per_second", "completed_tokens_per_second", "samples_per_second",
@@ -122,20 +123,25 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
         out.append(d)
     out += _dict_diff("server env", recorded.server.get("env") or {}, here.server.get("env") or {},
                       "threads and memory settings change speed", False)
-    rin = {k: v for k, v in (recorded.request.get("inputs") or {}).items() if k not in REPLAY_PATHS}
+    # the test sizes are compared test by test below (a replay gives the recorded ones as an input)
+    rin = {k: v for k, v in (recorded.request.get("inputs") or {}).items() if k not in (*REPLAY_PATHS, SIZES_INPUT)}
     # a target the recorded run chose itself is what the replay was given (replay.plan_replay)
     rin.update({name: target for name, (target, _) in chosen_targets(recorded).items()})
-    hin = {k: v for k, v in (here.request.get("inputs") or {}).items() if k not in REPLAY_PATHS}
+    hin = {k: v for k, v in (here.request.get("inputs") or {}).items() if k not in (*REPLAY_PATHS, SIZES_INPUT)}
     out += _dict_diff("input", rin, hin, "another input to the chain", True)
+    out += size_differences(recorded_sizes(recorded)[0], recorded_sizes(here)[0])
     out += _dict_diff("--env", recorded.request.get("env") or {}, here.request.get("env") or {},
                       "another env override", True)
     if sorted(recorded.request.get("variations") or []) != sorted(here.request.get("variations") or []):
         out.append(Difference("variations", recorded.request.get("variations"), here.request.get("variations"),
                               "another configuration of the chain", True))
-    out += _dict_diff("user.conf", {k: "; ".join(v) for k, v in (recorded.user_conf or {}).items()},
-                      {k: "; ".join(v) for k, v in (here.user_conf or {}).items()},
-                      "another target or test length: throughput and latency are measured at another load",
-                      False)
+    ru, hu = recorded.user_conf or {}, here.user_conf or {}
+    for folder in sorted(set(ru) | set(hu)):
+        a, b = ru.get(folder), hu.get(folder)
+        if a != b:
+            why, acc = user_conf_effect(folder, a or [], b or [])
+            out.append(Difference(f"user.conf {folder}", "; ".join(a) if a is not None else None,
+                                  "; ".join(b) if b is not None else None, why, acc))
     # the steps whose results are kept in the cache (venvs, model, data set, vLLM install); the
     # others' keys hold this run's own folders and differ from run to run
     rk, hk = _kept_keys(recorded.steps), _kept_keys(here.steps)
@@ -145,6 +151,57 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
                               "these steps had other code, inputs or dependencies (their keys are in "
                               "both records)", False))
     return out
+
+
+# What a differing test size changes, by the kind of test (harness/testsizes.py): an accuracy test
+# scores the first N samples of the data set, so another N scores another set
+SIZE_EFFECTS = {
+    "accuracy": ("the accuracy test scored another number of samples (the first N of the data set): "
+                 "accuracy is not expected to match", True),
+    "performance": ("a performance test of another length: throughput and latency are measured over other "
+                    "queries; the answers scored for accuracy are not these", False),
+    "TEST06": ("TEST06 checked another number of answers: its verdict may differ; the accuracy tests are "
+               "not these", False),
+}
+# user.conf keys that decide which samples an accuracy test scores
+SAMPLE_KEYS = (".performance_sample_count_override", ".min_query_count")
+
+
+def size_effect(test: str) -> tuple[str, bool]:
+    """(why a differing size of test "Scenario/kind" matters, whether it can change accuracy)."""
+    return SIZE_EFFECTS.get(test.rpartition("/")[2], ("another test size", True))
+
+
+def size_differences(recorded: dict, reproduced: dict) -> list[Difference]:
+    """A Difference per test whose size differs between the two runs (a test on one side only
+    included), with what it changes (size_effect)."""
+    out = []
+    for k in sorted(set(recorded) | set(reproduced)):
+        if recorded.get(k) != reproduced.get(k):
+            why, acc = size_effect(k)
+            out.append(Difference(f"test size {k}", recorded.get(k), reproduced.get(k), why, acc))
+    return out
+
+
+def size_anew_note(sizes: dict) -> str:
+    """What a replay told to size its tests again (--size_anew=yes) says in its plan."""
+    from ..harness.testsizes import format_sizes
+    return (f"--size_anew=yes: the tests are sized to this host again, not run at the recorded sizes "
+            f"({format_sizes(sizes)}): an accuracy test may score other samples, so accuracy is not expected "
+            "to match")
+
+
+def user_conf_effect(folder: str, recorded: list, reproduced: list) -> tuple[str, bool]:
+    """(why a differing user.conf matters, whether it can change accuracy): in an accuracy test's
+    folder a differing sample count changes the samples scored; anything else (a target, a
+    performance or TEST06 test's length) changes the load and what is measured, not the answers."""
+    def counts(lines: list) -> dict:
+        return {ln.split("=", 1)[0].strip(): ln.split("=", 1)[1].strip() for ln in lines
+                if isinstance(ln, str) and "=" in ln and ln.split("=", 1)[0].strip().endswith(SAMPLE_KEYS)}
+    if str(folder).rstrip("/").endswith("/accuracy") and counts(recorded) != counts(reproduced):
+        return ("another accuracy sample count: the accuracy test scored other samples; accuracy is not "
+                "expected to match", True)
+    return "another target or test length: throughput and latency are measured at another load", False
 
 
 def _kept_keys(steps: list) -> dict:

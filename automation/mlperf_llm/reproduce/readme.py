@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..harness.testsizes import NAME as SIZES_NAME, format_sizes, key as size_key
 from ..harness.userconf import TARGET_INPUTS
 from ..published.commands import Command
 from ..published.reader import PublishedResult, PublishedTest
 from .capture import PROJECT
-from .compare import REPLAY_PATHS, Difference
+from .compare import REPLAY_PATHS, Difference, size_anew_note
 from .record import Record
 
 APP_TAGS = ("run-mlperf", "inference")
@@ -36,6 +37,7 @@ class ReadmePlan:
     request: dict                                       # for run_script, without the replay's folders
     fixed: list[str] = field(default_factory=list)      # what the READMEs' command left to the run, given here
     cache_keys: dict = field(default_factory=dict)      # step -> key, as the READMEs list them
+    sizes: dict = field(default_factory=dict)           # "Scenario/kind" -> the size its logs say (test runs)
 
 
 def own_tests(result: PublishedResult) -> list[PublishedTest]:
@@ -43,7 +45,7 @@ def own_tests(result: PublishedResult) -> list[PublishedTest]:
     return [t for t in result.tests if t.generator == PROJECT and t.made_with is not None and t.made_with.kind == "cm"]
 
 
-def plan_from_readme(result: PublishedResult, inference_src: str = "") -> ReadmePlan:
+def plan_from_readme(result: PublishedResult, inference_src: str = "", size_anew: bool = False) -> ReadmePlan:
     tests = own_tests(result)
     if not tests:
         raise ReadmeReplayError(f"no measurement README in {result.root} says it was made by {PROJECT} with "
@@ -73,13 +75,23 @@ def plan_from_readme(result: PublishedResult, inference_src: str = "") -> Readme
             request[name] = value
             fixed.append(f"--{name}={value}: from {t.scenario}'s user.conf (the run chose it itself), so "
                          "both runs measure at the same load")
+    sizes = {size_key(t.scenario, kind): n for t in tests for kind, n in sorted(t.sizes.items())}
+    if sizes and str(request.get("execution_mode", "test")) == "test" and SIZES_NAME not in request:
+        if size_anew:
+            fixed.append(size_anew_note(sizes))
+        else:
+            request[SIZES_NAME] = format_sizes(sizes)
+            fixed.append(f"--{SIZES_NAME}={request[SIZES_NAME]}: the size of each test, read from its LoadGen logs "
+                         "(the run sized its tests to its host), so that each accuracy test scores the same "
+                         "samples; nothing is sized again (--size_anew=yes sizes them to this host instead)")
     if inference_src:
         request["inference_src"] = inference_src
     keys = {}
     for t in tests:
         for step, key in t.cache_keys.items():
             keys.setdefault(step, key)
-    return ReadmePlan(command, tests, request, fixed, keys)
+    return ReadmePlan(command, tests, request, fixed, keys, sizes if str(request.get("execution_mode", "test")) == "test"
+                      else {})
 
 
 def cache_key_differences(published: dict, here: Record | None,

@@ -22,6 +22,8 @@ Sections (all plain JSON values):
     server        the vLLM command, its env, its flags, or the URLs of servers that were given
     user_conf     per test folder: the user.conf lines
     targets       per scenario: the target and where it came from (targets.json of the run)
+    sizes         per test of a test run, "Scenario/kind": its size (harness/testsizes.py): what a
+                  replay runs each test at, so that its accuracy tests score the same samples
     system        the host facts detection found (CM_HOST_*, CM_GPU_*), device
     secrets       names of secret inputs: "present" | "absent" (never a value)
 """
@@ -61,6 +63,7 @@ class Record:
     server: dict = field(default_factory=dict)
     user_conf: dict = field(default_factory=dict)
     targets: dict = field(default_factory=dict)
+    sizes: dict = field(default_factory=dict)
     system: dict = field(default_factory=dict)
     secrets: dict = field(default_factory=dict)
 
@@ -87,6 +90,37 @@ def chosen_targets(rec: Record) -> dict:
         if name and name not in inputs and isinstance(target, (int, float)) and target > 0:
             out[name] = (target, source)
     return out
+
+
+def recorded_sizes(rec: Record) -> tuple[dict[str, int], str]:
+    """The size each test of the recorded test run ran at ({"Offline/accuracy": 9, ...}) and where it
+    was read: the record's sizes section; for a record without one (an earlier version), its
+    user.conf lines: a performance test's min_query_count, an accuracy test's sample count
+    (TEST06's count is its audit.config's, which user.conf does not hold). ({}, "") for a valid run
+    or a record that says none."""
+    from ..harness.testsizes import TestSizesError, key, parse
+    if rec.sizes:
+        try:
+            return parse(",".join(f"{k}={v}" for k, v in rec.sizes.items()), "the record's sizes"), \
+                "the record's sizes"
+        except TestSizesError as e:
+            raise RecordError("the record", f"its sizes section is not a list of test sizes ({e})",
+                              "use the record the run wrote, unedited") from None
+    out = {}
+    for folder, lines in sorted((rec.user_conf or {}).items()):
+        parts = str(folder).split("/")
+        if parts[-1] == "accuracy" and len(parts) >= 2:
+            name, wanted = key(parts[-2], "accuracy"), ".performance_sample_count_override"
+        elif len(parts) >= 3 and parts[-2] == "performance":
+            name, wanted = key(parts[-3], "performance"), ".min_query_count"
+        else:
+            continue
+        values = [ln.split("=", 1)[1].strip() for ln in lines if isinstance(ln, str) and "=" in ln
+                  and ln.split("=", 1)[0].strip().endswith(wanted)]
+        if values and values[0].isdigit() and int(values[0]) > 0 and \
+                any(ln.split("=", 1)[0].strip().endswith(".min_query_count") for ln in lines if "=" in str(ln)):
+            out[name] = int(values[0])      # min_query_count is written in test mode only
+    return out, "the record's user.conf lines (it has no sizes section)" if out else ""
 
 
 def write(record: Record, path: str) -> str:

@@ -16,6 +16,7 @@ from cmcontract.secret import is_secret
 
 from . import compare as cmp
 from . import record as recmod
+from ..harness.testsizes import NAME as SIZES_NAME, format_sizes
 from .capture import PATH_INPUTS_REPLACED as PATH_INPUTS
 from .capture import PROJECT as PROJECT_NAME
 from .record import RECORD_NAME, Record, RecordError
@@ -52,6 +53,7 @@ class Options:
     inference_src: str = ""
     compare_to: str = ""          # a results folder the user has: compared with the submission, nothing replayed
     stand_in: str = ""            # embedded: rehearse the replay of a published folder with the embedded model
+    size_anew: bool = False       # size the tests to this host again instead of at the recorded sizes
 
 
 @dataclass
@@ -155,6 +157,15 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         inputs[name] = target
         fixed.append(f"--{name}={target:g}: the target the original run chose itself ({source}), "
                      "given here so both runs measure at the same load")
+    sizes, where = recmod.recorded_sizes(rec)
+    if sizes and opts.size_anew:
+        inputs.pop(SIZES_NAME, None)
+        subs.append(cmp.size_anew_note(sizes))
+    elif sizes:
+        inputs[SIZES_NAME] = format_sizes(sizes)
+        fixed.append(f"--{SIZES_NAME}={inputs[SIZES_NAME]}: the size of each test of the original run (from "
+                     f"{where}), given here so that each accuracy test scores the same samples; nothing is "
+                     "sized again (--size_anew=yes sizes the tests to this host instead)")
     inputs.update(replay_folders(opts))
     request = {"tags": ",".join(req.get("tags") or []), "quiet": True, **inputs}
     if req.get("alias"):
@@ -365,7 +376,7 @@ def _readme_plan(result, sub, opts: Options):
             the_record(sub)             # ours, without record or command: what is missing, said
         return None
     try:
-        return plan_from_readme(result, opts.inference_src)
+        return plan_from_readme(result, opts.inference_src, opts.size_anew)
     except ReadmeReplayError as e:
         raise ReplayError(f"--from={opts.source} holds no reproduction record, and {e}") from None
 
@@ -390,6 +401,7 @@ def reproduce_from_readme(opts: Options, run_script: Optional[Callable[[dict], d
     if here is None:
         notes.append(f"the replay wrote no record ({here_path}): cache keys could not be compared")
     differences, incomparable = cache_key_differences(plan.cache_keys, here, (os.path.join(opts.results_dir, ""),))
+    differences += cmp.size_differences(plan.sizes, recmod.recorded_sizes(here)[0] if here else {})
     if incomparable:
         notes.append(f"not compared: the keys of {', '.join(incomparable)}, which hold each run's own results "
                      "folder (steps that run afresh every time)")

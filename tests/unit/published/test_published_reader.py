@@ -2,6 +2,7 @@
 ../shared/published-results (unmodified, read-only) and on copies of them made untidy the ways real
 published folders are (empty files, CRLF, a cut accuracy log, a command that disagrees with its folder,
 an accuracy folder with another test's logs, a benchmark name outside the checker's list)."""
+import json
 import os
 import shutil
 from pathlib import Path
@@ -116,3 +117,24 @@ def test_commands_are_found_with_continuations_prompts_and_crlf():
     assert found[0].options() == {"tags": "run-mlperf,inference,_full", "model": "llama2-70b-99",
                                   "scenario": "Server", "quiet": "yes"}
     assert found[2].model() == "m" and found[3].model() == "org/m"
+
+
+def _log(path: Path, **values):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f':::MLLOG {{"key": "{k}", "value": {json.dumps(v)}, "time_ms": 0.0}}\n'
+                            for k, v in values.items()))
+
+
+def test_each_tests_size_is_read_from_its_logs(tmp_path):
+    # a test run's logs, as this tool's sized run leaves them in a v6.0 tree: the performance test's
+    # query count, the samples its accuracy test scored, the answers its TEST06 logged
+    test = tmp_path / "open" / "me" / "results" / "sys" / "llama2-70b-99.9" / "Offline"
+    _log(test / "performance" / "run_1" / "mlperf_log_detail.txt", effective_scenario="Offline",
+         effective_test_mode="PerformanceOnly", requested_min_query_count=12)
+    _log(test / "accuracy" / "mlperf_log_detail.txt", effective_test_mode="AccuracyOnly",
+         effective_performance_sample_count=9)
+    (test / "TEST06" / "accuracy").mkdir(parents=True)
+    (test / "TEST06" / "accuracy" / "mlperf_log_accuracy.json").write_text(
+        json.dumps([{"seq_id": i, "qsl_idx": i, "data": "00"} for i in range(5)]))
+    (t,) = read_published(tmp_path).tests
+    assert t.sizes == {"performance": 12, "accuracy": 9, "TEST06": 5}

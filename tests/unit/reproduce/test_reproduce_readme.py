@@ -75,3 +75,19 @@ def test_a_step_keyed_on_the_replays_own_folders_is_not_compared():
     assert found == [] and incomparable == ["app-mlperf-inference"]
     found, _ = cache_key_differences({"app-mlperf-inference": "a" * 64}, here, ("/elsewhere",))
     assert [d.name for d in found] == ["cache key of app-mlperf-inference"] and found[0].affects_accuracy
+
+
+def test_each_tests_size_read_from_its_logs_is_given_so_accuracy_scores_the_same_samples():
+    off, srv = published("Offline", CMD.replace(" --test_query_count=4", "")), \
+        published("Server", CMD.replace(" --test_query_count=4", ""))
+    off.sizes, srv.sizes = {"performance": 12, "accuracy": 9, "TEST06": 5}, {"performance": 3, "accuracy": 3}
+    plan = plan_from_readme(result(off, srv))
+    assert plan.request["test_sizes"] == ("Offline/performance=12,Offline/accuracy=9,Offline/TEST06=5,"
+                                          "Server/performance=3,Server/accuracy=3")
+    assert any(f.startswith("--test_sizes=") and "read from its LoadGen logs" in f for f in plan.fixed)
+    anew = plan_from_readme(result(off, srv), size_anew=True)
+    assert "test_sizes" not in anew.request and anew.sizes == plan.sizes
+    assert any("accuracy is not expected to match" in f for f in anew.fixed)
+    valid = published("Offline", CMD.replace(" --test_query_count=4", " --execution_mode=valid"))
+    valid.sizes = {"performance": 24576, "accuracy": 24576}
+    assert "test_sizes" not in plan_from_readme(result(valid)).request
