@@ -388,9 +388,8 @@ def to_html(report: dict) -> str:
     performance test's figures recorded against reproduced drawn beside it, plots/figures.py), the
     inputs that differ, the notes; one file, nothing fetched when it is opened."""
     import os
-    import jinja2
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
-                             autoescape=True, undefined=jinja2.StrictUndefined)
+    from ..templates import page_env
+    env = page_env(os.path.join(os.path.dirname(__file__), "templates"))
     env.filters["fmt"] = _fmt
     from ..plots.figures import reproduction
     figures = reproduction(report["tests"], report["comparable"])

@@ -6,18 +6,16 @@ import datetime
 import os
 from dataclasses import dataclass
 
-import jinja2
-
 from ..benchmarks import get_benchmark
+from ..templates import page_env, text_env
 from .inputs import Metadata, placeholder_note
 from .quantization import method_lines, scheme_of
 from .results import ScenarioResult, targets_for
 from .spec import RESULT_KEYS, SCENARIO_ORDER
 
-_ENV = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
-    autoescape=jinja2.select_autoescape(["html"]), keep_trailing_newline=True,
-    undefined=jinja2.StrictUndefined)
+_TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")
+_ENV = text_env(_TEMPLATES)         # the READMEs (Markdown)
+_PAGES = page_env(_TEMPLATES)       # summary.html: every value escaped
 
 SYSTEM_GROUPS = (   # (id, title, field prefix or list, wide, ends a row) as in seeds 000/001
     ("accelerator", "Accelerator Details", ("accelerator", "accelerators_per_node"), False, False),
@@ -150,7 +148,7 @@ def render_summary_html(meta: Metadata, system: dict, results: list[ScenarioResu
         notes.append(f"accuracy targets: {label}")
     for r in results:
         notes += [f"{r.model} {r.scenario}: {n}" for n in r.notes]
-    return _ENV.get_template("summary.html.j2").render(
+    return _PAGES.get_template("summary.html.j2").render(
         round=meta.round, year=datetime.date.today().year, submitter=meta.submitter, system=system,
         placeholder=placeholder_note(meta.submitter),
         category=meta.category, division=meta.division, availability=meta.availability or system.get("status", ""),

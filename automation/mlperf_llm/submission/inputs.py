@@ -28,6 +28,7 @@ def resolve_submitter(given: str | None, division: str, execution_mode: str) -> 
     run (a submission names its submitter in its folder, tarball and systems JSON); an open test run
     gets PLACEHOLDER_SUBMITTER, which every document of the tree marks as a placeholder."""
     if given:
+        check_folder_name("--submitter", given)
         return given
     if division == "closed" or execution_mode == "valid":
         raise SubmissionError("--submitter", f"is not given; a {execution_mode}-mode run in the {division} division "
@@ -112,10 +113,17 @@ class Metadata:
             if value not in allowed:
                 raise SubmissionError(f"{source} {name}={value!r}", "is not allowed", f"use one of {allowed}")
         for name in ("submitter", "system_name", "implementation"):
-            value = getattr(self, name)
-            if value and (" " in value or value.startswith(".") or "/" in value):
-                raise SubmissionError(f"{source} {name}={value!r}", "cannot be a folder name in the tree "
-                                      "(spaces, a leading dot or '/')", "use letters, digits, '_', '-' and '.'")
+            if getattr(self, name):
+                check_folder_name(f"{source} {name}", getattr(self, name))
+
+
+def check_folder_name(what: str, value: str) -> None:
+    """A submitter, system or implementation names a folder of the tree (and the tarball): no
+    whitespace or control character (a tab separates HTML attributes as a space does), no path
+    separator, no leading dot."""
+    if value.startswith(".") or any(c.isspace() or ord(c) < 32 or ord(c) == 127 or c in "/\\" for c in value):
+        raise SubmissionError(f"{what}={value!r}", "cannot be a folder name in the tree (whitespace, a control "
+                              "character, a leading dot, '/' or '\\')", "use letters, digits, '_', '-' and '.'")
 
 
 def load_json(path: str, what: str) -> dict:

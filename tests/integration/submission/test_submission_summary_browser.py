@@ -134,3 +134,36 @@ def test_the_plots_render_in_a_real_browser_with_no_console_error(tmp_path):
     p.feed(dom)
     assert p.tables["sweep"][0][4] == "TTFT p50 / p90 / p99 ms (bound 2000)"
     assert p.tables["sweep"][3] == ["2.46", "50", "1.94", "152.7", "148 / 243 / 382", "55 / 63 / 91", "yes"]
+
+
+HOSTILE = {"submitter": "Acme<b>bold<i>it",       # no space or '/': a submitter is a folder name too
+           "hw_notes": "<script>document.title='pwned-notes'</script>fast",
+           "sw_notes": "<b>bold</b> & <i>it</i>"}
+
+
+@pytest.mark.e2e
+def test_markup_in_a_submitter_or_a_system_note_shows_as_text_and_nothing_runs(tmp_path):
+    """Issue 37: what a submitter typed is shown, never obeyed: summary.html escapes every value
+    (its template's name ends in .html.j2, which jinja2's select_autoescape(["html"]) missed)."""
+    import json
+    from mlperf_llm.submission.tree import BuildRequest, build_submission
+    browser = chromium()
+    system = tmp_path / "system.json"
+    system.write_text(json.dumps(dict(json.load(open(os.path.join(FIX, "system.json"))),
+                                      hw_notes=HOSTILE["hw_notes"], sw_notes=HOSTILE["sw_notes"])))
+    report = build_submission(BuildRequest(os.path.join(FIX, "results-v5.1"), str(system),
+                                           metadata("v5.1", "closed", submitter=HOSTILE["submitter"]),
+                                           str(tmp_path / "mlperf_submission")))
+    html = open(report.summary_html).read()
+    assert "<script>" not in html and "<b>" not in html and "<i>" not in html
+    proc = subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                           "file://" + report.summary_html], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = proc.stdout
+    assert "pwned" not in re.search(r"<title>(.*?)</title>", dom, re.S).group(1)      # no script ran
+    assert "<script>" not in dom and "<b>" not in dom and "<i>" not in dom     # no element was made
+    p = Tables()
+    p.feed(dom)
+    assert p.tables["datebar"][1][1] == HOSTILE["submitter"]                               # the text, as typed
+    assert ["hw_notes", HOSTILE["hw_notes"]] in p.tables["other_hardware"]
+    assert ["sw_notes", HOSTILE["sw_notes"]] in p.tables["software"]
