@@ -61,5 +61,8 @@ def cleanup(i):
         print(f'Ray node kept with the server; stop it with cm run script --tags=run,ray-node,_stop '
               f'--ray_record={env["CM_RAY_NODE_RECORD"]}')
         return {'return': 0}
-    print(node.stop(node.NodeRecord.load(env['CM_RAY_NODE_RECORD'])))
+    try:
+        print(node.stop(node.NodeRecord.load(env['CM_RAY_NODE_RECORD'])))
+    except RayClusterError as e:
+        return {'return': 1, 'error': str(e)}
     return {'return': 0}

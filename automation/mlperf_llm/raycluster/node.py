@@ -7,34 +7,48 @@ process of the node inherits: stopping it signals exactly those processes (read 
 process of the user, a cluster the run only joined included). Its temporary folder is one of its
 own, short (Ray's socket paths must fit 107 bytes), removed at the stop.
 
+The record a later process stops the node from is a JSON file anyone with write access may have
+edited: it is checked before anything is signalled or deleted (NodeRecord.load), its folder above
+all, which must be one a start made (TEMP_BASE/TEMP_PREFIX*, a real folder of this user's).
+
 Usage reporting is off (`--disable-usage-stats`, RAY_USAGE_STATS_ENABLED=0) unless asked for, and
-the dashboard is not started. Ray's GCS and client server listen on every interface of the node
-(Ray's choice, not configurable in 2.60): on a real cluster, keep its ports behind the cluster's own
-network; the tests run each node in a network namespace of their own.
+the dashboard is not started. Ray's GCS, its raylet's ports and (unless the node's address is
+loopback) its metrics port listen on every interface of the machine, whatever --node-ip-address
+says (Ray's choice, no setting in 2.60): the start says so, and on a real cluster only the
+cluster's nodes should reach them; the tests run each node in a network namespace of their own.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from cmcontract.proctree import descendants
 
 from ..files import write_json_atomic
+from ..vllm.command import RAY_NO_USAGE_STATS_SWITCH
 from .placement import RayClusterError, RayNode, list_nodes, ray_env
 
 MARK = "CM4MLPERF_RAY_NODE"
+TOKEN = re.compile(r"[0-9a-f]{32}")      # uuid4().hex: what start() gives a node
+TEMP_BASE = "/tmp"                       # each node's folder: TEMP_BASE/TEMP_PREFIX..., made by start()
+TEMP_PREFIX = "cmray-"
 DEFAULT_PORT = 6379
 ROLES = ("head", "worker")
 STOP_GRACE_S = 10.0
+BY_HAND = (f"`grep -l {MARK}= /proc/[0-9]*/environ 2>/dev/null` lists the processes of the Ray nodes this "
+           "project started (kill those of this node; `ray stop` stops every Ray process of this user), "
+           f"and `ls -ld {TEMP_BASE}/{TEMP_PREFIX}*` their folders (remove this node's)")
 
 
 @dataclass(frozen=True)
@@ -55,11 +69,78 @@ class NodeRecord:
 
     @classmethod
     def load(cls, path: str | Path) -> "NodeRecord":
+        """The record saved at path, once every field is one start() could have written (else nothing
+        is stopped or deleted: the stop kills by its token and folder and removes the folder)."""
         try:
-            return cls(**json.loads(Path(path).read_text()))
-        except (OSError, ValueError, TypeError) as e:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as e:
             raise RayClusterError(f"cannot read the Ray node record {path} ({e}); was the node started by "
                                   "run-ray-node?") from None
+        if not isinstance(data, dict):
+            raise _refused(path, "its content", f"is a JSON {type(data).__name__}, not an object")
+        names = [f.name for f in fields(cls)]
+        for name in names:
+            if name not in data:
+                raise _refused(path, name, "is missing")
+            problem = CHECKS[name](data[name])
+            if problem:
+                raise _refused(path, f"{name}={data[name]!r}", problem)
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise _refused(path, unknown[0], "is not a field of a Ray node record")
+        return cls(**data)
+
+
+def _refused(path, what: str, reason: str) -> RayClusterError:
+    return RayClusterError(f"the Ray node record {path} is refused, nothing was stopped or deleted: {what} {reason}. "
+                           f"If it names a node run-ray-node started, delete the record file and stop the node's "
+                           f"processes by hand: {BY_HAND}")
+
+
+def temp_dir_problem(path) -> str | None:
+    """Why path is not a folder start() made (None when it is one, or when it is gone already)."""
+    if not isinstance(path, str):
+        return "is not a path"
+    p = Path(path)
+    if not p.is_absolute() or p.parent != Path(TEMP_BASE) or not p.name.startswith(TEMP_PREFIX):
+        return f"is not a folder {TEMP_PREFIX}* directly in {TEMP_BASE}, where a node's start makes its own"
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return None                       # a cleaned /tmp: nothing to delete, the token still finds the node
+    except OSError as e:
+        return f"cannot be examined ({e.strerror or e})"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link, not the folder a node's start made"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder"
+    if st.st_uid != os.getuid():
+        return f"belongs to another user (uid {st.st_uid}), not to this one (uid {os.getuid()})"
+    return None
+
+
+def _text(value) -> str | None:
+    return None if isinstance(value, str) and value.strip() else "is not a non-empty string"
+
+
+def _address(value) -> str | None:
+    try:
+        return None if isinstance(value, str) and split_address(value) else "is not HOST:PORT"
+    except RayClusterError:
+        return "is not HOST:PORT"
+
+
+CHECKS = {   # NodeRecord's fields: why a value is not one start() writes (None when it is)
+    "role": lambda v: None if isinstance(v, str) and v in ROLES else f"is not one of {', '.join(ROLES)}",
+    "address": _address,
+    "node_ip": _text,
+    "temp_dir": temp_dir_problem,
+    "token": lambda v: None if isinstance(v, str) and TOKEN.fullmatch(v) else "is not 32 lowercase hex digits",
+    "python": _text,
+    "log_path": _text,
+    "usage_stats": lambda v: None if isinstance(v, bool) else "is not true or false",
+    "started_at": lambda v: None if isinstance(v, (int, float)) and not isinstance(v, bool) else "is not a time",
+}
 
 
 def check_role(role: str) -> str:
@@ -104,7 +185,7 @@ def start_argv(python: str, role: str, node_ip: str, temp_dir: str, *, port: int
                address: str = "", num_cpus: int | None = None, usage_stats: bool = False) -> list[str]:
     argv = [python, "-m", "ray.scripts.scripts", "start", f"--node-ip-address={node_ip}", f"--temp-dir={temp_dir}"]
     if not usage_stats:
-        argv.append("--disable-usage-stats")
+        argv.append(RAY_NO_USAGE_STATS_SWITCH)
     if role == "head":
         argv += ["--head", f"--port={port}", "--include-dashboard=false"]
     else:
@@ -127,7 +208,7 @@ def start(python: str, site: str, role: str, work_dir: str | Path, *, node_ip: s
         node_ip = node_ip or "127.0.0.1"
         address = f"{node_ip}:{port}"
     token = uuid.uuid4().hex
-    temp_dir = tempfile.mkdtemp(prefix="cmray-", dir="/tmp")
+    temp_dir = tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=TEMP_BASE)
     log_path = Path(work_dir).resolve() / f"ray-{role}-{node_ip}.log"
     record = NodeRecord(role, address, node_ip, temp_dir, token, python, str(log_path), usage_stats, time.time())
     argv = start_argv(python, role, node_ip, temp_dir, port=port, address=address, num_cpus=num_cpus,
@@ -149,7 +230,17 @@ def start(python: str, site: str, role: str, work_dir: str | Path, *, node_ip: s
         tail = "\n".join(Path(log_path).read_text(errors="replace").splitlines()[-12:])
         stop(record)
         raise RayClusterError(f"ray start ({role} on {node_ip}) {failed}:\n{tail}")
+    log(listening_note(record))
     return record
+
+
+def listening_note(record: NodeRecord) -> str:
+    """What of the node listens beyond its address (Ray 2.60, read with `ss -ltnp`: docs/ray.md)."""
+    gcs = f"the GCS (port {split_address(record.address)[1]}), " if record.role == "head" else ""
+    metrics = "" if record.node_ip.startswith("127.") else " and its metrics port"
+    return (f"note: this Ray {record.role} listens on every interface of this machine, not only {record.node_ip}: "
+            f"{gcs}the raylet's ports{metrics} (ports Ray picks); let only the cluster's nodes reach them "
+            "(a firewall, or the cluster's own network)")
 
 
 def _holds_files_in(pid: str, folder: str, proc: str) -> bool:

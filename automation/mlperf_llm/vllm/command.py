@@ -179,6 +179,7 @@ def api_server_argv(cfg: ServeConfig, python: str = 'python', vllm_version: str 
 # often unreleased hardware under embargo and benchmark hosts air-gapped: every server a step starts
 # is told not to, unless the user asks for it (--usage_stats=yes). DO_NOT_TRACK is the convention both read.
 NO_USAGE_STATS = {'VLLM_NO_USAGE_STATS': '1', 'DO_NOT_TRACK': '1', 'RAY_USAGE_STATS_ENABLED': '0'}
+RAY_NO_USAGE_STATS_SWITCH = '--disable-usage-stats'     # `ray start`'s own, beside the environment above
 
 
 def server_env(cfg: ServeConfig) -> dict[str, str]:
@@ -200,12 +201,21 @@ def ray_guidance(cfg: ServeConfig) -> list[str]:
     return [
         f'Ray backend: the model is spread over {world} worker(s) '
         f'(tensor_parallel_size x pipeline_parallel_size).',
-        f'On the head node:   ray start --head --port={port}',
-        f'On each other node: ray start --address={address}',
+        f'On the head node:   {_ray_start(f"--head --port={port}")}',
+        f'On each other node: {_ray_start(f"--address={address}")}',
+        f'Ray listens on every interface of each node, whatever its address: the GCS (port {port}) on the head, '
+        'the raylet\'s and the metrics ports (picked by Ray) on each; let only the cluster\'s nodes reach them '
+        '(a firewall, or the cluster\'s own network).',
         'Check with `ray status` that the cluster shows all nodes and accelerators, then start the server '
         f'on the head node with RAY_ADDRESS={address}.',
         'Every node needs the same vLLM version and the model at the same path.',
     ]
+
+
+def _ray_start(args: str) -> str:
+    """A `ray start` command for the user to run, with usage reporting off."""
+    env = ' '.join(f'{k}={v}' for k, v in NO_USAGE_STATS.items())
+    return f'{env} ray start {args} {RAY_NO_USAGE_STATS_SWITCH}'
 
 
 def shell_command(argv: list[str]) -> str:

@@ -1,8 +1,11 @@
 """A Ray node's command and the processes that are its own (read from a /proc written here)."""
+import subprocess
+
 import pytest
 
 from mlperf_llm.raycluster import node
 from mlperf_llm.raycluster.placement import RayClusterError, RayNode, choose, ray_env
+from mlperf_llm.vllm.command import RAY_NO_USAGE_STATS_SWITCH, ServeConfig, ray_guidance
 
 
 def test_the_head_runs_without_dashboard_or_usage_reporting_in_a_folder_of_its_own():
@@ -12,6 +15,36 @@ def test_the_head_runs_without_dashboard_or_usage_reporting_in_a_folder_of_its_o
             "--node-ip-address=10.0.0.1", "--temp-dir=/tmp/cmray-x", "--num-cpus=2"} <= set(argv)
     worker = node.start_argv("p", "worker", "10.0.0.2", "/tmp/cmray-y", address="10.0.0.1:6380", usage_stats=True)
     assert "--address=10.0.0.1:6380" in worker and "--head" not in worker and "--disable-usage-stats" not in worker
+
+
+def test_every_ray_start_the_code_builds_or_prints_reports_nothing():
+    built = [node.start_argv("p", "head", "10.0.0.1", "/tmp/cmray-x"),
+             node.start_argv("p", "worker", "10.0.0.2", "/tmp/cmray-y", address="10.0.0.1:6379")]
+    assert all(RAY_NO_USAGE_STATS_SWITCH in argv for argv in built)
+    cfg = ServeConfig(model="m", tensor_parallel_size=2, distributed_executor_backend="ray", ray_address="10.1.2.3")
+    shown = [line for line in ray_guidance(cfg) if "ray start" in line]
+    assert len(shown) == 2
+    assert all(line.endswith(RAY_NO_USAGE_STATS_SWITCH) and "RAY_USAGE_STATS_ENABLED=0 " in line for line in shown)
+
+
+def test_a_start_says_its_command_and_that_ray_listens_on_every_interface(tmp_path, monkeypatch):
+    monkeypatch.setattr(node, "TEMP_BASE", str(tmp_path))
+    monkeypatch.setattr(node.subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(argv, 0))
+    logs = []
+    record = node.start("/venv/bin/python", "/site", "head", tmp_path, node_ip="10.0.0.1", port=6380, log=logs.append)
+    assert RAY_NO_USAGE_STATS_SWITCH in logs[0] and "usage reporting off" in logs[0]
+    assert logs[-1] == ("note: this Ray head listens on every interface of this machine, not only 10.0.0.1: the GCS "
+                        "(port 6380), the raylet's ports and its metrics port (ports Ray picks); let only the "
+                        "cluster's nodes reach them (a firewall, or the cluster's own network)")
+    record.save(tmp_path / "record.json")                  # the folder it made is one a stop accepts
+    assert node.NodeRecord.load(tmp_path / "record.json") == record
+
+
+def test_a_loopback_head_or_a_worker_says_only_what_listens_beyond_its_address():
+    head = node.NodeRecord("head", "127.0.0.1:6379", "127.0.0.1", "/tmp/cmray-x", "t", "p", "l", False, 0.0)
+    assert "the GCS (port 6379), the raylet's ports (ports Ray picks)" in node.listening_note(head)
+    worker = node.NodeRecord("worker", "10.0.0.1:6379", "10.0.0.2", "/tmp/cmray-y", "t", "p", "l", False, 0.0)
+    assert "not only 10.0.0.2: the raylet's ports and its metrics port" in node.listening_note(worker)
 
 
 def test_rays_environment_reports_nothing_unless_asked():
