@@ -28,13 +28,18 @@ def preprocess(i):
                                              reproduce)
 
     env = i['env']
+    try:
+        limits = _limits(env)
+    except ValueError as e:
+        return {'return': 1, 'error': str(e)}
     opts = Options(source=env['CM_REPRODUCE_FROM'], results_dir=os.path.abspath(env['CM_REPRODUCE_RESULTS_DIR']),
                    work_dir=i['work_dir'],
                    allow_device_change=is_yes(env.get('CM_REPRODUCE_ALLOW_DEVICE_CHANGE')),
                    inference_src=env.get('CM_REPRODUCE_INFERENCE_SRC', ''),
                    compare_to=env.get('CM_REPRODUCE_COMPARE_TO', ''),
                    stand_in=env.get('CM_REPRODUCE_STAND_IN', ''),
-                   size_anew=is_yes(env.get('CM_REPRODUCE_SIZE_ANEW')))
+                   size_anew=is_yes(env.get('CM_REPRODUCE_SIZE_ANEW')),
+                   trust_record=is_yes(env.get('CM_REPRODUCE_TRUST_RECORD')), limits=limits)
     try:
         if opts.compare_to:
             c = compare_only(opts)
@@ -51,3 +56,22 @@ def preprocess(i):
                                          'accuracy_expected_exact': c.accuracy_expected_exact,
                                          'differing_inputs': [d.name for d in c.differences]}
     return {'return': 0}
+
+
+def _limits(env):
+    """--max_archive_gib / --max_archive_members over the defaults (mlperf_llm.untrusted.Limits)."""
+    from mlperf_llm.untrusted import GIB, Limits
+    out = Limits()
+    for key, flag, field, scale in (('CM_REPRODUCE_MAX_ARCHIVE_GIB', '--max_archive_gib', 'max_bytes', GIB),
+                                    ('CM_REPRODUCE_MAX_ARCHIVE_MEMBERS', '--max_archive_members', 'max_members', 1)):
+        raw = str(env.get(key, '')).strip()
+        if not raw:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            value = 0
+        if not value > 0:
+            raise ValueError(f'{flag}={raw}: give a positive number (the default is {getattr(Limits(), field) / scale:g})')
+        out = Limits(**{**out.__dict__, field: int(value * scale)})
+    return out

@@ -23,11 +23,68 @@ SERVER_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs",
 ENGINES = (("vllm", "vLLM"), ("tensorrt", "TensorRT-LLM"), ("trt-llm", "TensorRT-LLM"), ("sglang", "SGLang"))
 
 
+# Accelerator models by the token that names them, as nvidia-smi ("NVIDIA H100 80GB HBM3", "Tesla T4"),
+# amd-smi / rocm-smi ("AMD Instinct MI325X", "MI300X") and systems JSONs ("NVIDIA H100-SXM-80GB",
+# "H200-SXM-141GB") write them: token -> vendor. A model is its family: H100 SXM, PCIe and NVL are one.
+KNOWN_MODELS = {
+    **dict.fromkeys(("gb300", "b300", "gb200", "b200", "b100", "gh200", "h200", "h100", "h800", "h20", "l40s", "l40",
+                     "l4", "a100", "a800", "a40", "a30", "a10g", "a10", "a2", "t4", "v100", "p100", "p40", "p4"), "nvidia"),
+    **dict.fromkeys(("mi355x", "mi350x", "mi325x", "mi308x", "mi300x", "mi300a", "mi250x", "mi250", "mi210", "mi100"),
+                    "amd"),
+    **dict.fromkeys(("gaudi3", "gaudi2"), "intel"),
+}
+VENDOR_WORDS = {"nvidia": "nvidia", "tesla": "nvidia", "geforce": "nvidia", "quadro": "nvidia", "rtx": "nvidia",
+                "amd": "amd", "instinct": "amd", "radeon": "amd", "intel": "intel", "habana": "intel", "google": "google"}
+NOT_MODEL = re.compile(r"\d+gb|hbm\d*e?|gddr\d*x?|sxm\d*|pcie\d*|nvl\d*|oam|gpu|accelerator|card|device")
+VENDOR_LABELS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "google": "Google"}
+
+
+def accelerator_key(name: str) -> tuple[str, str]:
+    """(vendor, model) of an accelerator's name, '' where not known: ("nvidia", "h100") for "NVIDIA
+    H100 80GB HBM3", "H100-SXM5-80GB" and "NVIDIA H100-SXM-80GB"; ("amd", "mi325x") for "AMD Instinct
+    MI325X 256GB HBM3e" and "MI325X". A model outside KNOWN_MODELS: the vendor of its vendor word
+    (none: ''), and its first token with a digit that is not a memory size or a form factor (none: ''),
+    so "NVIDIA RTX A6000" is ("nvidia", "a6000"), and "NVIDIA GPU" ("nvidia", ''): a model not known."""
+    tokens = [t for t in re.split(r"[^a-z0-9]+", str(name).lower()) if t]
+    vendor = next((VENDOR_WORDS[t] for t in tokens if t in VENDOR_WORDS), "")
+    known = next((t for t in tokens if t in KNOWN_MODELS), "")
+    if known:
+        return KNOWN_MODELS[known], known
+    rest = [t for t in tokens if t not in VENDOR_WORDS and not NOT_MODEL.fullmatch(t)]
+    return vendor, next((t for t in rest if any(c.isdigit() for c in t)), "")
+
+
+def same_model(published: tuple[str, str], here: tuple[str, str]) -> bool:
+    """Whether two keys can be one model: their vendors and their models agree where both are known."""
+    return all(not a or not b or a == b for a, b in zip(published, here))
+
+
+def model_label(key: tuple[str, str]) -> str:
+    vendor, model = key
+    return " ".join(w for w in (VENDOR_LABELS.get(vendor, vendor), model.upper()) if w) or "accelerator"
+
+
 @dataclass(frozen=True)
 class HostFacts:
-    """What this machine has that a replay needs."""
+    """What this machine has that a replay needs: its accelerators, their model's name (one for all,
+    or just the vendor, "NVIDIA GPU", where no tool named them) and, where known, each one's name as
+    nvidia-smi lists them (a host of two models)."""
     accelerators: int = 0
     accelerator_name: str = ""
+    accelerator_names: tuple[str, ...] = ()
+
+    def devices(self) -> list[str]:
+        """One name per accelerator ('' for those no name is known of)."""
+        names = list(self.accelerator_names)
+        return names + [self.accelerator_name] * max(0, self.accelerators - len(names))
+
+    def describe(self) -> str:
+        """'4x Tesla T4', '2x NVIDIA H100 80GB HBM3 and 1x Tesla T4', '8x accelerators of a model not known'."""
+        names = self.devices()
+        if not names:
+            return "no accelerators"
+        counts = {n: names.count(n) for n in dict.fromkeys(names)}
+        return " and ".join(f"{c}x {n or 'accelerators of a model not known'}" for n, c in counts.items())
 
 
 @dataclass
@@ -113,18 +170,39 @@ def plan_test(root: str, test: PublishedTest, host: HostFacts) -> TestPlan:
                           "documentation/calibration.md says, or pass --model_path")
     if not settings:
         plan.notes.append("no server settings published (no `vllm serve` line, no engine YAML): vLLM's defaults")
-    name = str(test.system_desc.get("accelerator_model_name", "")) or "accelerators"
-    if plan.accelerators and host.accelerators < plan.accelerators:
-        plan.missing.append(f"{plan.accelerators}x {name}: this machine has "
-                            f"{host.accelerators or 'no'} {host.accelerator_name or 'accelerator'}"
-                            f"{'s' if host.accelerators != 1 else ''}; run the replay on such a machine, or "
-                            "--allow_device_change=yes to replay on this one (nothing comparable)")
-    elif plan.accelerators and host.accelerator_name and name.split()[0].lower() not in host.accelerator_name.lower():
-        plan.missing.append(f"{name}: this machine has {host.accelerator_name}; --allow_device_change=yes replays "
-                            "on it (throughput not comparable)")
+    if plan.accelerators:
+        _check_accelerators(plan, test, per_node, nodes, host)
     if model.startswith("meta-llama/"):
         plan.missing.append(f"access to the gated {model} on Hugging Face: request it, then set HF_TOKEN")
     return plan
+
+
+def _check_accelerators(plan: TestPlan, test: PublishedTest, per_node: int, nodes: int, host: HostFacts) -> None:
+    """What this machine lacks of the published accelerators, by model (accelerator_key) and count:
+    none at all, none of the published model, or fewer of it than nodes x per node."""
+    name = str(test.system_desc.get("accelerator_model_name", "")).strip() or "accelerators"
+    need, want = plan.accelerators, accelerator_key(name)
+    fix = "--allow_device_change=yes to replay on this one (throughput not comparable)"
+    if not host.accelerators:
+        plan.missing.append(f"{need}x {name}: this machine has no accelerators; run the replay on such a "
+                            "machine, or --allow_device_change=yes to replay on this one (nothing comparable)")
+        return
+    keys = [accelerator_key(n) for n in host.devices()]
+    have = [k for k in keys if same_model(want, k)]
+    if not have:
+        plan.missing.append(f"{need}x {name} (published) vs {host.describe()} here: another accelerator model "
+                            f"({model_label(want)}, not {' or '.join(dict.fromkeys(model_label(k) for k in keys))}); "
+                            f"run the replay on a machine with {need} of them, or {fix}")
+    elif len(have) < need:
+        spread = f" ({nodes} nodes x {per_node})" if nodes > 1 else ""
+        plan.missing.append(f"{need}x {name} published{spread}, {len(have)} here ({host.describe()}): "
+                            f"{need - len(have)} more {model_label(want)} needed; run the replay on a machine "
+                            f"with {need}, or {fix}")
+    if have and want[1] and not all(k[1] for k in have):
+        plan.notes.append(f"the model of this machine's accelerators is not known ({host.describe()}): only "
+                          f"their vendor and count were checked against the published {name}")
+    elif have and not want[1]:
+        plan.notes.append(f"the published accelerator model is not known ({name}): only the count was checked")
 
 
 def plan_published(result: PublishedResult, host: HostFacts) -> list[TestPlan]:

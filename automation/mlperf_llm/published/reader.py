@@ -20,6 +20,7 @@ from ..harness.results import parse_summary
 from ..rounds import ROUNDS
 from ..submission.errors import SubmissionError
 from ..submission.logs import read_accuracy_txt, read_detail_log
+from ..untrusted import MAX_READ_BYTES, UntrustedError, inside, read_capped
 from .commands import Command, find_commands
 
 SYSTEM_FIELDS = ("system_name", "system_type", "division", "submitter", "number_of_nodes", "accelerators_per_node",
@@ -97,11 +98,26 @@ class _Reader:
     def find(self, path: Path, what: str) -> None:
         self.findings.append(Finding(self.rel(path), what))
 
+    def readable(self, path: Path) -> bool:
+        """Inside the folder (links resolved) and not larger than one file is read (MAX_READ_BYTES);
+        else a finding says why it was not read."""
+        if not inside(str(path), os.path.realpath(self.root)):
+            self.find(path, f"leads out of {self.root} (a link): not read")
+            return False
+        if path.stat().st_size > MAX_READ_BYTES:
+            self.find(path, f"{path.stat().st_size:,} bytes, more than the {MAX_READ_BYTES:,} read of one file: "
+                            "not read")
+            return False
+        return True
+
     def text(self, path: Path, what: str = "") -> str | None:
         """A text file's content with CRLF made LF; None (and a finding when `what` says it was
         expected) when it is missing, empty or unreadable."""
         try:
-            data = path.read_bytes()
+            data = read_capped(path, self.root)
+        except UntrustedError as e:
+            self.find(path, f"{what or 'the file'} not read: {e}")
+            return None
         except OSError as e:
             if what:
                 self.find(path, f"{what} cannot be read ({e.strerror or e})")
@@ -175,7 +191,7 @@ def _read_test(reader: _Reader, division: str, submitter: str, system: str, benc
                          system_desc=system_desc)
     perf_dir = scenario_dir / "performance" / "run_1"
     detail = perf_dir / "mlperf_log_detail.txt"
-    if detail.is_file():
+    if detail.is_file() and reader.readable(detail):
         try:
             log = read_detail_log(str(detail))
             test.loadgen_version = str(log.get("loadgen_version", ""))
@@ -207,7 +223,7 @@ def _read_test(reader: _Reader, division: str, submitter: str, system: str, benc
                                                              f"{test.validity}: the detail log wins")
     acc_dir = scenario_dir / "accuracy"
     acc_detail = acc_dir / "mlperf_log_detail.txt"
-    if acc_detail.is_file():
+    if acc_detail.is_file() and reader.readable(acc_detail):
         try:
             acc_log = read_detail_log(str(acc_detail))
             mode = acc_log.get("effective_test_mode", "")

@@ -16,6 +16,7 @@ from ..published.commands import Command
 from ..published.reader import PublishedResult, PublishedTest
 from .capture import PROJECT
 from .compare import REPLAY_PATHS, Difference, size_anew_note
+from . import trust
 from .record import Record
 
 APP_TAGS = ("run-mlperf", "inference")
@@ -45,7 +46,8 @@ def own_tests(result: PublishedResult) -> list[PublishedTest]:
     return [t for t in result.tests if t.generator == PROJECT and t.made_with is not None and t.made_with.kind == "cm"]
 
 
-def plan_from_readme(result: PublishedResult, inference_src: str = "", size_anew: bool = False) -> ReadmePlan:
+def plan_from_readme(result: PublishedResult, inference_src: str = "", size_anew: bool = False,
+                     trust_record: bool = False) -> ReadmePlan:
     tests = own_tests(result)
     if not tests:
         raise ReadmeReplayError(f"no measurement README in {result.root} says it was made by {PROJECT} with "
@@ -59,9 +61,29 @@ def plan_from_readme(result: PublishedResult, inference_src: str = "", size_anew
     if tuple(t for t in tags[:2]) != APP_TAGS:
         raise ReadmeReplayError(f"its recorded command is not this tool's main command (--tags="
                                 f"{','.join(tags)}): replay it by hand")
-    request = {"tags": ",".join(tags), "quiet": True}
-    request.update({k: v for k, v in command.options().items() if k not in ("tags", "quiet", *REPLAY_PATHS)})
-    fixed = []
+    options = {k: v for k, v in command.options().items() if k not in ("tags", "quiet", *REPLAY_PATHS)}
+    env = {k[len("env."):]: v for k, v in options.items() if k.startswith("env.")}
+    adr: dict = {}
+    for k, v in options.items():
+        if k.startswith("adr.") and k.count(".") == 2:
+            adr.setdefault(k.split(".")[1], {})[k.split(".")[2]] = v
+        elif k.startswith("adr."):
+            adr.setdefault(k, {})["?"] = v            # not name.key: refused as it stands
+    asked = trust.screen(tags, {k: v for k, v in options.items() if not k.startswith(("env.", "adr."))}, env, adr)
+    if asked.untrusted and not trust_record:
+        raise ReadmeReplayError(asked.refusal().replace("the record asks", "its recorded command asks"))
+    if not asked.untrusted or not trust_record:
+        tags, options = asked.tags, asked.inputs
+        env, adr = asked.env, asked.adr
+    else:
+        options = {k: v for k, v in options.items() if not k.startswith(("env.", "adr."))}
+    request = {"tags": ",".join(tags), "quiet": True, **options}
+    if env:
+        request["env"] = env
+    if adr:
+        request["adr"] = adr
+    fixed = [] if not asked.untrusted else [f"--{trust.FLAG}=yes: replayed as its command asks, including: "
+                                            + "; ".join(asked.untrusted)]
     rounds = sorted({t.round for t in tests if t.round})
     if not any(t.startswith("_r") and t[2:3].isdigit() for t in tags) and len(rounds) == 1:
         request["tags"] += f",_r{rounds[0]}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import subprocess
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -16,10 +17,12 @@ from cmcontract.secret import is_secret
 
 from . import compare as cmp
 from . import record as recmod
+from . import trust
 from ..harness.testsizes import NAME as SIZES_NAME, format_sizes
 from .capture import PATH_INPUTS_REPLACED as PATH_INPUTS
 from .capture import PROJECT as PROJECT_NAME
 from .record import RECORD_NAME, Record, RecordError
+from ..untrusted import Limits
 from .source import SourceError, Measured, measured_tests, open_submission, the_record
 
 REPORT_NAME = "reproduction.json"
@@ -36,12 +39,16 @@ class Host:
     machine: str = ""
     cpu: str = ""
     gpu_count: int = 0
+    gpu_names: tuple = ()         # nvidia-smi's name of each GPU ("NVIDIA H100 80GB HBM3"), where it gave them
 
     def facts(self):
         """What a published plan asks of this machine (published/plan.HostFacts): its GPUs, which
-        probe_host finds by NVIDIA's devices."""
+        probe_host finds by NVIDIA's devices, and their names where nvidia-smi gave them (else only
+        their vendor is known: "NVIDIA GPU")."""
         from ..published.plan import HostFacts
-        return HostFacts(self.gpu_count, "NVIDIA GPU" if self.gpu_count else "")
+        names = tuple(self.gpu_names)
+        one = names[0] if names and len(set(names)) == 1 else ("NVIDIA GPU" if self.gpu_count and not names else "")
+        return HostFacts(len(names) or self.gpu_count, one, names)
 
 
 @dataclass
@@ -54,6 +61,8 @@ class Options:
     compare_to: str = ""          # a results folder the user has: compared with the submission, nothing replayed
     stand_in: str = ""            # embedded: rehearse the replay of a published folder with the embedded model
     size_anew: bool = False       # size the tests to this host again instead of at the recorded sizes
+    trust_record: bool = False    # replay what the record asks even beyond trust.py's closed list
+    limits: Limits = field(default_factory=Limits)     # what an archive or folder from outside may hold
 
 
 @dataclass
@@ -64,17 +73,33 @@ class Plan:
     fixed: list = field(default_factory=list)          # what the original run chose itself, given here
 
 
+def gpu_names(smi: str, timeout: float = 10) -> tuple:
+    """`nvidia-smi --query-gpu=name --format=csv,noheader`: one name per GPU ("NVIDIA H100 80GB HBM3",
+    "Tesla T4"); () where it fails, hangs or lists none."""
+    try:
+        out = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return ()
+    return tuple(ln.strip() for ln in out.stdout.splitlines() if ln.strip()) if out.returncode == 0 else ()
+
+
 def probe_host() -> Host:
-    """The edge: what this machine has (GPUs through nvidia-smi's presence and /dev/nvidia*)."""
+    """The edge: what this machine has (GPUs through nvidia-smi's presence and /dev/nvidia*, their
+    names from nvidia-smi where it answers; no nvidia-smi: no GPUs). Never fails."""
     cpu = ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
     except OSError:
         pass
-    gpus = len([d for d in os.listdir("/dev") if d.startswith("nvidia") and d[6:].isdigit()]) \
-        if os.path.isdir("/dev") and shutil.which("nvidia-smi") else 0
-    return Host(platform.machine(), cpu, gpus)
+    smi = shutil.which("nvidia-smi")
+    try:
+        gpus = len([d for d in os.listdir("/dev") if d.startswith("nvidia") and d[6:].isdigit()]) if smi else 0
+    except OSError:
+        gpus = 0
+    names = gpu_names(smi) if gpus else ()
+    return Host(platform.machine(), cpu, len(names) or gpus, names)
 
 
 def published_plan(source: str, work_dir: str, host: Host | None = None) -> str:
@@ -98,7 +123,16 @@ def recorded_device(rec: Record) -> str:
 def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], bool] = os.path.exists) -> Plan:
     req = rec.request
     inputs, subs, refusals = {}, [], []
-    for k, v in (req.get("inputs") or {}).items():
+    asked = trust.screen(list(req.get("tags") or []), dict(req.get("inputs") or {}), dict(req.get("env") or {}),
+                         dict(req.get("adr") or {}), str(req.get("alias") or ""))
+    if asked.untrusted and opts.trust_record:
+        subs.append(f"--{trust.FLAG}=yes: replayed as the record asks, including what a replay does not repeat "
+                    "otherwise: " + "; ".join(asked.untrusted))
+        asked = trust.Screened(list(req.get("tags") or []), dict(req.get("inputs") or {}), dict(req.get("env") or {}),
+                               dict(req.get("adr") or {}))
+    elif asked.untrusted:
+        refusals.append(asked.refusal())
+    for k, v in asked.inputs.items():
         if k in PATH_INPUTS:
             continue
         if is_secret(k):
@@ -127,7 +161,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     if inputs.get("api_server"):
         subs.append(given_server_note(inputs["api_server"]))
     env = {}
-    for k, v in (req.get("env") or {}).items():
+    for k, v in asked.env.items():
         if is_secret(k):
             subs.append(f"--env.{k}: a secret, not in the record; set it yourself if needed")
         else:
@@ -167,13 +201,13 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
                      f"{where}), given here so that each accuracy test scores the same samples; nothing is "
                      "sized again (--size_anew=yes sizes the tests to this host instead)")
     inputs.update(replay_folders(opts))
-    request = {"tags": ",".join(req.get("tags") or []), "quiet": True, **inputs}
-    if req.get("alias"):
+    request = {"tags": ",".join(asked.tags), "quiet": True, **inputs}
+    if req.get("alias") and opts.trust_record:
         request["artifact"] = req["alias"]
     if env:
         request["env"] = env
-    if req.get("adr"):
-        request["adr"] = req["adr"]
+    if asked.adr:
+        request["adr"] = asked.adr
     return Plan(request, subs, refusals, fixed)
 
 
@@ -257,7 +291,7 @@ def compare_only(opts: Options, say: Callable[[str], None] = print) -> cmp.Compa
     if not os.path.isdir(opts.compare_to):
         raise ReplayError(f"--compare_to={opts.compare_to}: no such folder; give a results folder "
                           "(<model>/<Scenario>/performance/run_1, accuracy/), such as a run's --results_dir")
-    sub = open_submission(opts.source, opts.work_dir)
+    sub = open_submission(opts.source, opts.work_dir, opts.limits)
     mine = read_results_dir(opts.compare_to)
     if not mine:
         raise ReplayError(f"--compare_to={opts.compare_to}: no tests in it (<model>/<Scenario>/performance/run_1 "
@@ -305,7 +339,7 @@ def rehearse(opts: Options, run_script: Optional[Callable[[dict], dict]],
     if opts.stand_in not in STAND_INS:
         raise ReplayError(f"--stand_in={opts.stand_in}: not a stand-in; use --stand_in=embedded")
     check_results_dir(opts.results_dir)
-    sub = open_submission(opts.source, opts.work_dir)
+    sub = open_submission(opts.source, opts.work_dir, opts.limits)
     result = read_published(sub.root)
     request, notes = stand_in_request(result, opts)
     _run_chain(run_script, request, opts, f"Rehearsing the replay of {sub.path} with the embedded model:", say,
@@ -323,7 +357,7 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
     """Open, plan, replay, compare; writes <results_dir>/reproduction.json. Raises ReplayError,
     SourceError or RecordError with a message for the user."""
     check_results_dir(opts.results_dir)
-    sub = open_submission(opts.source, opts.work_dir)
+    sub = open_submission(opts.source, opts.work_dir, opts.limits)
     if not sub.records:
         from ..published.reader import read_published
         result = read_published(sub.root)           # read once: ours from its README, or another's plan
@@ -376,7 +410,7 @@ def _readme_plan(result, sub, opts: Options):
             the_record(sub)             # ours, without record or command: what is missing, said
         return None
     try:
-        return plan_from_readme(result, opts.inference_src, opts.size_anew)
+        return plan_from_readme(result, opts.inference_src, opts.size_anew, opts.trust_record)
     except ReadmeReplayError as e:
         raise ReplayError(f"--from={opts.source} holds no reproduction record, and {e}") from None
 

@@ -9,11 +9,11 @@ compared, whichever layout its round uses:
 from __future__ import annotations
 
 import os
-import tarfile
 from dataclasses import dataclass, field
 
 from ..benchmarks import DIVISIONS, scenario_of_folder
 from ..submission.logs import read_accuracy_txt, read_detail_log
+from ..untrusted import Limits, UntrustedError, check_folder, unpack
 from . import record as recmod
 from .record import RECORD_NAME, Record, RecordError
 
@@ -61,15 +61,17 @@ class Submission:
     systems: dict = field(default_factory=dict)    # system name -> systems/<name>.json
 
 
-def open_submission(path: str, work_dir: str) -> Submission:
+def open_submission(path: str, work_dir: str, limits: Limits = Limits()) -> Submission:
     """A folder, a .tar.gz/.tgz/.tar (unpacked into `work_dir`/submission) or the address of a folder
-    of a results repository (fetched sparsely into `work_dir`/fetched, published/fetch.py)."""
+    of a results repository (fetched sparsely into `work_dir`/fetched, published/fetch.py); each
+    bounded by `limits` and refused with a link out of it (mlperf_llm.untrusted)."""
     from ..published.fetch import FetchError, fetch, is_url
     if is_url(path):
         try:
             root = fetch(path, os.path.join(work_dir, "fetched"))
         except FetchError as e:
             raise SourceError(str(e)) from None
+        _check(root, path, limits)
     else:
         path = os.path.abspath(os.path.expanduser(path))
         if not os.path.exists(path):
@@ -78,9 +80,10 @@ def open_submission(path: str, work_dir: str) -> Submission:
                               "or the address of a results repository's folder")
         if os.path.isfile(path):
             root = os.path.join(work_dir, "submission")
-            _unpack(path, root)
+            _unpack(path, root, limits)
         else:
             root = path
+            _check(root, path, limits)
     root = _find_root(root, path)
     sub = Submission(path=path, root=root, records=recmod.find(root))
     sub.results = read_results(root)
@@ -88,22 +91,19 @@ def open_submission(path: str, work_dir: str) -> Submission:
     return sub
 
 
-def _unpack(tarball: str, dest: str) -> None:
+def _unpack(tarball: str, dest: str, limits: Limits) -> None:
     try:
-        tar = tarfile.open(tarball)
-    except (tarfile.TarError, OSError) as e:
-        raise SourceError(f"--from={tarball}: not a readable tarball ({e}). Give a submission folder "
-                          "or the .tar.gz the submission step wrote") from None
-    os.makedirs(dest, exist_ok=True)
-    with tar:
-        members = []
-        for m in tar.getmembers():
-            name = os.path.normpath(m.name)
-            if name.startswith(("..", "/")) or os.path.isabs(name) or not (m.isfile() or m.isdir()):
-                raise SourceError(f"--from={tarball}: member {m.name!r} is not a plain file inside the "
-                                  "archive; refusing to unpack it")
-            members.append(m)
-        tar.extractall(dest, members=members)
+        unpack(tarball, dest, limits)
+    except UntrustedError as e:
+        raise SourceError(f"--from={tarball}: {e}. Give a submission folder or the .tar.gz the submission "
+                          "step wrote") from None
+
+
+def _check(folder: str, given: str, limits: Limits) -> None:
+    try:
+        check_folder(folder, limits)
+    except UntrustedError as e:
+        raise SourceError(f"--from={given}: {e}") from None
 
 
 def _find_root(folder: str, given: str) -> str:

@@ -55,7 +55,11 @@ MODEL = {"tags": ["fixture-model"], "cache": True, "new_env_keys": ["CM_ML_MODEL
 
 @pytest.fixture
 def repo(tmp_path):
-    r = make_repo(str(tmp_path / "repos"), {"fixture-app": APP, "fixture-model": MODEL})
+    # where the fixture app finds its results and weights: its own defaults, not inputs (a record's
+    # inputs outside the benchmark app's are refused by a replay unless trusted: reproduce/trust.py)
+    app = ({**APP[0], "default_env": {**APP[0]["default_env"], "CM_FIXTURE_RESULTS": os.path.join(FIX, "results-v5.1"),
+                                      "CM_ML_MODEL_PATH": str(tmp_path / "model")}}, APP[1])
+    r = make_repo(str(tmp_path / "repos"), {"fixture-app": app, "fixture-model": MODEL})
     shutil.copytree(os.path.join(ROOT, "script", "reproduce-mlperf-inference"),
                     os.path.join(r.path, "script", "reproduce-mlperf-inference"))
     return r
@@ -70,8 +74,7 @@ def original_run(tmp_path, repo, with_record=True, device="cpu", readme_command=
     (model / "w.safetensors").write_bytes(b"weights")
     runner = Runner([repo], str(tmp_path / "cache-submitter"))
     res = tmp_path / "submitter" / "mlperf_results"
-    inputs = dict(model="llama2-70b-99", model_path=str(model), device=device,
-                  fixture_results=os.path.join(FIX, "results-v5.1"))
+    inputs = dict(model="llama2-70b-99", device=device)
     r = runner.run("run-mlperf,inference,_embedded", results_dir=str(res), **inputs)
     assert r["return"] == 0, r.get("error", "") + runner.output
     meta = json.load(open(os.path.join(FIX, "metadata.json")))
