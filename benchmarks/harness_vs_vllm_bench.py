@@ -5,8 +5,11 @@ server serving the embedded model, with the same prompts and output lengths.
    once (LoadGen's accuracy mode, so every prompt is sent exactly once), then `vllm bench serve` at an
    unbounded request rate on the same prompts (their text, the chat template skipped: the server
    tokenizes them as the data set did) with each one's output length set to what the harness got
-   (`--ignore-eos`): output tokens per second of each and their ratio (goal: >= 0.97). After a short
-   warm-up run of the client, the two take turns, twice each; each side's better turn is compared.
+   (`--ignore-eos`): output tokens per second of each and their ratio (goal: >= 0.97), each over the
+   same span: from its first request sent to its last answer (the harness's from its query_timings.json,
+   not its start: data set load, preflight, LoadGen's setup; vllm bench's `duration`). After a short
+   warm-up run of the client, the two take turns, twice each; each side's better turn is compared, and
+   no ratio is printed when any turn failed.
 2. Server: both at one fixed load (half the harness's Offline samples/s, Poisson arrivals both):
    the median TTFT of each (the harness's from LoadGen's summary, 50.00 percentile first token latency).
 
@@ -72,7 +75,7 @@ def harness(url: str, dataset: str, n: int, work: Path, scenario: str, mode: str
     if out.verdict == "FAILED":
         raise RuntimeError(f"the harness's {scenario} {mode} test failed: {'; '.join(out.reasons[:2])}")
     status = HarnessStatus.read(Path(out.directory))
-    res = {"dir": out.directory, "tokens": status.generated_tokens, "seconds": status.duration_s,
+    res = {"dir": out.directory, "tokens": status.generated_tokens, "seconds": query_span_s(Path(out.directory)),
            "completed": status.completed}
     if mode == "accuracy":
         logged = json.loads((Path(out.directory) / "mlperf_log_accuracy.json").read_text())
@@ -84,6 +87,16 @@ def harness(url: str, dataset: str, n: int, work: Path, scenario: str, mode: str
             raise RuntimeError(f"the harness's Server test logged no median TTFT ({out.directory})")
         res["median_ttft_ms"] = int(m.group(1)) / 1e6
     return res
+
+
+def query_span_s(test_dir: Path) -> float:
+    """From the test's first query sent to its last answer (query_timings.json): the span vllm bench
+    serve's `duration` covers too; the harness's start (data set, preflight, LoadGen's setup) is not in it."""
+    rows = json.loads((test_dir / "query_timings.json").read_text())["queries"]
+    span = max(r[2] for r in rows if r[2] is not None) - min(r[0] for r in rows)
+    if not span > 0:
+        raise RuntimeError(f"the harness's test logged no span ({test_dir / 'query_timings.json'})")
+    return span
 
 
 def vllm_bench(python: str, url: str, model: str, prompts: Path, n: int, rate: str, work: Path) -> dict:
@@ -126,6 +139,7 @@ def main() -> int:
             vllm_bench(a.vllm_python, url, a.model, prompts, min(n, 8), "inf", work)
         except Exception as e:
             failed.append(f"warm-up: {e}")
+        offline_failed = False
         for turn in (1, 2):
             try:
                 h = harness(url, dataset, n, work / f"offline-{turn}", "Offline", "accuracy")
@@ -139,6 +153,7 @@ def main() -> int:
             except Exception as e:          # a crashed side is named, never a ratio of zeros
                 failed.append(f"harness Offline: {e}")
                 print(f"  harness Offline: FAILED: {e}")
+                offline_failed = True
                 break
             try:
                 v = vllm_bench(a.vllm_python, url, a.model, prompts, n, "inf", work)
@@ -149,6 +164,7 @@ def main() -> int:
             except Exception as e:
                 failed.append(f"vllm bench Offline: {e}")
                 print(f"  vllm bench serve: FAILED: {e}")
+                offline_failed = True
                 break
         if "harness offline" in rows:
             qps = round(0.5 * rows["harness offline"]["completed"] / rows["harness offline"]["seconds"], 2)
@@ -165,7 +181,9 @@ def main() -> int:
                     print(f"  {label}: FAILED: {e}")
     finally:
         service.stop_from_env({**env, **started}, log=lambda m: None)
-    if "harness offline" in rows and "vllm offline" in rows:
+    if offline_failed:                  # a turn failed: the turns that ran are not compared
+        print("output tok/s ratio: none (an Offline turn failed)")
+    elif "harness offline" in rows and "vllm offline" in rows:
         ratio = rows["harness offline"]["output_tok_s"] / rows["vllm offline"]["output_throughput"]
         print(f"output tok/s, harness / vllm bench serve: {ratio:.3f} (goal >= {GOAL})")
     else:

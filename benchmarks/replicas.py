@@ -1,6 +1,8 @@
-"""Replicas side by side in one run (issue 28): Offline tokens/s of two vLLM replicas, each pinned to
-a CPU group of its own (vllm/replicas.py), against one of them alone, with the harness's balancing;
-then a skewed pair (the second replica made slow: max_num_seqs=1, one sequence at a time),
+"""Replicas side by side in one run (issues 28, 37): Offline tokens/s of two vLLM replicas, each pinned
+to a CPU group of its own (vllm/replicas.py), against what `--replicas=2` replaces: the default single
+server (service.start_from_env, tuned for this machine, on all of its cores), each side the same
+Offline test (the same queries, timed by LoadGen over the same span: its first query to its last
+answer); then a skewed pair (the second replica made slow: max_num_seqs=1, one sequence at a time),
 least-outstanding (with a window) against round-robin. Prints both ratios and where the time went:
 each replica's CPU seconds and the harness's own (it shares the machine's cores with the servers).
 
@@ -85,14 +87,26 @@ def main() -> int:
     print(f"{len(machine.cpus)} CPU(s); " + "; ".join(p.describe() for p in placements))
     env = embedded_server.server_env(a, work, concurrency=16)
     results, failed = {}, []
+    print("baseline: the default single server on every core (what --replicas=2 replaces)")
+    single = service.start_from_env(dict(env), work / "single", log=lambda m: print(f"  [single] {m}")
+                                    if "ready" in m or "starting" in m else None)
+    label = "one server (the default, every core)"
+    try:
+        results[label] = offline([single["CM_VLLM_SERVER_URL"]], dataset, a.queries, work / "single" / "run", "least",
+                                 None, [int(single["CM_VLLM_SERVER_PID"])])
+        say(label, results[label])
+    except Exception as e:             # a crashed side is named, never a ratio of zeros
+        failed.append(f"{label}: {e}")
+        print(f"  {label}: FAILED: {e}")
+    finally:
+        service.stop_from_env({**env, **single}, log=lambda m: None)
     for case, overrides in (("even", [{}, {}]), ("skewed", [{}, {"CM_VLLM_MAX_NUM_SEQS": "1"}])):
         print(f"{case}: starting two replicas" + (" (the second with max_num_seqs=1)" if case == "skewed" else ""))
         started = start(env, work / case, placements, machine, [0, 1], overrides)
         urls = [s["CM_VLLM_SERVER_URL"] for s in started]
         pgids = [int(s["CM_VLLM_SERVER_PID"]) for s in started]
         window = int(started[0]["CM_VLLM_SERVER_MAX_NUM_SEQS"])
-        runs = ([("one replica (replica 1 alone)", [urls[0]], "least", None),
-                 ("two replicas, least outstanding", urls, "least", window)] if case == "even" else
+        runs = ([("two replicas, least outstanding", urls, "least", window)] if case == "even" else
                 [("skewed, round-robin", urls, "round-robin", None),
                  (f"skewed, least outstanding (window {window})", urls, "least", window)])
         try:
@@ -107,8 +121,8 @@ def main() -> int:
         finally:
             for s in started:
                 service.stop_from_env({**env, **s}, log=lambda m: None)
-    for name, top, bottom, goal in (("two replicas / one", "two replicas, least outstanding",
-                                     "one replica (replica 1 alone)", 1.5),
+    for name, top, bottom, goal in (("two replicas / the default single server", "two replicas, least outstanding",
+                                     label, 1.5),
                                     ("least outstanding / round-robin (skewed)",
                                      next((k for k in results if k.startswith("skewed, least")), ""),
                                      "skewed, round-robin", 1.2)):
