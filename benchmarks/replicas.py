@@ -26,6 +26,7 @@ from mlperf_llm.harness.results import HarnessStatus  # noqa: E402
 from mlperf_llm.vllm import replicas, server, service, tuning  # noqa: E402
 
 NAME = embedded_server.NAME
+SINGLE = "one server (the default, every core)"
 
 
 def children_cpu_s() -> float:
@@ -90,14 +91,13 @@ def main() -> int:
     print("baseline: the default single server on every core (what --replicas=2 replaces)")
     single = service.start_from_env(dict(env), work / "single", log=lambda m: print(f"  [single] {m}")
                                     if "ready" in m or "starting" in m else None)
-    label = "one server (the default, every core)"
     try:
-        results[label] = offline([single["CM_VLLM_SERVER_URL"]], dataset, a.queries, work / "single" / "run", "least",
-                                 None, [int(single["CM_VLLM_SERVER_PID"])])
-        say(label, results[label])
+        results[SINGLE] = offline([single["CM_VLLM_SERVER_URL"]], dataset, a.queries, work / "single" / "run", "least",
+                                  None, [int(single["CM_VLLM_SERVER_PID"])])
+        say(SINGLE, results[SINGLE])
     except Exception as e:             # a crashed side is named, never a ratio of zeros
-        failed.append(f"{label}: {e}")
-        print(f"  {label}: FAILED: {e}")
+        failed.append(f"{SINGLE}: {e}")
+        print(f"  {SINGLE}: FAILED: {e}")
     finally:
         service.stop_from_env({**env, **single}, log=lambda m: None)
     for case, overrides in (("even", [{}, {}]), ("skewed", [{}, {"CM_VLLM_MAX_NUM_SEQS": "1"}])):
@@ -122,7 +122,7 @@ def main() -> int:
             for s in started:
                 service.stop_from_env({**env, **s}, log=lambda m: None)
     for name, top, bottom, goal in (("two replicas / the default single server", "two replicas, least outstanding",
-                                     label, 1.5),
+                                     SINGLE, 1.5),
                                     ("least outstanding / round-robin (skewed)",
                                      next((k for k in results if k.startswith("skewed, least")), ""),
                                      "skewed, round-robin", 1.2)):
