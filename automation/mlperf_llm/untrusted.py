@@ -63,7 +63,9 @@ def unpack(tarball: str, dest: str, limits: Limits = Limits()) -> None:
         os.makedirs(parent, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=".unpack-", dir=parent)
         try:
-            tar.extractall(tmp, members=members, filter="data")
+            # members are checked above; the "data" filter (Python >= 3.11.4) checks them again
+            extra = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            tar.extractall(tmp, members=members, **extra)
             os.rename(tmp, dest)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
