@@ -60,6 +60,8 @@ def preprocess(i):
 
 def _limits(env):
     """--max_archive_gib / --max_archive_members over the defaults (mlperf_llm.untrusted.Limits)."""
+    import dataclasses
+
     from mlperf_llm.untrusted import GIB, Limits
     out = Limits()
     for key, flag, field, scale in (('CM_REPRODUCE_MAX_ARCHIVE_GIB', '--max_archive_gib', 'max_bytes', GIB),
@@ -73,5 +75,5 @@ def _limits(env):
             value = 0
         if not value > 0:
             raise ValueError(f'{flag}={raw}: give a positive number (the default is {getattr(Limits(), field) / scale:g})')
-        out = Limits(**{**out.__dict__, field: int(value * scale)})
+        out = dataclasses.replace(out, **{field: int(value * scale)})
     return out

@@ -674,7 +674,6 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
                 print(f"{scenario} accuracy: the first {n} of {rows} samples (test mode; "
                       "--accuracy_sample_count=all for every sample)", flush=True)
                 outcomes.append(run_one(replace(treq, total_sample_count=n), scenario, mode, n, sized=sized))
-                ran[testsizes.key(scenario, mode)] = n
             elif mode == "performance":
                 t0 = time.monotonic()
                 first = run_one(treq, scenario, mode, rows, sized=sized)
@@ -688,10 +687,9 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
                     # lowered to meet the bounds
                     req = replace(req, **{TARGET_INPUTS[scenario]: treq.target_for(scenario)})
                 outcomes.append(outcome)
-                ran[testsizes.key(scenario, mode)] = test_queries(treq.test_query_count, rows)
             else:
                 outcomes.append(run_one(treq, scenario, mode, rows, sized=sized))
-                ran[testsizes.key(scenario, mode)] = _size_of(treq, scenario, mode, rows)
+            ran[testsizes.key(scenario, mode)] = _size_of(treq, scenario, mode, rows)
             if outcomes[-1].verdict == "FAILED":     # the next tests would meet the same fault
                 break
         if outcomes and outcomes[-1].verdict == "FAILED":

@@ -50,6 +50,14 @@ def parse(text: str, where: str = INPUT) -> dict[str, int]:
     return out
 
 
+def from_mapping(data, where: str) -> dict[str, int]:
+    """A stored {"Scenario/kind": N} (the folder's file, a record's section), checked as parse checks
+    the input form."""
+    if not isinstance(data, dict):
+        raise TestSizesError(f"{where}: holds a {type(data).__name__}, not {{\"Scenario/kind\": N}}")
+    return parse(",".join(f"{k}={v}" for k, v in data.items()), where)
+
+
 def format_sizes(sizes: dict[str, int]) -> str:
     """The --test_sizes value of sizes, in scenario order, performance before accuracy before TEST06."""
     def order(k: str) -> tuple:
@@ -67,9 +75,8 @@ def read(results_dir: str) -> dict[str, int]:
         return {}
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return parse(",".join(f"{k}={v}" for k, v in data.items()), path)
-    except (OSError, ValueError, AttributeError) as e:
+            return from_mapping(json.load(f), path)
+    except (OSError, ValueError) as e:
         raise TestSizesError(f"{path} is not a record of test sizes ({e}); fix: delete it (the next test run "
                              "writes it again)") from None
 

@@ -104,9 +104,9 @@ class _Reader:
         if not inside(str(path), os.path.realpath(self.root)):
             self.find(path, f"leads out of {self.root} (a link): not read")
             return False
-        if path.stat().st_size > MAX_READ_BYTES:
-            self.find(path, f"{path.stat().st_size:,} bytes, more than the {MAX_READ_BYTES:,} read of one file: "
-                            "not read")
+        size = path.stat().st_size
+        if size > MAX_READ_BYTES:
+            self.find(path, f"{size:,} bytes, more than the {MAX_READ_BYTES:,} read of one file: not read")
             return False
         return True
 

@@ -69,14 +69,11 @@ def plan_from_readme(result: PublishedResult, inference_src: str = "", size_anew
             adr.setdefault(k.split(".")[1], {})[k.split(".")[2]] = v
         elif k.startswith("adr."):
             adr.setdefault(k, {})["?"] = v            # not name.key: refused as it stands
-    asked = trust.screen(tags, {k: v for k, v in options.items() if not k.startswith(("env.", "adr."))}, env, adr)
+    asked = trust.screen(tags, {k: v for k, v in options.items() if not k.startswith(("env.", "adr."))}, env, adr,
+                         trusted=trust_record)
     if asked.untrusted and not trust_record:
         raise ReadmeReplayError(asked.refusal().replace("the record asks", "its recorded command asks"))
-    if not asked.untrusted or not trust_record:
-        tags, options = asked.tags, asked.inputs
-        env, adr = asked.env, asked.adr
-    else:
-        options = {k: v for k, v in options.items() if not k.startswith(("env.", "adr."))}
+    tags, options, env, adr = asked.tags, asked.inputs, asked.env, asked.adr
     request = {"tags": ",".join(tags), "quiet": True, **options}
     if env:
         request["env"] = env

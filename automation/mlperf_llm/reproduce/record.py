@@ -98,11 +98,10 @@ def recorded_sizes(rec: Record) -> tuple[dict[str, int], str]:
     user.conf lines: a performance test's min_query_count, an accuracy test's sample count
     (TEST06's count is its audit.config's, which user.conf does not hold). ({}, "") for a valid run
     or a record that says none."""
-    from ..harness.testsizes import TestSizesError, key, parse
+    from ..harness.testsizes import TestSizesError, from_mapping, key
     if rec.sizes:
         try:
-            return parse(",".join(f"{k}={v}" for k, v in rec.sizes.items()), "the record's sizes"), \
-                "the record's sizes"
+            return from_mapping(rec.sizes, "the record's sizes"), "the record's sizes"
         except TestSizesError as e:
             raise RecordError("the record", f"its sizes section is not a list of test sizes ({e})",
                               "use the record the run wrote, unedited") from None

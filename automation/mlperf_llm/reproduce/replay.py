@@ -124,12 +124,10 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     req = rec.request
     inputs, subs, refusals = {}, [], []
     asked = trust.screen(list(req.get("tags") or []), dict(req.get("inputs") or {}), dict(req.get("env") or {}),
-                         dict(req.get("adr") or {}), str(req.get("alias") or ""))
+                         dict(req.get("adr") or {}), str(req.get("alias") or ""), opts.trust_record)
     if asked.untrusted and opts.trust_record:
         subs.append(f"--{trust.FLAG}=yes: replayed as the record asks, including what a replay does not repeat "
                     "otherwise: " + "; ".join(asked.untrusted))
-        asked = trust.Screened(list(req.get("tags") or []), dict(req.get("inputs") or {}), dict(req.get("env") or {}),
-                               dict(req.get("adr") or {}))
     elif asked.untrusted:
         refusals.append(asked.refusal())
     for k, v in asked.inputs.items():

@@ -93,8 +93,9 @@ def loopback(url: str) -> bool:
         return False
 
 
-def screen(tags: list, inputs: dict, env: dict, adr: dict, alias: str = "") -> Screened:
-    """The record's request, screened against the closed lists above."""
+def screen(tags: list, inputs: dict, env: dict, adr: dict, alias: str = "", trusted: bool = False) -> Screened:
+    """The record's request, screened against the closed lists above; `trusted` (--trust_record=yes)
+    keeps all of it, and `untrusted` still names what it keeps beyond them."""
     out = Screened()
     if alias not in APP_ALIASES:
         out.untrusted.append(f"the script {alias!r}: a replay runs only the benchmark app (run-mlperf-inference-app)")
@@ -134,4 +135,6 @@ def screen(tags: list, inputs: dict, env: dict, adr: dict, alias: str = "") -> S
         else:
             out.untrusted.append(f"--adr.{name}={over}: a dependency override a replay does not repeat (only "
                                  "variations, `_x`, of the app's own dependencies)")
+    if trusted:
+        out.tags, out.inputs, out.env, out.adr = list(tags), dict(inputs), dict(env), dict(adr)
     return out

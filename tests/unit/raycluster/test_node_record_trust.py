@@ -34,7 +34,7 @@ def base(tmp_path, monkeypatch, done):
 def _record(tmp_path, base, **changes):
     fields = {"role": "head", "address": "10.0.0.1:6379", "node_ip": "10.0.0.1",
               "temp_dir": str(base / "cmray-abc"), "token": TOKEN, "python": "/venv/bin/python",
-              "log_path": "/work/ray-head-10.0.0.1.log", "usage_stats": False, "started_at": 1.5, **changes}
+              "log_path": str(tmp_path / "ray-head-10.0.0.1.log"), "usage_stats": False, "started_at": 1.5, **changes}
     (base / "cmray-abc").mkdir(exist_ok=True)
     path = tmp_path / "ray-node-head-10.0.0.1.json"
     path.write_text(json.dumps({k: v for k, v in fields.items() if v is not ...}))
