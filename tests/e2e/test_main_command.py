@@ -48,7 +48,7 @@ def test_results_accuracy_and_compliance(first):
 
 
 def test_compliance_asked_for_runs_test06_and_it_passes(small_run):
-    """--compliance=yes in the open division: TEST06 on both scenarios (4 queries each: SMALL), verified,
+    """--compliance=yes in the open division: TEST06 on both scenarios (SMALL's queries each), verified,
     and its verdicts on the closing screen."""
     base = small_run.results / MODEL
     for scenario in ("Offline", "Server"):
@@ -153,9 +153,9 @@ def test_every_cached_step_passes_on_what_its_fresh_run_did(readme_run, small_ru
         return {s["key"]: s for s in record["steps"]}
     fresh = {k: s for k, s in steps(readme_run).items() if not s["cached"]}
     replayed = {k: s for k, s in steps(small_run).items() if s["cached"]}
-    if not fresh:
-        pytest.skip("the session's cache was warm (CM4MLPERF_CACHE_DIR given): no step of the first run was "
-                    "fresh; CI's fresh cache runs this check")
+    if "install-vllm" not in {s["script"] for s in fresh.values()}:
+        pytest.skip("the session's cache was warm (CM4MLPERF_CACHE_DIR given): the first run installed "
+                    "nothing fresh; CI's fresh cache runs this check")
     both = sorted(fresh.keys() & replayed.keys(), key=lambda k: fresh[k]["script"])
     names = {fresh[k]["script"] for k in both}
     assert {"install-vllm", "get-ml-model-smollm2", "get-preprocessed-dataset-openorca",

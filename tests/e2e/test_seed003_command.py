@@ -5,7 +5,7 @@ session's server (tests/e2e/conftest.py), kept running by `cm run script --tags=
 
 Three changes from the seed: the server's port is a free one instead of 8000 and
 `--execution_mode=test` replaces `valid` (a valid Offline run issues 24,576 samples: about an hour
-here), both forced by this machine; and the suite's smallest size (tests/e2e/chain.py: SMALL, 4
+here), both forced by this machine; and the suite's smallest size (tests/e2e/chain.py: SMALL, 2
 queries per test, TEST06's too) instead of the seed's `--test_query_count=600`, whose only effect
 is time (600 queries per test, 211 accuracy samples each: about a third of the whole suite on a
 slow host): what is tested here is the command line, not the load. Everything else is the seed's: its targets,
@@ -92,9 +92,9 @@ def test_seed003_command_runs_to_the_end_against_the_running_server(server, pace
     # (a host too slow for llama2-70b's bounds adds its host_limit beside them: not asserted here)
     assert (server["target_qps"], server["source"]) == (9.2, "given")
     for scenario in ("Offline", "Server"):
-        # v4.1's wheel pads equal issue whatever user.conf says: the test loads 4 samples, so it issues 4
+        # v4.1's wheel pads equal issue whatever user.conf says: the test loads SMALL's samples, so it issues as many
         perf = model / scenario / "performance" / "run_1"
-        assert '"key": "effective_performance_sample_count", "value": 4' in (perf / "mlperf_log_detail.txt").read_text()
+        assert f'"key": "effective_performance_sample_count", "value": {chain.SMALL_QUERIES}' in (perf / "mlperf_log_detail.txt").read_text()
         assert json.loads((perf / "harness_status.json").read_text())["completed"] == chain.SMALL_QUERIES, scenario
         assert (model / scenario / "accuracy" / "accuracy.txt").is_file()
         assert (model / scenario / "TEST06" / "mlperf_log_detail.txt").is_file()

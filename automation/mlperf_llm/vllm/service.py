@@ -9,6 +9,8 @@ stop_from_env(): what the benchmark step calls when it is done; keeps the server
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -162,7 +164,15 @@ class _Started:
 
 
 def _start_one(env: dict, work_dir: Path, opts, folder: Path, log: Callable[[str], None],
-               machine: tuning.Machine | None = None, place: replicas.Placement | None = None) -> _Started:
+               machine: tuning.Machine | None = None, place: replicas.Placement | None = None,
+               on_start: Callable[[server.ServerRecord], None] = lambda record: None) -> _Started:
+    return _prepared_one(env, work_dir, log, machine, place)(opts, folder, on_start)
+
+
+def _prepared_one(env: dict, work_dir: Path, log: Callable[[str], None],
+                  machine: tuning.Machine | None = None, place: replicas.Placement | None = None):
+    """The server's command and settings chosen now (tuning reads the machine before any replica
+    starts); returns start(opts, folder, on_start), which starts it and waits until it answers."""
     if place is not None:      # given, so that tuning keeps the replica's binding (and sizes its node)
         env = {**env, **place.env()}
     argv, added, cfg = prepare(with_port(env), log, machine=machine)
@@ -170,35 +180,79 @@ def _start_one(env: dict, work_dir: Path, opts, folder: Path, log: Callable[[str
         added.update(place.env())
     log_path = work_dir / f'vllm-server-{cfg.port}.log'
     record_path = work_dir / f'vllm-server-{cfg.port}.json'
-    proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get('CM_VLLM_API_KEY') or None, log,
-                        lambda r: records.save(folder, replace(r, keep=opts.keep_server)),
-                        cpus=place.cpus if place is not None else ())
-    proc.record = replace(proc.record, keep=opts.keep_server)
-    proc.record.save(record_path)
-    return _Started(proc, record_path, log_path, added, cfg, place)
+
+    def start(opts, folder: Path, on_start: Callable[[server.ServerRecord], None]) -> _Started:
+        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get('CM_VLLM_API_KEY') or None,
+                            log, _recorder(folder, opts, on_start), cpus=place.cpus if place is not None else ())
+        proc.record = replace(proc.record, keep=opts.keep_server)
+        proc.record.save(record_path)
+        return _Started(proc, record_path, log_path, added, cfg, place)
+    return start
+
+
+def _recorder(folder: Path, opts, on_start: Callable[[server.ServerRecord], None]):
+    """on_start for _start_ready: the record saved among the running servers' records, and passed on."""
+    def save(record: server.ServerRecord) -> Path:
+        on_start(record)
+        return records.save(folder, replace(record, keep=opts.keep_server))
+    return save
+
+
+def _start_together(starts: list, opts, folder: Path, env: dict, log: Callable[[str], None]) -> list[_Started]:
+    """Every replica started at once, each waited for in a thread of its own: a replica's start is
+    mostly imports and loading weights on its own CPUs, GPUs or node, so N replicas are ready in about
+    the time of the slowest instead of the sum (one after the other, two Ray replicas on the slow kind
+    of host took 49 s each). Their settings were chosen before (_prepared_one, _ray_replica). When one
+    fails, or the run is interrupted (Ctrl-C, SIGTERM: raised in this thread), every replica that
+    started is stopped, the threads waiting on them end, and the error is raised."""
+    launched: dict[int, list[server.ServerRecord]] = {i: [] for i in range(len(starts))}
+    lock, stopping = threading.Lock(), threading.Event()
+
+    def noter(i: int) -> Callable[[server.ServerRecord], None]:
+        def note(record: server.ServerRecord) -> None:
+            with lock:
+                launched[i].append(record)
+                late = stopping.is_set()
+            if late:            # started while the others were being stopped: stopped too, its wait ends
+                server.stop(record)
+        return note
+    pool = ThreadPoolExecutor(max_workers=len(starts), thread_name_prefix='vllm-replica')
+    futures = []
+    try:
+        futures = [pool.submit(start, opts, folder, noter(i)) for i, start in enumerate(starts)]
+        wait(futures, return_when=FIRST_EXCEPTION)
+        failed = next((f.exception() for f in futures if f.done() and f.exception()), None)
+        if failed is not None:
+            raise failed
+        return [f.result() for f in futures]
+    except BaseException:
+        with lock:
+            stopping.set()
+            # a replica whose start failed has stopped its own server (_start_ready)
+            live = [r for i, rs in launched.items()
+                    if not (i < len(futures) and futures[i].done() and futures[i].exception()) for r in rs]
+        for record in live:
+            log(stop_record(record, env))
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def _start_replicas(env: dict, work_dir: Path, opts, folder: Path, log: Callable[[str], None]) -> dict:
-    """opts.replicas servers, one after the other, each on its own CPUs or GPUs (replicas.py) and its
-    own port (given --port: that port and the next ones). One that fails stops those already up."""
+    """opts.replicas servers, started together (_start_together), each on its own CPUs or GPUs
+    (replicas.py) and its own port (given --port: that port and the next ones). One that fails stops
+    the others."""
     cfg = config_from_env(env)
     width = devices_per_server(cfg)
     machine = detect(env)
     placements = replicas.place(machine, opts.replicas, width)
     log(f'{opts.replicas} replicas of the server: ' + '; '.join(p.describe() for p in placements))
     port = env.get('CM_VLLM_PORT')
-    started: list[_Started] = []
-    try:
-        for p in placements:
-            renv = {**env, 'CM_VLLM_PORT': str(int(port) + p.index - 1) if port else ''}
-            started.append(_start_one(renv, work_dir, opts, folder,
-                                      lambda line, i=p.index: log(f'[replica {i}] {line}'),
-                                      replicas.share(machine, p, placements), p))
-    except BaseException:
-        for s in started:
-            log(stop_record(s.proc.record, env))
-        raise
-    return _started_env(started, opts)
+    starts = [_prepared_one({**env, 'CM_VLLM_PORT': str(int(port) + p.index - 1) if port else ''}, work_dir,
+                            lambda line, i=p.index: log(f'[replica {i}] {line}'),
+                            replicas.share(machine, p, placements), p)
+              for p in placements]
+    return _started_env(_start_together(starts, opts, folder, env, log), opts)
 
 
 def _start_ray_replicas(env: dict, work_dir: Path, opts, folder: Path, log: Callable[[str], None]) -> dict:
@@ -218,46 +272,53 @@ def _start_ray_replicas(env: dict, work_dir: Path, opts, folder: Path, log: Call
     placements = dict(zip((n.id for n in local), replicas.place(machine, len(local)))) if local else {}
     port = env.get('CM_VLLM_PORT')
     usage = parse_bool('CM_VLLM_USAGE_STATS', env.get('CM_VLLM_USAGE_STATS'), default=False)
-    started: list[_Started] = []
-    try:
-        for i, node in enumerate(nodes, 1):
-            say = (lambda line, i=i: log(f'[replica {i}] {line}'))
-            p = placements.get(node.id)
-            rport = int(port) + i - 1 if port else None      # given: P, P+1, ...; else chosen on the node
-            renv = {**env, 'CM_VLLM_HOST': node.ip, 'CM_VLLM_PORT': str(rport or '')}
-            if p is not None:
-                p = replace(p, index=i, ray_node=node.ip)
-                argv, added, cfg = prepare({**renv, **p.env()}, say,
-                                           machine=replicas.share(machine, p, list(placements.values())))
-                added.update(p.env())
-            else:
-                say(f'{node.describe()} is another machine: vLLM\'s own defaults and what was given, not '
-                    'settings chosen here (give --max_num_seqs, --kv_cache_space to set them)')
-                p = replicas.Placement(i, ray_node=node.ip)
-                argv, added, cfg = prepare(renv, say, tune=False)
-            if not rport:     # the port is chosen on the node, where it is free (launch.py)
-                argv = [a for a in argv if not a.startswith('--port=')]
-            ready = work_dir / f'vllm-replica-{i}-{node.id[:12]}.ready'
-            log_path = work_dir / f'vllm-replica-{i}-{node.id[:12]}.log'
-            record_path = work_dir / f'vllm-replica-{i}-{node.id[:12]}.json'
-            launcher = ray_placement.launcher_argv(python, address, node, ready, argv, list(added),
-                                                   rport, p.cpus)
-            launch = (lambda argv_, added_, log_path_, launcher=launcher, ready=ready:
-                      server.start_launched(launcher, argv_, model_name=expected_name(cfg), log_path=log_path_,
-                                            ready_path=ready, env={**ray_placement.ray_env(site, usage),
-                                                                   **added_}))
-            proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get('CM_VLLM_API_KEY') or None,
-                                say, lambda r: records.save(folder, replace(r, keep=opts.keep_server)), launch=launch)
-            proc.record = replace(proc.record, keep=opts.keep_server)
-            proc.record.save(record_path)
-            started.append(_Started(proc, record_path, log_path, added, cfg, p))
-    except BaseException:
-        for s in started:
-            log(stop_record(s.proc.record, env))
-        raise
+    starts = []
+    for i, node in enumerate(nodes, 1):
+        say = (lambda line, i=i: log(f'[replica {i}] {line}'))
+        p = placements.get(node.id)
+        rport = int(port) + i - 1 if port else None      # given: P, P+1, ...; else chosen on the node
+        renv = {**env, 'CM_VLLM_HOST': node.ip, 'CM_VLLM_PORT': str(rport or '')}
+        if p is not None:
+            p = replace(p, index=i, ray_node=node.ip)
+            argv, added, cfg = prepare({**renv, **p.env()}, say,
+                                       machine=replicas.share(machine, p, list(placements.values())))
+            added.update(p.env())
+        else:
+            say(f'{node.describe()} is another machine: vLLM\'s own defaults and what was given, not '
+                'settings chosen here (give --max_num_seqs, --kv_cache_space to set them)')
+            p = replicas.Placement(i, ray_node=node.ip)
+            argv, added, cfg = prepare(renv, say, tune=False)
+        if not rport:     # the port is chosen on the node, where it is free (launch.py)
+            argv = [a for a in argv if not a.startswith('--port=')]
+        starts.append(_ray_replica(env, work_dir, i, node, argv, added, cfg, p, rport, python, address, site,
+                                   usage, say))
+    started = _start_together(starts, opts, folder, env, log)
     out = _started_env(started, opts)
     out['CM_VLLM_SERVER_RAY_NODES'] = '; '.join(n.describe() for n in nodes)
     return out
+
+
+def _ray_replica(env: dict, work_dir: Path, i: int, node, argv: list, added: dict, cfg: ServeConfig,
+                 p: replicas.Placement, rport: int | None, python: str, address: str, site: str, usage: bool,
+                 say: Callable[[str], None]):
+    """start(opts, folder, on_start) for replica i on its Ray node: its launcher started here, the
+    server waited for until it answers."""
+    ready = work_dir / f'vllm-replica-{i}-{node.id[:12]}.ready'
+    log_path = work_dir / f'vllm-replica-{i}-{node.id[:12]}.log'
+    record_path = work_dir / f'vllm-replica-{i}-{node.id[:12]}.json'
+    launcher = ray_placement.launcher_argv(python, address, node, ready, argv, list(added), rport, p.cpus)
+
+    def launch(argv_, added_, log_path_):
+        return server.start_launched(launcher, argv_, model_name=expected_name(cfg), log_path=log_path_,
+                                     ready_path=ready, env={**ray_placement.ray_env(site, usage), **added_})
+
+    def start(opts, folder: Path, on_start: Callable[[server.ServerRecord], None]) -> _Started:
+        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get('CM_VLLM_API_KEY') or None,
+                            say, _recorder(folder, opts, on_start), launch=launch)
+        proc.record = replace(proc.record, keep=opts.keep_server)
+        proc.record.save(record_path)
+        return _Started(proc, record_path, log_path, added, cfg, p)
+    return start
 
 
 def start_placed(env: dict, work_dir: str | Path, place: replicas.Placement, placements: list[replicas.Placement],

@@ -1,7 +1,9 @@
 """--replicas=N through the run-vllm-server edge (service.start_from_env), against the stand-in
 `vllm` package on loopback: each replica on its own CPUs (the process's affinity, as the kernel
-shows it) and its own port, the benchmark told every URL and record, all stopped together; a
-replica that cannot start stops those already up."""
+shows it) and its own port, started together (each one's start said before any is ready), the
+benchmark told every URL and record, all stopped together; a replica that cannot start stops the
+others, up or still starting."""
+import re
 import os
 import socket
 import sys
@@ -46,6 +48,9 @@ def test_two_replicas_run_on_their_own_cpus_and_ports_and_stop_together(env, tmp
         text = '\n'.join(said)
         assert '2 replicas of the server: ' + '; '.join(p.describe() for p in expected) in text
         assert '[replica 1] vLLM server ready at' in text and '[replica 2] vLLM server ready at' in text
+        # started together, not one after the other: both started before either answered
+        first_ready = text.index('vLLM server ready at')
+        assert text.index('[replica 1] starting:') < first_ready and text.index('[replica 2] starting:') < first_ready
         assert f'VLLM_CPU_OMP_THREADS_BIND={expected[1].env()["VLLM_CPU_OMP_THREADS_BIND"]}' in text
         assert [m.url for m in managed_servers(out, urls)] == urls        # the harness watches both
     finally:
@@ -78,7 +83,9 @@ def test_a_replica_that_cannot_start_stops_the_ones_already_up(env, tmp_path):
         with pytest.raises(server.PortTakenError, match=f'port {taken}'):
             service.start_from_env({**env, 'CM_VLLM_PORT': str(taken - 1)}, tmp_path, log=said.append)
     text = '\n'.join(said)
-    assert '[replica 1] vLLM server ready at' in text and 'stopped' in text.split('[replica 1] vLLM server ready')[1]
+    # replica 2's port is taken at once; replica 1, started beside it, is stopped (up or still starting)
+    (pid,) = re.findall(r'\[replica 1\] starting:.*?(?:\n.*?)*?server pid (\d+) (?:stopped|killed|had already exited)', text)
+    assert not alive(int(pid)), text
     assert not list((tmp_path / 'records').glob('*.json'))
 
 
