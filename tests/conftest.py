@@ -30,6 +30,9 @@ def pytest_configure(config):
         "markers", "e2e: end-to-end test on real components (the cm command, vLLM, models); runs in CI; "
         "every test under tests/e2e has it, so `-m 'not e2e'` is the quick lane (README)")
     config.addinivalue_line(
+        "markers", "second_server: the module needs a second vLLM server beside the session's (tests/e2e/conftest.py: "
+        "second_server_start starts it together with the session's)")
+    config.addinivalue_line(
         "markers", "gpu: needs a CUDA device (tests/gpu; benchmarks/gpu_check.sh runs them on a GPU node); "
         "skipped with the reason where torch sees none")
 

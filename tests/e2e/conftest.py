@@ -13,6 +13,10 @@
   started and stopped through the real `cm` as a user keeps a server for later runs
   (`run,vllm-server --keep_server=yes`, then `_stop`); seed 003's command is given it. `pace` is this
   host's speed, measured on it (tests/e2e/costs.py), from which the limits come.
+- `second_server_start`: where a test module is marked `second_server` (test_vllm_server.py: two
+  servers behind --api_server), a second server of the same settings, started in a thread together
+  with the session's (each start is mostly one core's imports: on 2 cores the two are ready in about
+  the time of one, where one after the other took ~45 s more on the slow kind of host).
 - `small_run`: the same command at the smallest size (tests/e2e/chain.py), after it, in the same cache.
 
 At the end of the run pytest prints the work each e2e test did (servers, queries, tokens): from this
@@ -21,6 +25,7 @@ process, or from the pytest-xdist worker that ran the e2e tests (tests/conftest.
 import json
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -122,12 +127,6 @@ def start_server(server_env: dict, work_dir: Path, who: str) -> dict:
     return out
 
 
-@pytest.fixture(scope="session")
-def start_vllm_server(server_env):
-    """start_vllm_server(work_dir, who) -> a server's env (stop it with service.stop_from_env)."""
-    return lambda work_dir, who: start_server(server_env, work_dir, who)
-
-
 def session_server_inputs(server_env: dict) -> list[str]:
     """server_env's settings as `cm run script --tags=run,vllm-server` inputs, named by the step's own
     input_mapping (script/run-vllm-server/_cm.yaml)."""
@@ -137,8 +136,52 @@ def session_server_inputs(server_env: dict) -> list[str]:
     return [f"--{by_env[k]}={v}" for k, v in server_env.items()]
 
 
+class SecondServer:
+    """A server of server_env's settings started in a thread (start_server); result() waits for it,
+    stop() stops it (once, whatever happened before)."""
+
+    WHO = "test_vllm_server (second server)"
+
+    def __init__(self, server_env: dict, work_dir: Path):
+        self._out, self._error = None, None
+        self._thread = threading.Thread(target=self._start, args=(server_env, work_dir), daemon=True)
+        self._thread.start()
+
+    def _start(self, server_env: dict, work_dir: Path) -> None:
+        try:
+            self._out = start_server(server_env, work_dir, self.WHO)
+        except BaseException as e:      # raised to the test that asks for it
+            self._error = e
+
+    def result(self) -> dict:
+        self._thread.join()
+        if self._error is not None:
+            raise AssertionError(f"the second vLLM server did not start: {self._error}") from self._error
+        return self._out
+
+    def stop(self) -> None:
+        from mlperf_llm.vllm import service
+        self._thread.join()
+        out, self._out = self._out, None
+        if out is not None:
+            service.stop_from_env(out)
+
+
 @pytest.fixture(scope="session")
-def session_server(server_env, cm_env, tmp_path_factory):
+def second_server_start(request, server_env, tmp_path_factory):
+    """Where a collected test's module is marked second_server: that server, started now, before (and
+    so together with) the session's; stopped at the session's end if its module did not stop it."""
+    wanted = any(item.get_closest_marker("second_server") for item in request.session.items)
+    second = SecondServer(server_env, tmp_path_factory.mktemp("second-server")) if wanted else None
+    try:
+        yield second
+    finally:
+        if second is not None:
+            second.stop()
+
+
+@pytest.fixture(scope="session")
+def session_server(server_env, cm_env, tmp_path_factory, second_server_start):
     """One vLLM server for the session, kept as a user keeps one for later runs: `cm run script
     --tags=run,vllm-server --keep_server=yes ... -j` with server_env's settings (the step's new env:
     {'CM_VLLM_SERVER_URL': ..., 'CM_VLLM_SERVER_PID': ..., 'CM_VLLM_SERVER_RECORD': ..., ...,
@@ -167,9 +210,12 @@ def session_server(server_env, cm_env, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def pace(session_server):
-    """This host's speed: the session server's start, and one greedy 128-token answer on it."""
+def pace(session_server, second_server_start):
+    """This host's speed: the session server's start, and one greedy 128-token answer on it (once the
+    second server, started beside it, is up: its start would slow the answer)."""
     from mlperf_llm.vllm.loadtest import run_completions
+    if second_server_start is not None:
+        second_server_start.result()
     url = session_server["CM_VLLM_SERVER_URL"]
     measured = measure_pace(session_server["started_s"],
                             lambda: run_completions(url, SERVED_NAME, [[504, 3458, 282, 4649, 314]], 128))

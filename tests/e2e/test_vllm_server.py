@@ -2,7 +2,8 @@
 two servers behind --api_server=URL1,URL2, and the run-vllm-server step through the engine.
 
 The first server is the session's (tests/e2e/conftest.py: started through `cm` and kept, serving the
-embedded model under seed 003's name); this module starts the second one, alike.
+embedded model under seed 003's name); the second one, alike, is started together with it
+(`second_server` mark: conftest's second_server_start) and stopped when this module is done.
 """
 import re
 import json
@@ -20,7 +21,7 @@ from mlperf_llm.vllm.loadtest import run_completions
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = SERVED_NAME
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.second_server]
 
 
 @pytest.fixture(scope='module')
@@ -30,14 +31,13 @@ def env(server_env):
 
 
 @pytest.fixture(scope='module')
-def servers(session_server, start_vllm_server, tmp_path_factory):
-    """Two servers of the same model and settings: the session's and one started here (2 cores: one
-    after the other), stopped at the end."""
-    second = start_vllm_server(tmp_path_factory.mktemp('server1'), 'test_vllm_server (second server)')
+def servers(session_server, second_server_start):
+    """Two servers of the same model and settings: the session's and the one started beside it (both
+    started together), stopped at the end of this module."""
     try:
-        yield [session_server, second]
+        yield [session_server, second_server_start.result()]
     finally:
-        service.stop_from_env(second)
+        second_server_start.stop()
 
 
 @pytest.fixture(scope='module')
