@@ -171,8 +171,9 @@ def check_inputs(env: dict) -> list[str]:
     if (env.get("CM_MLPERF_BACKEND") == "vllm" and device in allowed_devices() and device not in VLLM_BUILDS
             and not env.get("CM_VLLM_PYTHON") and not env.get("CM_MLPERF_API_SERVER")):
         problems.append(f"--device={device}: PyPI has no vLLM build for it (only {', '.join(VLLM_BUILDS)}), "
-                        "so this run cannot install one; build vLLM for it and pass --env.CM_VLLM_PYTHON=PATH "
-                        "(its python), or --api_server=URL of a vLLM server that runs")
+                        "so this run cannot install one; pass --vllm_python=PATH, the python of a vLLM built for it "
+                        "(e.g. the one in the vllm/vllm-openai-rocm image), or --api_server=URL of a vLLM "
+                        "server that runs")
     if is_yes(env.get("CM_MLPERF_GENERATE_SUBMISSION")):
         try:
             resolve_submitter(env.get("CM_MLPERF_SUBMITTER", ""), env.get("CM_MLPERF_SUBMISSION_DIVISION", ""),

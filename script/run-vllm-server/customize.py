@@ -8,7 +8,7 @@ from mlperf_llm.sysinfo.pyenv import PyEnvError
 from mlperf_llm.vllm import records, server, service
 from mlperf_llm.vllm.command import ServeConfigError
 from mlperf_llm.vllm.inputs import run_options_from_env, split_urls
-from mlperf_llm.vllm.install import check_device, check_import
+from mlperf_llm.vllm.install import check_build, check_device, probe
 from mlperf_llm.vllm.replicas import ReplicaError
 
 
@@ -39,7 +39,11 @@ def preprocess(i):
         if env.get('CM_RAY_START') or service.ray_replicas_address(env):
             env['CM_VLLM_RAY'] = 'yes'               # Ray beside vLLM: install-ray (run-ray-node also needs it)
         if env.get('CM_VLLM_PYTHON'):                # --vllm_python: use that vLLM, install nothing
-            env['CM_VLLM_VERSION'] = check_import(env['CM_VLLM_PYTHON'])
+            found = probe(env['CM_VLLM_PYTHON'])
+            check_build(found, env.get('CM_VLLM_DEVICE', ''), env.get('CM_GPU_COUNT'))
+            print(f'using {found.describe()}: nothing installed')
+            env.update(CM_VLLM_VERSION=found.version, CM_VLLM_BUILD=found.build,
+                       CM_VLLM_TORCH_VERSION=found.torch, CM_VLLM_DEVICES_SEEN=str(found.devices))
             env['CM_VLLM_INSTALL'] = 'no'
         else:                                        # --device names a build this machine can run
             check_device(env.get('CM_VLLM_DEVICE', ''), env.get('CM_GPU_COUNT'))

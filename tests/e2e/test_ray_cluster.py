@@ -6,7 +6,8 @@ which listens on every interface, and vLLM reach only each other (no default rou
 nodes are started by the steps (`run,ray-node,_head` and `_worker`, the worker waiting for its head),
 then, in the head's namespace:
 
-1. the main command on the cluster (`--ray_address`, Offline, test mode, 4 queries): one replica per
+1. the main command on the cluster (`--ray_address`, Offline, test mode, 4 queries), given the
+   session's vLLM environment (`--vllm_python`: checked and recorded, nothing installed): one replica per
    node, VALID, both endpoints' shares and the nodes in the record; every vLLM and Ray process it
    started, read from /proc while it runs, has usage reporting off;
 2. the same with one replica whose vLLM is killed (SIGKILL) once its test is under way: one error
@@ -201,14 +202,20 @@ def test_two_ray_nodes_in_namespaces_serve_one_replica_each_and_a_killed_replica
         results = tmp_path / "results"
         watch = UsageWatch([head_ns, worker_ns])
         watch.start()
-        rc, out = finish(in_ns(head_ns, offline(results, f"--ray_address={ADDRESS}", "--test_query_count=4"),
+        # given the vLLM environment the session has (issue 38: a vLLM of your own): checked, installed none, recorded
+        rc, out = finish(in_ns(head_ns, offline(results, f"--ray_address={ADDRESS}", "--test_query_count=4",
+                                                f"--vllm_python={vllm_python}"),
                                env, tmp_path / "run.log", tmp_path), tmp_path / "run.log",
                          pace.limit_s(queries=4, server_starts=2))
         watch.stop.set()
         watch.join()
         assert rc == 0, out[-4000:]
         assert "Offline     performance VALID" in out, out[-4000:]
-        record = json.loads((results / "cm4mlperf-record.json").read_text())["server"]
+        assert f"using vLLM 0.32.0 (CPU build, torch 2.13.0+cpu) in {vllm_python}: nothing installed" in out, out[-4000:]
+        whole = json.loads((results / "cm4mlperf-record.json").read_text())
+        assert "install-vllm" not in {s["script"] for s in whole["steps"]}
+        assert (whole["versions"]["vllm"], whole["versions"]["vllm_build"]) == ("0.32.0", "cpu"), whole["versions"]
+        record = whole["server"]
         assert HEAD_IP in record["ray_nodes"] and WORKER_IP in record["ray_nodes"], record
         assert f"Ray node {HEAD_IP}" in record["placement"] and f"Ray node {WORKER_IP}" in record["placement"]
         (shares,) = record["endpoint_shares"].values()

@@ -234,6 +234,9 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
            "transformers": env.get("CM_TRANSFORMERS_VERSION", ""),
            "loadgen": env.get("CM_LOADGEN_VERSION", "") or env.get("CM_MLPERF_LOADGEN_VERSION", ""),
            "inference_source": env.get("CM_MLPERF_INFERENCE_SOURCE_TAG", "")}
+    if env.get("CM_VLLM_BUILD"):        # --vllm_python: the given vLLM's build and the GPUs it saw
+        out["vllm_build"] = env["CM_VLLM_BUILD"]
+        out["vllm_devices_seen"] = env.get("CM_VLLM_DEVICES_SEEN", "")
     server_python = _server_python(env.get("CM_VLLM_SERVER_COMMAND", ""))
     if probe is not None and server_python:
         try:

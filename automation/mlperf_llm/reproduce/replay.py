@@ -137,6 +137,11 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
             subs.append(f"--{k}: a secret the original run was given is not in the record; pass it "
                         "yourself if the model needs it")
             continue
+        if k == "vllm_python":
+            subs.append(f"--vllm_python={v}: the original run's own vLLM, a python of its machine, is not run "
+                        "here: the chain installs the vLLM build of --device (to replay on a vLLM of your own, "
+                        "run the recorded command with your --vllm_python)")
+            continue
         if k == "inference_src":
             if opts.inference_src:
                 if opts.inference_src != v:

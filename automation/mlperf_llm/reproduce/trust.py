@@ -35,6 +35,7 @@ INPUTS = frozenset((
     "max_model_len", "max_num_seqs", "gpu_memory_utilization", "tensor_parallel_size", "replicas",
     "api_server",       # kept only where it is this machine (loopback): checked below
     "results_dir", "submission_dir", "inference_src",     # replaced by the replay's own (replay.py)
+    "vllm_python",      # a path of the original machine: never run, said (replay.py)
 ))
 # why the app's other inputs are not replayed from a record
 NOT_REPLAYED = {

@@ -44,8 +44,7 @@ def check_device(device: str, gpu_count: str | int | None) -> None:
         return
     if device not in DEVICES:
         raise PyEnvError(f'--device={device}: PyPI has no vLLM build for it (only {", ".join(DEVICES)}); build '
-                         'vLLM for it yourself and pass --vllm_python=PATH (--env.CM_VLLM_PYTHON=PATH for '
-                         'the whole run)')
+                         'vLLM for it (or take the one in its vendor image) and pass --vllm_python=PATH, its python')
     if device == 'cuda' and _gpus(gpu_count) == 0:
         raise PyEnvError('--device=cuda: detect-gpu found no NVIDIA GPU on this machine (nvidia-smi); use '
                          '--device=cpu, or run on a host with an NVIDIA GPU and its driver')
@@ -75,11 +74,71 @@ def install(base_python: str, venv_dir: str, pkg: VllmPackage) -> tuple[str, str
 
 def check_import(python: str) -> str:
     """Import vllm and transformers in that interpreter (the CUDA extras break this); returns vllm's version."""
-    res = subprocess.run([python, '-c', 'import transformers, vllm; print(vllm.__version__)'],
-                         capture_output=True, text=True, timeout=300)
+    return probe(python).version
+
+
+@dataclass(frozen=True)
+class VllmBuild:
+    """What an interpreter's vLLM is: its version, its torch's, the build (cuda | rocm | cpu: which
+    backend its torch was built for) and the devices that torch sees there."""
+    python: str
+    version: str
+    torch: str
+    build: str
+    devices: int
+
+    def describe(self) -> str:
+        seen = f', {self.devices} GPU(s) visible' if self.build != 'cpu' else ''
+        return f'vLLM {self.version} ({BUILD_NAMES[self.build]} build, torch {self.torch}{seen}) in {self.python}'
+
+
+BUILD_NAMES = {'cuda': 'CUDA', 'rocm': 'ROCm', 'cpu': 'CPU'}
+_PROBE = ('import json, transformers, vllm, torch\n'
+          'build = "rocm" if getattr(torch.version, "hip", None) else "cuda" if torch.version.cuda else "cpu"\n'
+          'devices = torch.cuda.device_count() if build != "cpu" else 0\n'
+          'print(json.dumps({"version": vllm.__version__, "torch": torch.__version__, "build": build, '
+          '"devices": devices}))')
+
+
+def probe(python: str) -> VllmBuild:
+    """Import vllm, transformers and torch in that interpreter (the CUDA extras break this) and read
+    what it is; PyEnvError naming the interpreter and the fix when it does not import or answer."""
+    try:
+        res = subprocess.run([python, '-c', _PROBE], capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise PyEnvError(f'--vllm_python={python}: cannot run it ({e}); give the python of an environment '
+                         'that has vLLM (e.g. /opt/venv/bin/python)') from None
     if res.returncode != 0:
         tail = '\n'.join(res.stderr.strip().splitlines()[-6:])
-        raise PyEnvError(f'vLLM is installed in {python} but does not import:\n{tail}\n'
+        raise PyEnvError(f'vLLM is not importable in {python}:\n{tail}\n'
                          f'If torchvision/torchaudio/torchcodec appear above, remove them: '
                          f'{python} -m pip uninstall -y {" ".join(CUDA_EXTRAS)}')
-    return res.stdout.strip().splitlines()[-1]
+    return parse_probe(python, res.stdout)
+
+
+def parse_probe(python: str, stdout: str) -> VllmBuild:
+    import json
+    try:
+        found = json.loads(stdout.strip().splitlines()[-1])
+        return VllmBuild(python, str(found['version']), str(found['torch']), str(found['build']),
+                         int(found['devices']))
+    except (IndexError, ValueError, KeyError, TypeError) as e:
+        raise PyEnvError(f'{python} imported vLLM but its answer was not understood ({e}): {stdout[-300:]!r}') from None
+
+
+def check_build(found: VllmBuild, device: str, gpu_count: str | int | None) -> None:
+    """Refuse a vLLM whose build does not serve --device (a CPU build for --device=rocm, a CUDA one on
+    an AMD host), or a GPU build that sees none of the GPUs detect-gpu found."""
+    if not device:
+        return
+    want = {'cpu': 'cpu', 'cuda': 'cuda', 'rocm': 'rocm'}.get(device)
+    if want is None:
+        raise PyEnvError(f'--device={device}: not a device (cpu, cuda, rocm)')
+    if found.build != want:
+        raise PyEnvError(f'--device={device} needs a {BUILD_NAMES[want]} build of vLLM; --vllm_python gives '
+                         f'{found.describe()}: give the python of a {BUILD_NAMES[want]} build (for ROCm, e.g. the '
+                         f'one in the vllm/vllm-openai-rocm image), or --device={found.build}')
+    if want != 'cpu' and _gpus(gpu_count) > 0 and found.devices == 0:
+        var = 'HIP_VISIBLE_DEVICES' if want == 'rocm' else 'CUDA_VISIBLE_DEVICES'
+        raise PyEnvError(f'{found.describe()} sees no GPU, though detect-gpu found {_gpus(gpu_count)}: check '
+                         f'{var} and that the driver is usable from that environment')

@@ -205,3 +205,14 @@ def test_a_submitter_that_cannot_be_a_folder_is_refused(name):
     from mlperf_llm.submission.inputs import resolve_submitter
     with pytest.raises(SubmissionError, match="cannot be a folder name"):
         resolve_submitter(name, "open", "test")
+
+
+def test_the_original_runs_own_vllm_is_said_not_run(tmp_path):
+    """--vllm_python (issue 38: a vLLM the submitter already has) is a path of the original machine: a
+    replay never runs that interpreter, refuses nothing for it, and says so."""
+    plan = replay.plan_replay(_asking(tmp_path, inputs={"vllm_python": "/opt/rocm-vllm/bin/python"}), replay.Host(),
+                              _opts(tmp_path), exists=lambda p: True)
+    assert not plan.refusals, plan.refusals
+    assert "vllm_python" not in plan.request
+    (said,) = [s for s in plan.substitutions if s.startswith("--vllm_python=/opt/rocm-vllm/bin/python")]
+    assert "is not run here" in said

