@@ -85,11 +85,13 @@ def test_the_tree_passes_the_master_checker_but_for_the_full_length_checks(run):
     out_of_reach = foreseen or measured
     if foreseen:
         assert "missed the latency bounds" not in out, "a bound out of reach was retried at lower loads"
-    # the Server performance test's p99s on the closing screen, against the bounds
-    p99 = re.search(r"^\s+Server\s+performance .*\n\s+p99 TTFT ([\d.]+) ms \(bound (\d+) ms\), "
-                    r"p99 TPOT ([\d.]+) ms \(bound (\d+) ms\)", out, re.M)
-    assert p99, out[-4000:]
-    missed = float(p99[1]) > float(p99[2]) or float(p99[3]) > float(p99[4])
+    # the Server performance test's p99s on the closing screen, against the bounds (edge: no Server test)
+    missed = False
+    if not edge:
+        p99 = re.search(r"^\s+Server\s+performance .*\n\s+p99 TTFT ([\d.]+) ms \(bound (\d+) ms\), "
+                        r"p99 TPOT ([\d.]+) ms \(bound (\d+) ms\)", out, re.M)
+        assert p99, out[-4000:]
+        missed = float(p99[1]) > float(p99[2]) or float(p99[3]) > float(p99[4])
     if out_of_reach and missed:
         assert (f"Verdict: FAIL on this host's speed alone ({out_of_reach.group(1)}); every other check: "
                 "PASS except the full-length checks above (test mode)") in report, report[-4000:]

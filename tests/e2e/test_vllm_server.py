@@ -122,15 +122,3 @@ def test_no_process_of_the_server_reports_usage(session_server):
     assert pid in read
     assert session_server['CM_VLLM_SERVER_ENV_VLLM_NO_USAGE_STATS'] == '1'
 
-
-def test_a_vllm_of_your_own_is_read_for_its_build_and_checked_against_the_device(env):
-    """--vllm_python (issue 38): the session's vLLM venv, another environment than this test's, is read
-    for its version, build and the GPUs it sees, and refused for a device its build does not serve."""
-    from mlperf_llm.sysinfo.pyenv import PyEnvError
-    from mlperf_llm.vllm.install import check_build, probe
-    found = probe(env['CM_VLLM_PYTHON'])
-    assert (found.version, found.build, found.devices) == ('0.32.0', 'cpu', 0), found
-    assert found.torch.startswith('2.13.0') and found.python == env['CM_VLLM_PYTHON']
-    check_build(found, 'cpu', 0)
-    with pytest.raises(PyEnvError, match='--device=rocm needs a ROCm build of vLLM'):
-        check_build(found, 'rocm', 8)
