@@ -88,16 +88,21 @@ class VllmBuild:
     devices: int
 
     def describe(self) -> str:
-        seen = f', {self.devices} GPU(s) visible' if self.build != 'cpu' else ''
-        return f'vLLM {self.version} ({BUILD_NAMES[self.build]} build, torch {self.torch}{seen}) in {self.python}'
+        seen = f', {self.devices} GPU(s) visible' if self.build in ('cuda', 'rocm') else ''
+        torch = f', torch {self.torch}' if self.torch else ''
+        return f'vLLM {self.version} ({BUILD_NAMES.get(self.build, self.build)} build{torch}{seen}) in {self.python}'
 
 
-BUILD_NAMES = {'cuda': 'CUDA', 'rocm': 'ROCm', 'cpu': 'CPU'}
-_PROBE = ('import json, transformers, vllm, torch\n'
-          'build = "rocm" if getattr(torch.version, "hip", None) else "cuda" if torch.version.cuda else "cpu"\n'
-          'devices = torch.cuda.device_count() if build != "cpu" else 0\n'
-          'print(json.dumps({"version": vllm.__version__, "torch": torch.__version__, "build": build, '
-          '"devices": devices}))')
+
+BUILD_NAMES = {'cuda': 'CUDA', 'rocm': 'ROCm', 'cpu': 'CPU', 'unknown': 'unknown (no torch)'}
+# vLLM imports torch; a stand-in vllm package (the tests') may not: its build is then "unknown"
+_PROBE = ('import json, transformers, vllm\n'
+          'try:\n    import torch\nexcept ImportError:\n    torch = None\n'
+          'build = ("unknown" if torch is None else "rocm" if getattr(torch.version, "hip", None) else\n'
+          '         "cuda" if torch.version.cuda else "cpu")\n'
+          'devices = torch.cuda.device_count() if build in ("cuda", "rocm") else 0\n'
+          'print(json.dumps({"version": vllm.__version__, "torch": torch.__version__ if torch else "", '
+          '"build": build, "devices": devices}))')
 
 
 def probe(python: str) -> VllmBuild:
@@ -129,7 +134,7 @@ def parse_probe(python: str, stdout: str) -> VllmBuild:
 def check_build(found: VllmBuild, device: str, gpu_count: str | int | None) -> None:
     """Refuse a vLLM whose build does not serve --device (a CPU build for --device=rocm, a CUDA one on
     an AMD host), or a GPU build that sees none of the GPUs detect-gpu found."""
-    if not device:
+    if not device or found.build == 'unknown':       # nothing to check it against
         return
     want = {'cpu': 'cpu', 'cuda': 'cuda', 'rocm': 'rocm'}.get(device)
     if want is None:

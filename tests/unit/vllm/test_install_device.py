@@ -59,3 +59,11 @@ def test_the_build_must_serve_the_device():
     blind = VllmBuild(ROCM.python, "0.24.0", "2.9.0+rocm6.4", "rocm", 0)
     with pytest.raises(PyEnvError, match=r"sees no GPU, though detect-gpu found 8: check HIP_VISIBLE_DEVICES"):
         check_build(blind, "rocm", "8")
+
+
+def test_a_vllm_without_torch_is_unknown_and_not_checked():
+    """The tests' stand-in vllm package has no torch (a real vLLM imports it): its build is unknown,
+    said as such, and no --device is refused for it."""
+    found = parse_probe("/p", '{"version": "0.0-standin", "torch": "", "build": "unknown", "devices": 0}')
+    assert found.describe() == "vLLM 0.0-standin (unknown (no torch) build) in /p"
+    check_build(found, "rocm", 8)
