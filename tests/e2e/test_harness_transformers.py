@@ -47,8 +47,8 @@ def _overlay(python: str, folder: Path) -> str:
     site folders first, then this process's (the project's requirements and the test extra)."""
     subprocess.run([python, "-m", "venv", "--without-pip", str(folder)], check=True)
     overlay = str(folder / "bin" / "python")
-    (own_site,) = _site_folders(overlay)[:1]
-    paths = _site_folders(python) + [p for p in dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))]
+    own_site = _site_folders(overlay)[0]
+    paths = _site_folders(python) + list(dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib")))
     Path(own_site, "session-overlay.pth").write_text("\n".join(paths) + "\n")
     return overlay
 

@@ -8,6 +8,7 @@ started as `python -m vllm.entrypoints.openai.api_server`. A fresh install takes
 """
 from __future__ import annotations
 
+import json
 import subprocess
 from dataclasses import dataclass
 
@@ -122,7 +123,6 @@ def probe(python: str) -> VllmBuild:
 
 
 def parse_probe(python: str, stdout: str) -> VllmBuild:
-    import json
     try:
         found = json.loads(stdout.strip().splitlines()[-1])
         return VllmBuild(python, str(found['version']), str(found['torch']), str(found['build']),
@@ -136,8 +136,8 @@ def check_build(found: VllmBuild, device: str, gpu_count: str | int | None) -> N
     an AMD host), or a GPU build that sees none of the GPUs detect-gpu found."""
     if not device or found.build == 'unknown':       # nothing to check it against
         return
-    want = {'cpu': 'cpu', 'cuda': 'cuda', 'rocm': 'rocm'}.get(device)
-    if want is None:
+    want = device                                    # a device is served by the build of its name
+    if want not in BUILD_NAMES or want == 'unknown':
         raise PyEnvError(f'--device={device}: not a device (cpu, cuda, rocm)')
     if found.build != want:
         raise PyEnvError(f'--device={device} needs a {BUILD_NAMES[want]} build of vLLM; --vllm_python gives '

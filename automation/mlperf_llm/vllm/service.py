@@ -164,9 +164,8 @@ class _Started:
 
 
 def _start_one(env: dict, work_dir: Path, opts, folder: Path, log: Callable[[str], None],
-               machine: tuning.Machine | None = None, place: replicas.Placement | None = None,
-               on_start: Callable[[server.ServerRecord], None] = lambda record: None) -> _Started:
-    return _prepared_one(env, work_dir, log, machine, place)(opts, folder, on_start)
+               machine: tuning.Machine | None = None, place: replicas.Placement | None = None) -> _Started:
+    return _prepared_one(env, work_dir, log, machine, place)(opts, folder, lambda record: None)
 
 
 def _prepared_one(env: dict, work_dir: Path, log: Callable[[str], None],
@@ -184,10 +183,16 @@ def _prepared_one(env: dict, work_dir: Path, log: Callable[[str], None],
     def start(opts, folder: Path, on_start: Callable[[server.ServerRecord], None]) -> _Started:
         proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get('CM_VLLM_API_KEY') or None,
                             log, _recorder(folder, opts, on_start), cpus=place.cpus if place is not None else ())
-        proc.record = replace(proc.record, keep=opts.keep_server)
-        proc.record.save(record_path)
-        return _Started(proc, record_path, log_path, added, cfg, place)
+        return _kept(proc, opts, record_path, log_path, added, cfg, place)
     return start
+
+
+def _kept(proc: server.ServerProcess, opts, record_path: Path, log_path: Path, added: dict, cfg: ServeConfig,
+          place: replicas.Placement | None) -> _Started:
+    """A server that answers: its record (with --keep_server) saved beside its log."""
+    proc.record = replace(proc.record, keep=opts.keep_server)
+    proc.record.save(record_path)
+    return _Started(proc, record_path, log_path, added, cfg, place)
 
 
 def _recorder(folder: Path, opts, on_start: Callable[[server.ServerRecord], None]):
@@ -315,9 +320,7 @@ def _ray_replica(env: dict, work_dir: Path, i: int, node, argv: list, added: dic
     def start(opts, folder: Path, on_start: Callable[[server.ServerRecord], None]) -> _Started:
         proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get('CM_VLLM_API_KEY') or None,
                             say, _recorder(folder, opts, on_start), launch=launch)
-        proc.record = replace(proc.record, keep=opts.keep_server)
-        proc.record.save(record_path)
-        return _Started(proc, record_path, log_path, added, cfg, p)
+        return _kept(proc, opts, record_path, log_path, added, cfg, p)
     return start
 
 
