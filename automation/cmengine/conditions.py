@@ -2,7 +2,8 @@
 
 `evaluate` answers True (the dependency runs), False (it is skipped) or None when a key the
 condition reads is produced by an earlier dependency at run time; such a dependency is planned
-and decided when it is reached.
+and decided when it is reached. Every condition must hold, so one that is already false skips the
+dependency even where another waits for the run (`--vllm_python` skips install-vllm in the plan).
 """
 from __future__ import annotations
 
@@ -29,9 +30,11 @@ def _matches(actual: Optional[str], allowed: tuple[str, ...]) -> bool:
 def evaluate(conditions: tuple, env: dict, is_pending: Callable[[str], bool] = lambda k: False
              ) -> Optional[bool]:
     """conditions: ((kind, ((KEY, (values...)), ...)), ...) as parsed by the manifest."""
+    pending = False
     for kind, items in conditions:
         if any(is_pending(k) for k, _ in items):
-            return None
+            pending = True
+            continue
         hits = [_matches(env.get(k), vals) for k, vals in items]
         if kind == "enable_if_env" and not all(hits):
             return False
@@ -41,7 +44,7 @@ def evaluate(conditions: tuple, env: dict, is_pending: Callable[[str], bool] = l
             return False
         if kind == "skip_if_any_env" and any(hits):
             return False
-    return True
+    return None if pending else True
 
 
 def describe(conditions: tuple) -> str:

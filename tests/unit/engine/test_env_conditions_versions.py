@@ -36,6 +36,14 @@ def test_conditions():
     assert conditions.evaluate(cond("enable_if_env", A=["1"]), {}, lambda k: k == "A") is None
 
 
+def test_a_condition_already_false_skips_though_another_waits_for_the_run():
+    both = cond("enable_if_env", A=["yes"]) + cond("skip_if_env", P=["yes"])
+    pending = lambda k: k == "A"        # noqa: E731 - A is set by an earlier step at run time
+    assert conditions.evaluate(both, {"P": "/opt/venv/bin/python"}, pending) is False
+    assert conditions.evaluate(both, {}, pending) is None
+    assert conditions.evaluate(both, {"A": "yes"}) is True
+
+
 def test_a_version_is_chosen_from_the_manifest_table_under_the_constraint():
     assert versions.choose(["1.0", "2.0", "3.0"], "", Constraint(version_max="2.5")) == "2.0"
     assert versions.choose(["1.0", "2.0", "3.0"], "3.0", Constraint(version_min="1.5")) == "3.0"
