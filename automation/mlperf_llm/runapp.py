@@ -104,6 +104,27 @@ def compliance_tests(bench, env: dict) -> tuple[tuple[str, ...], str]:
     return (), f"compliance tests ({names}) not run: --compliance=no"
 
 
+def gpu_preview(env: dict) -> str:
+    """--dry-run on a node with GPUs: the vLLM layout the server step would choose there (servers, GPUs
+    each, settings, each with its source: vllm/layout.py), from the GPUs nvidia-smi or amd-smi shows
+    now; '' where this run starts no vLLM server or the machine has no GPU and none was asked for."""
+    from .sysinfo.envmap import gpu_env
+    from .sysinfo.probe import SystemFacts, detect_accelerators, run_command
+    from .vllm.layout import GpuNode
+    from .vllm.service import gpu_layout
+    if env.get("CM_MLPERF_BACKEND") != "vllm" or env.get("CM_MLPERF_API_SERVER"):
+        return ""
+    facts = SystemFacts()
+    detect_accelerators(run_command, facts)
+    seen = {**env, **gpu_env(facts.accelerators)}
+    if GpuNode.from_env(seen) is None:
+        device = env.get("CM_MLPERF_DEVICE", "")
+        return (f"--device={device}: nvidia-smi, amd-smi and rocm-smi show no GPU on this machine; the vLLM "
+                "layout (servers, GPUs each, settings) is chosen on the node that runs it") if device != "cpu" else ""
+    chosen = gpu_layout(seen)
+    return chosen.describe() if chosen is not None else ""
+
+
 def allowed_devices() -> tuple:
     return CHOICES["CM_MLPERF_DEVICE"][1]
 

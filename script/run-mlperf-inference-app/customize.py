@@ -19,6 +19,11 @@ def validate(i):
     return result
 
 
+def preview(i):
+    """--dry-run: on a node with GPUs, the vLLM layout the run would choose there (vllm/layout.py)."""
+    return {'return': 0, 'text': runapp.gpu_preview(i['env'])}
+
+
 def preprocess(i):
     """After the benchmark steps, before the submission: write how this run was made
     (results_dir/cm4mlperf-record.json; the submission step copies it into every measurement folder)."""

@@ -12,6 +12,7 @@ from cmcontract.yesno import YesNoError, parse_yes_no
 from .command import ServeConfig, ServeConfigError, parse_extra_args
 
 PREFIX = 'CM_VLLM_'
+REPLICAS_KEY = PREFIX + 'REPLICAS'     # --replicas: servers of the model (not a vLLM flag)
 
 
 def env_key(field_name: str) -> str:
@@ -111,7 +112,7 @@ def run_options_from_env(env: dict) -> RunOptions:
         api_servers=split_urls(env.get('CM_VLLM_API_SERVERS')),
         keep_server=parse_bool('CM_VLLM_KEEP_SERVER', env.get('CM_VLLM_KEEP_SERVER')),
         start_timeout_s=timeout,
-        replicas=_replicas(env.get('CM_VLLM_REPLICAS')),
+        replicas=_replicas(env.get(REPLICAS_KEY)),
     )
 
 

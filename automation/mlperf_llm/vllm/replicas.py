@@ -5,8 +5,10 @@ share of the machine its settings are chosen for (tuning.py chooses them as for 
   else contiguous, equal ranges in node order (a replica spans no node it need not). A replica's
   process is bound to its group (its process's CPU affinity, and its OpenMP threads through
   VLLM_CPU_OMP_THREADS_BIND); its KV cache is sized from its share of its node's memory.
-- GPU: each replica takes tensor_parallel_size x pipeline_parallel_size devices of its own
-  (CUDA_VISIBLE_DEVICES); no two replicas share one.
+- GPU: each replica takes tensor_parallel_size x pipeline_parallel_size devices of its own; no two
+  replicas share one. Its process gets them in CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES, the same
+  value: vLLM's ROCm platform copies one into the other and refuses the two when they differ
+  (vllm/platforms/rocm.py, _sync_hip_cuda_env_vars), and AMD's published harnesses set HIP's.
 """
 from __future__ import annotations
 
@@ -39,7 +41,8 @@ class Placement:
     def env(self) -> dict[str, str]:
         """What its process is given: its devices, or its OpenMP threads' CPUs."""
         if self.gpus:
-            return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, self.gpus))}
+            devices = ",".join(map(str, self.gpus))
+            return {"CUDA_VISIBLE_DEVICES": devices, "HIP_VISIBLE_DEVICES": devices}
         return {"VLLM_CPU_OMP_THREADS_BIND": cpu_list(self.cpus)}
 
 

@@ -18,7 +18,7 @@ from typing import Callable
 from cmcontract.secret import is_secret
 
 from ..raycluster import placement as ray_placement
-from . import memory, records, replicas, server, tuning
+from . import layout, memory, records, replicas, server, tuning
 from .command import (NO_USAGE_STATS, ServeConfig, ServeConfigError, api_server_argv, devices_per_server,
                       ray_guidance, redact, server_env, shell_command)
 from .inputs import config_from_env, parse_bool, run_options_from_env
@@ -110,6 +110,19 @@ def prepare(env: dict, log: Callable[[str], None] = print, tune: bool = True,
         added['VLLM_API_KEY'] = cfg.api_key
         shown = replace(cfg, api_key=None)
     return api_server_argv(shown, python, env.get('CM_VLLM_VERSION') or None), added, cfg
+
+
+def gpu_layout(env: dict) -> layout.Layout | None:
+    """The node's layout for the run's benchmark (CM_MLPERF_MODEL; none: sized by the checkpoint's
+    weights) where detect-gpu found GPUs and this step starts its own servers on them; None elsewhere
+    (CPUs, --api_server, one server spanning a Ray cluster: its size is the user's)."""
+    from ..benchmarks import BENCHMARKS
+    node = layout.GpuNode.from_env(env)
+    if node is None or env.get('CM_VLLM_DISTRIBUTED_EXECUTOR_BACKEND') == 'ray':
+        return None
+    bench = BENCHMARKS.get(env.get('CM_MLPERF_MODEL') or '')
+    shape = tuning.model_shape(env.get('CM_VLLM_MODEL') or '') if bench is None else None
+    return layout.choose(bench, node, env, weights_gb=shape.params * 2 / 1e9 if shape and shape.params else None)
 
 
 def with_port(env: dict) -> dict:

@@ -25,6 +25,7 @@ On CPUs the choices are vLLM's CPU backend knobs (docs: "CPU - vLLM", VLLM_CPU_*
 - dtype: bfloat16 where the CPU has native bf16 (AVX512_BF16 or AMX), else float32.
 - max_num_seqs / max_num_batched_tokens: the whole expected batch is admitted at once and its prefill fits
   one step (decode throughput on CPU grows with the batch).
+On GPUs the settings are the layout's (layout.py: per benchmark and accelerator model).
 """
 from __future__ import annotations
 
@@ -288,14 +289,10 @@ def kv_memory(machine: Machine, bind: str, ranks: int = 1) -> tuple[int, str]:
 
 
 def choose_gpu(machine: Machine, shape: ModelShape | None, work: Workload) -> Tuning:
-    """GPU defaults as the published H100/L40S commands use them (seed 004); TP over all GPUs."""
-    serve = {'gpu_memory_utilization': 0.95, 'max_num_seqs': max(work.concurrency, 256),
-             'enable_chunked_prefill': True, 'max_num_batched_tokens': 2048}
-    why = [f'{machine.gpus} GPU(s): tensor_parallel_size {machine.gpus}, gpu_memory_utilization 0.95, chunked '
-           'prefill with 2048-token steps (as in the published H100 commands)']
-    if machine.gpus > 1:
-        serve['tensor_parallel_size'] = machine.gpus
-    return Tuning(env={}, serve=serve, reasons=tuple(why))
+    """Nothing more on GPUs: tensor parallelism, replicas and the vLLM settings are the node's layout
+    (layout.py), chosen for the benchmark before the server step starts, where the env has them."""
+    return Tuning(reasons=(f'{machine.gpus} GPU(s): the layout chosen for the benchmark and the node (printed '
+                           'above) gives the vLLM settings',))
 
 
 def choose(machine: Machine, shape: ModelShape | None, work: Workload = Workload()) -> Tuning:

@@ -7,6 +7,7 @@ import pytest
 
 from cmengine.registry import Repo
 from enginefixtures import Runner
+from recorded_hosts import fake_tool, nvidia_host, on_path
 from mlperf_llm.sysinfo.cpu import parse_lscpu
 from mlperf_llm.sysinfo.sut import MEANINGFUL_FIELDS, REQUIRED_FIELDS
 
@@ -137,25 +138,9 @@ def test_inference_src_given_path(runner, inference_repo):
     assert r["return"] != 0 and "not an mlcommons/inference checkout" in r["error"]
 
 
-def _fake_tool(bin_dir, name, body):
-    bin_dir.mkdir(exist_ok=True)
-    path = bin_dir / name
-    path.write_text("#!/bin/sh\n" + body)
-    path.chmod(0o755)
-
-
-FIX = os.path.join(ROOT, "tests", "fixtures", "sysinfo")
-
-
 def test_detect_gpu_reads_nvidia_smi_on_path(runner, tmp_path, monkeypatch):
-    folder = os.path.join(FIX, "epyc9254_2s_8xl40s")
-    _fake_tool(tmp_path / "bin", "nvidia-smi", f"""case "$1" in
-  --query-gpu=*) cat {folder}/nvidia-smi-query.csv ;;
-  topo) cat {folder}/nvidia-smi-topo.txt ;;
-  *) cat {folder}/nvidia-smi.txt ;;
-esac
-""")
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    nvidia_host(tmp_path / "bin", "epyc9254_2s_8xl40s")
+    on_path(monkeypatch, tmp_path / "bin")
     r = runner.run("detect,gpu")
     assert r["return"] == 0, r.get("error")
     env = r["new_env"]
@@ -170,9 +155,9 @@ esac
 
 
 def test_a_failing_nvidia_smi_is_a_named_gap_not_a_crash(runner, tmp_path, monkeypatch):
-    _fake_tool(tmp_path / "bin", "nvidia-smi",
+    fake_tool(tmp_path / "bin", "nvidia-smi",
                'echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver." >&2\nexit 9\n')
-    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    on_path(monkeypatch, tmp_path / "bin")
     r = runner.run("detect,gpu")
     assert r["return"] == 0 and r["new_env"]["CM_GPU_VENDOR"] == "unknown"
     out = tmp_path / "sys"

@@ -64,7 +64,7 @@ def test_gpu_replicas_take_devices_of_their_own():
     m = machine(range(16), gpus=8)
     ps = replicas.place(m, 2, width=4)
     assert [p.gpus for p in ps] == [(0, 1, 2, 3), (4, 5, 6, 7)]
-    assert ps[1].env() == {"CUDA_VISIBLE_DEVICES": "4,5,6,7"} and ps[1].describe() == "replica 2: GPU 4-7"
+    assert ps[1].env() == {"CUDA_VISIBLE_DEVICES": "4,5,6,7", "HIP_VISIBLE_DEVICES": "4,5,6,7"} and ps[1].describe() == "replica 2: GPU 4-7"
     assert replicas.share(m, ps[0], ps).gpus == 4
 
 
