@@ -9,11 +9,12 @@ from cmcontract.yesno import YesNoError, is_yes, parse_yes_no
 from . import outcomes
 from .benchmarks import BENCHMARKS, CATEGORIES, SCENARIOS
 from .harness.balance import POLICIES
+from .vllm.install import BUILD_NAMES
 
 CHOICES = {
     "CM_MLPERF_IMPLEMENTATION": ("--implementation", ("reference",)),
     "CM_MLPERF_BACKEND": ("--framework", ("vllm", "transformers")),
-    "CM_MLPERF_DEVICE": ("--device", ("cpu", "cuda", "rocm")),
+    "CM_MLPERF_DEVICE": ("--device", tuple(BUILD_NAMES)),        # a vLLM build for each
     "CM_MLPERF_SUBMISSION_DIVISION": ("--division", ("open", "closed")),
     "CM_MLPERF_SUBMISSION_CATEGORY": ("--category", CATEGORIES),
     "CM_MLPERF_EXECUTION_MODE": ("--execution_mode", ("test", "valid")),

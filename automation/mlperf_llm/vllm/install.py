@@ -91,11 +91,13 @@ class VllmBuild:
     def describe(self) -> str:
         seen = f', {self.devices} GPU(s) visible' if self.build in ('cuda', 'rocm') else ''
         torch = f', torch {self.torch}' if self.torch else ''
-        return f'vLLM {self.version} ({BUILD_NAMES.get(self.build, self.build)} build{torch}{seen}) in {self.python}'
+        name = BUILD_NAMES.get(self.build) or ('unknown (no torch)' if self.build == UNKNOWN else self.build)
+        return f'vLLM {self.version} ({name} build{torch}{seen}) in {self.python}'
 
 
 
-BUILD_NAMES = {'cuda': 'CUDA', 'rocm': 'ROCm', 'cpu': 'CPU', 'unknown': 'unknown (no torch)'}
+BUILD_NAMES = {'cpu': 'CPU', 'cuda': 'CUDA', 'rocm': 'ROCm'}   # the --device values: a vLLM build for each
+UNKNOWN = 'unknown'                                             # a vllm without torch (the tests' stand-in)
 # vLLM imports torch; a stand-in vllm package (the tests') may not: its build is then "unknown"
 _PROBE = ('import json, transformers, vllm\n'
           'try:\n    import torch\nexcept ImportError:\n    torch = None\n'
@@ -134,11 +136,11 @@ def parse_probe(python: str, stdout: str) -> VllmBuild:
 def check_build(found: VllmBuild, device: str, gpu_count: str | int | None) -> None:
     """Refuse a vLLM whose build does not serve --device (a CPU build for --device=rocm, a CUDA one on
     an AMD host), or a GPU build that sees none of the GPUs detect-gpu found."""
-    if not device or found.build == 'unknown':       # nothing to check it against
+    if not device or found.build == UNKNOWN:         # nothing to check it against
         return
     want = device                                    # a device is served by the build of its name
-    if want not in BUILD_NAMES or want == 'unknown':
-        raise PyEnvError(f'--device={device}: not a device (cpu, cuda, rocm)')
+    if want not in BUILD_NAMES:
+        raise PyEnvError(f'--device={device}: not a device ({", ".join(BUILD_NAMES)})')
     if found.build != want:
         raise PyEnvError(f'--device={device} needs a {BUILD_NAMES[want]} build of vLLM; --vllm_python gives '
                          f'{found.describe()}: give the python of a {BUILD_NAMES[want]} build (for ROCm, e.g. the '
