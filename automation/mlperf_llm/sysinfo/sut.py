@@ -93,6 +93,10 @@ class SoftwareStack:
             drivers = sorted({g.driver_version for g in accelerators.gpus if g.driver_version})
             if drivers:
                 items.append(f"NVIDIA driver {', '.join(drivers)}")
+        if accelerators and accelerators.vendor == "amd":      # amd-smi's driver (rocm-smi says none)
+            drivers = sorted({g.driver_version for g in accelerators.gpus if g.driver_version})
+            if drivers:
+                items.append(f"AMD GPU driver amdgpu {', '.join(drivers)}")
         items.extend(self.extra)
         return ", ".join(items)
 

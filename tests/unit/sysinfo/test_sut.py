@@ -212,6 +212,8 @@ def test_amd_accelerators_through_amd_smi(tmp_path):
     f = desc.fields
     assert (f["accelerator_model_name"], f["accelerator_memory_capacity"], f["accelerator_memory_configuration"],
             f["accelerator_host_interconnect"]) == ("AMD Instinct MI300X", "192 GB", "HBM3", "PCIe Gen5 x16")
+    assert f["accelerators_per_node"] == "2"
+    assert "AMD GPU driver amdgpu 6.7.0" in f["other_software_stack"] and "CUDA" not in f["other_software_stack"]
 
 
 def test_rocm_smi_is_the_fallback_and_its_failure_is_a_gap():
