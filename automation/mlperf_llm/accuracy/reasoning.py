@@ -1,0 +1,131 @@
+"""Scoring the reasoning benchmarks' answers (gpt-oss-120b; deepseek-r1 reuses the parsers): what an
+answer says, per source, and the figure the checker reads.
+
+The rules are the reference evaluator's (language/gpt-oss-120b/eval_accuracy.py and
+eval_mlperf_accuracy.py of mlcommons/inference, master b66003e), written here and tested beside the
+reference's own functions on the same answers (tests/unit/accuracy/test_reasoning_reference.py):
+
+- **the final channel**: a harmony answer holds an `analysis` channel (the reasoning, drafts
+  included) and a `final` one; parsers that read the final channel read the text between the first
+  `<|channel|>final...<|message|>` and `<|return|>` (or the end), else the whole answer;
+- **AIME**: the last `\\boxed{N}` anywhere in the answer (else the last `Answer: N`), an integer 0-999;
+- **GPQA**: of the final channel (bold removed), its leading letter A-D, else its first
+  `Answer: X`; else the last `ANSWER: X` / `FINAL ANSWER: X` of the whole answer;
+- **LiveCodeBench**: the program is the last fenced python block of the final channel (else its
+  last fenced block; else the same in the whole answer), run against the problem's tests in the
+  sandbox (`livecodebench.py`);
+- **the figure**: each source weighted by its repeats in the set (aime25 x8, gpqa_diamond x5,
+  livecodebench_v6 x3): sum(correct/repeats) / sum(total/repeats) x 100, printed
+  `'exact_match': X.XXX` (the checker's pattern allows one space).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_FINAL = re.compile(r"<\|channel\|>final[^<]*<\|message\|>(.*?)(?:<\|return\|>|$)", re.DOTALL)
+_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+_BOXED_INT = re.compile(r"\\boxed{\s*(\d+)\s*}")
+_ANSWER_INT = re.compile(r"Answer:\s*(\d+)(?!\.)\b", re.IGNORECASE | re.MULTILINE)
+_PY_BLOCK = re.compile(r"```python(.*?)```", re.DOTALL)
+_ANY_BLOCK = re.compile(r"```(.*?)```", re.DOTALL)
+_LANG_TAG = re.compile(r"^(?:python|py)\s*\n", re.IGNORECASE)
+
+# the accuracy set's sources and how many times each problem is in it (eval_mlperf_accuracy.py)
+REPEATS = {"aime25": 8, "gpqa_diamond": 5, "livecodebench_v6": 3}
+SOURCES = ("gpqa", "aime", "livecodebench")          # matched in this order, by substring of the name
+
+
+def final_channel(text: str) -> str:
+    """The final channel's text (stripped), or the whole answer where it has none."""
+    text = str(text or "").strip()
+    m = _FINAL.search(text)
+    return m.group(1).strip() if m else text
+
+
+def parse_aime(text: str) -> int | None:
+    """The answer's integer 0-999: its last boxed integer, else its last 'Answer: N'; None if neither
+    (or the one found is out of range: a boxed 1000 does not fall back to 'Answer:')."""
+    text = str(text or "").strip()
+    found = [m.group(1) for m in _BOXED_INT.finditer(text)] or [m.group(1) for m in _ANSWER_INT.finditer(text)]
+    if not found:
+        return None
+    value = int(found[-1])
+    return value if 0 <= value <= 999 else None
+
+
+def parse_choice(text: str, last: str = "D") -> str | None:
+    """The letter (A..last) a multiple-choice answer gives, upper case, or None."""
+    text = str(text or "").strip()
+    if not text:
+        return None
+    final = _BOLD.sub(r"\1", final_channel(text))
+    if final.startswith(("['", '["')) and final.endswith(("']", '"]')):    # a list's text
+        final = final[2:-2].strip()
+    final = _unescape(final)
+    lead = re.match(rf"^[^a-zA-Z]*([A-{last}])(?:[^a-zA-Z]|$)", final.strip(), re.IGNORECASE)
+    if lead:
+        return lead.group(1).upper()
+    said = re.search(rf"\b(?:Answer|ANSWER)\s*[:.]?\s*([A-{last}])\b", final, re.IGNORECASE)
+    if said:
+        return said.group(1).upper()
+    anywhere = list(re.finditer(rf"\b(?:ANSWER|FINAL\s*ANSWER)\b\s*[:=]?\s*(?:\(?\s*([A-{last}])\s*\)?)(?:\s*$|[^A-Za-z])",
+                                _unescape(text), re.IGNORECASE))
+    if anywhere:
+        return anywhere[-1].group(1).upper()
+    if last == "J":                        # ten options (MMLU-Pro): the last lone letter of the final channel
+        lone = list(re.finditer(rf"\b([A-{last}])\b", final, re.IGNORECASE))
+        return lone[-1].group(1).upper() if lone else None
+    return None
+
+
+def _unescape(text: str) -> str:
+    """Literal backslash-n and backslash-quote (an answer printed as a Python string) as the characters."""
+    return text.replace("\\n", "\n").replace("\\'", "'")
+
+
+def parse_code(text: str) -> str | None:
+    """The program an answer gives: the last fenced python block of its final channel, else its last
+    plain fenced block without a python tag; else the same in the whole answer."""
+    text = str(text or "").strip()
+    final = final_channel(text)
+    places = (final, text) if final != text else (text,)
+    for place in places:
+        blocks = _PY_BLOCK.findall(place)
+        if blocks:
+            return blocks[-1].strip()
+        plain = _ANY_BLOCK.findall(place)
+        if plain:
+            return _LANG_TAG.sub("", plain[-1].strip())
+    return None
+
+
+def source_of(dataset: str) -> str:
+    """'aime' | 'gpqa' | 'livecodebench' for a row's `dataset` name (lower case, by substring);
+    ValueError for another."""
+    name = str(dataset or "").lower()
+    for source in SOURCES:
+        if source in name:
+            return source
+    raise ValueError(f"dataset {dataset!r}: not a source this benchmark scores ({', '.join(SOURCES)})")
+
+
+@dataclass
+class Tally:
+    """Right and total answers per `dataset` name, and the checker's figure."""
+    correct: dict[str, int] = field(default_factory=dict)
+    total: dict[str, int] = field(default_factory=dict)
+
+    def add(self, dataset: str, right: bool) -> None:
+        name = str(dataset).lower()
+        self.total[name] = self.total.get(name, 0) + 1
+        self.correct[name] = self.correct.get(name, 0) + (1 if right else 0)
+
+    def exact_match(self) -> float:
+        """sum over sources of correct/repeats over sum of total/repeats, x 100 (0.0 for no answers)."""
+        score = sum(c / REPEATS.get(d, 1) for d, c in self.correct.items())
+        best = sum(t / REPEATS.get(d, 1) for d, t in self.total.items())
+        return 100.0 * score / best if best else 0.0
+
+    def checker_line(self) -> str:
+        return f"'exact_match': {self.exact_match():.3f}"
