@@ -157,12 +157,14 @@ def _verdict(code: int | None, timed_out: bool, stderr: str, limits: Limits) -> 
     return "error", f"exit status {code}" + (f": {last[:200]}" if last else "")
 
 
-def run_program(source: str, stdin: str = "", limits: Limits = Limits()) -> Outcome:
-    """Run `source` (Python) on `stdin` under `limits`; its output and a verdict, never an exception
-    for what the program does."""
+def run_program(source: str, stdin: str = "", limits: Limits = Limits(), files: dict[str, str] | None = None) -> Outcome:
+    """Run `source` (Python) on `stdin` under `limits`, with `files` (name: text) in its folder; its
+    output and a verdict, never an exception for what the program does."""
     folder = Path(tempfile.mkdtemp(prefix="cm4mlperf-sandbox-"))
     start = time.monotonic()
     try:
+        for name, text in (files or {}).items():
+            (folder / Path(name).name).write_text(text)
         (folder / "program.py").write_text(source)
         (folder / "guard.py").write_text(GUARD)
         (folder / "stdin.txt").write_text(stdin)
