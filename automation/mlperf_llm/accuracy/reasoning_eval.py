@@ -1,0 +1,72 @@
+"""Marking a reasoning benchmark's answers: each answer against its row of the accuracy set (its
+source, its ground truth, for LiveCodeBench its tests), right or wrong with what was read and why,
+and the repeat-weighted figure (reasoning.Tally).
+
+Programs run in the sandbox, several at once (`workers`, default the CPUs this process may use);
+the other sources are parsed here. A row whose source is not one of the benchmark's is an error
+naming the row, not a silent wrong.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from . import livecodebench, reasoning
+
+
+@dataclass(frozen=True)
+class Row:
+    dataset: str                                    # aime25 | gpqa_diamond | livecodebench_v6 (as the set names it)
+    ground_truth: str                               # the integer, the letter, or the problem's id
+    tests: tuple[livecodebench.Test, ...] = ()      # LiveCodeBench: the problem's tests
+    fn_name: str = ""                               # LiveCodeBench: the method functional tests call
+
+
+@dataclass(frozen=True)
+class Marked:
+    index: int                                      # the row's index in the set (LoadGen's qsl_idx)
+    dataset: str
+    right: bool
+    read: str                                       # what was read from the answer ('' for nothing)
+    why: str                                        # why it is wrong ('' when right)
+
+
+def _mark_one(index: int, text: str, row: Row) -> Marked:
+    source = reasoning.source_of(row.dataset)
+    if source == "aime":
+        value = reasoning.parse_aime(text)
+        try:
+            want = int(str(row.ground_truth).strip())
+        except ValueError:
+            raise ValueError(f"row {index}: AIME ground truth {row.ground_truth!r} is not an integer") from None
+        right = value is not None and value == want
+        return Marked(index, row.dataset, right, "" if value is None else str(value),
+                      "" if right else ("no integer answer found" if value is None else f"{value} is not {want}"))
+    if source == "gpqa":
+        letter = reasoning.parse_choice(text, "D")
+        want = str(row.ground_truth).strip().upper()
+        right = letter is not None and letter in "ABCD" and letter == want
+        return Marked(index, row.dataset, right, letter or "",
+                      "" if right else ("no choice found" if letter is None else f"{letter} is not {want}"))
+    if not row.tests:
+        raise ValueError(f"row {index}: LiveCodeBench problem {row.ground_truth!r} has no tests in the data set")
+    program = reasoning.parse_code(text)
+    verdict = livecodebench.run_tests(program, list(row.tests), row.fn_name)
+    return Marked(index, row.dataset, verdict.passed, "program" if program else "", verdict.why)
+
+
+def mark_all(answers: list[tuple[int, str]], rows: list[Row], workers: int | None = None
+             ) -> tuple[list[Marked], reasoning.Tally]:
+    """Each (row index, answer text) marked against rows[index], in the answers' order; the tally."""
+    for index, _ in answers:
+        if not 0 <= index < len(rows):
+            raise ValueError(f"answer for row {index}: the accuracy set has {len(rows)} rows")
+    if not workers:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:        # programs: one process each
+        marked = list(pool.map(lambda pair: _mark_one(pair[0], pair[1], rows[pair[0]]), answers))
+    tally = reasoning.Tally()
+    for m in marked:
+        tally.add(m.dataset, m.right)
+    return marked, tally

@@ -1,0 +1,42 @@
+"""accuracy/reasoning_eval.py: answers of every source marked against their rows (programs in the
+sandbox), right and wrong both seen, the figure weighted by repeats."""
+import pytest
+
+from mlperf_llm.accuracy.livecodebench import Test
+from mlperf_llm.accuracy.reasoning_eval import Row, mark_all
+
+F = "<|channel|>analysis<|message|>thinking<|end|><|start|>assistant<|channel|>final<|message|>{}<|return|>"
+ROWS = [
+    Row("aime25", "42"), Row("aime25", "7"), Row("gpqa_diamond", "C"), Row("gpqa_diamond", "a"),
+    Row("livecodebench_v6", "lcb-1", (Test("2 3\n", "5\n"), Test("4 4\n", "8\n"))),
+    Row("livecodebench_v6", "lcb-2", (Test("1\n", "1\n"),)),
+]
+ANSWERS = [
+    (0, F.format("So the answer is \\boxed{42}.")),
+    (1, F.format("\\boxed{1000}")),
+    (2, F.format("**C**")),
+    (3, F.format("Answer: B")),
+    (4, F.format("```python\na, b = map(int, input().split())\nprint(a + b)\n```")),
+    (5, F.format("```python\nimport os\nos.system('echo hi')\n```")),
+]
+
+
+def test_every_source_is_marked_right_and_wrong_with_what_was_read():
+    marked, tally = mark_all(ANSWERS, ROWS, workers=2)
+    assert [m.right for m in marked] == [True, False, True, False, True, False]
+    assert [m.read for m in marked] == ["42", "", "C", "B", "program", "program"]
+    assert marked[1].why == "no integer answer found" and marked[3].why == "B is not A"
+    assert "tried os.system" in marked[5].why
+    # aime 1/2 (x8), gpqa 1/2 (x5), lcb 1/2 (x3): 0.5 of each weight
+    assert tally.exact_match() == pytest.approx(50.0)
+
+
+def test_bad_rows_are_named():
+    with pytest.raises(ValueError, match="row 0: AIME ground truth 'x'"):
+        mark_all([(0, "\\boxed{1}")], [Row("aime25", "x")])
+    with pytest.raises(ValueError, match="has no tests in the data set"):
+        mark_all([(0, "```python\nprint(1)\n```")], [Row("livecodebench_v6", "q9")])
+    with pytest.raises(ValueError, match="answer for row 3: the accuracy set has 1 rows"):
+        mark_all([(3, "")], [Row("aime25", "1")])
+    with pytest.raises(ValueError, match="'mmlu'"):
+        mark_all([(0, "A")], [Row("mmlu", "A")])
