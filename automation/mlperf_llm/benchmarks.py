@@ -51,10 +51,11 @@ class BenchmarkError(ValueError):
 @dataclass(frozen=True)
 class AccuracySpec:
     """The checker's accuracy rule: each quality metric at least reference x scale; the length
-    metric within [low, high] x its reference."""
+    metric within [low, high] x its reference (none: a benchmark whose length is a compliance test's,
+    gpt-oss-120b's TEST09)."""
     quality: tuple[tuple[str, float], ...]      # (metric, reference), in the checker's order
     scale: float                                # 0.99 or 0.999
-    length_metric: str                          # TOKENS_PER_SAMPLE (a mean) | GEN_LEN (a sum)
+    length_metric: str                          # TOKENS_PER_SAMPLE (a mean) | GEN_LEN (a sum) | "" (none)
     length_reference: float
     length_range: tuple[float, float] = (0.9, 1.1)
     # how the length reference scales to an accuracy test of n of the data set's rows:
@@ -63,10 +64,11 @@ class AccuracySpec:
 
     @property
     def metrics(self) -> tuple[str, ...]:
-        return tuple(m for m, _ in self.quality) + (self.length_metric,)
+        return tuple(m for m, _ in self.quality) + ((self.length_metric,) if self.length_metric else ())
 
     def reference(self) -> dict[str, float]:
-        return {**dict(self.quality), self.length_metric: self.length_reference}
+        length = {self.length_metric: self.length_reference} if self.length_metric else {}
+        return {**dict(self.quality), **length}
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,12 @@ class Benchmark:
     embedded: str = ""                          # what `_embedded` runs instead of the real model and data set
     runnable: str = ""                          # "" when the chain runs it; else why not yet
     gpu: GpuServing | None = None               # serving on GPUs (None: no GPU facts known)
+    # sampling the reference gives the server ((name, value), ...); () = greedy
+    sampling: tuple[tuple[str, object], ...] = ()
+    performance_max_new_tokens: int | None = None   # where performance runs cap answers lower than accuracy runs
+    performance_rows: int | None = None         # rows of a performance set of its own (None: the accuracy set's)
+    model_revision: str = ""                    # the checkpoint's commit the reference names (verified, not assumed)
+    keep_special_tokens: bool = False           # answers decoded with their special tokens (harmony channels)
 
     def lg_key(self, scenario: str) -> str:
         """LoadGen's model name for a scenario (Interactive runs as LoadGen's Server under its own key)."""
@@ -168,6 +176,33 @@ def _llama2(name: str, scale: float) -> Benchmark:
         gpu=_LLAMA2_GPU)
 
 
+# gpt-oss-120b: language/gpt-oss-120b (README.md, eval_mlperf_accuracy.py), compliance/TEST07 and
+# TEST09, loadgen/mlperf.conf and the submission_checker package of mlcommons/inference master b66003e
+_GPT_OSS_PROMPT = ("pre-rendered in OpenAI's harmony format as token ids (`input_tokens`), the reasoning effort in "
+                   "the rendered system message: high in the accuracy set, low in the performance set")
+_REDHAT_V60 = ("Red Hat v6.0 (closed), 8x H200, llm-d 0.5.0 with vLLM 0.14.1, the native MXFP4 model: "
+               "src/gpt-oss-120b/setup/llm-d/H200/deploy_gptoss120b_v050.sh and override_ms_gptoss120b_server_v050.yaml")
+_AMD_V60 = "AMD v6.0 (closed), 8x MI355X: src/gpt-oss-120b/server_mi355x.yaml"
+_GPT_OSS = Benchmark(
+    name="gpt-oss-120b", family="gpt-oss-120b", loadgen_key="gpt-oss-120b", interactive_key="gpt-oss-120b-interactive",
+    category="datacenter", scenarios=("Offline", "Server", "Interactive"), required=(("Offline",), ("Server", "Interactive")),
+    dataset_tags="get,dataset,gpt-oss", dataset_rows=4395, performance_sample_count=6396,
+    prompt=_GPT_OSS_PROMPT, max_new_tokens=32768, min_new_tokens=1,
+    accuracy=AccuracySpec((("exact_match", 83.13),), 0.99, "", 0.0),
+    latency_limits_ms={"Server": (3000, 80), "Interactive": (2000, 15)},
+    compliance=("TEST07", "TEST09"), eos_token_id=None, model_tags="get,ml-model,gpt-oss",
+    hf_model="openai/gpt-oss-120b",
+    runnable=("its data steps, its model step, the harness's two data sets and sampling, and the TEST07 and TEST09 "
+              "steps are not built yet (its scorers are: accuracy/reasoning.py)"),
+    gpu=GpuServing(checkpoint="gpt-oss-120b in MXFP4 (its own weights)", weights_gb=65.0, published=(
+        PublishedLayout("h200", 8, 1, (("max_num_seqs", 448), ("max_num_batched_tokens", 2048),
+                                       ("gpu_memory_utilization", 0.95)), _REDHAT_V60),
+        PublishedLayout("mi355x", 8, 1, (("max_num_seqs", 1024), ("max_num_batched_tokens", 65536),
+                                         ("max_model_len", 32768), ("gpu_memory_utilization", 0.95)), _AMD_V60))),
+    sampling=(("temperature", 1.0), ("top_p", 1.0)), performance_max_new_tokens=10240, performance_rows=6396,
+    model_revision="b5c939de8f754692c1647ca79fbf85e8c1e70f8a", keep_special_tokens=True,
+)
+
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     _llama2("llama2-70b-99", 0.99),
     _llama2("llama2-70b-99.9", 0.999),
@@ -195,7 +230,10 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
         hf_model="meta-llama/Llama-3.1-8B-Instruct",
         embedded="SmolLM2-135M-Instruct on the embedded summarisation set's edge subset (112 rows)",
         gpu=_LLAMA31_GPU),
+    _GPT_OSS,
 )}
+
+
 
 def known() -> str:
     return ", ".join(BENCHMARKS)

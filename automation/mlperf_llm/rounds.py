@@ -100,6 +100,7 @@ class Round:
 
 _LLAMA2 = ("llama2-70b-99", "llama2-70b-99.9")
 _LLAMA31 = ("llama3.1-8b", "llama3.1-8b-edge")
+_REASONING = ("gpt-oss-120b",)                  # from v6.0 (the v6.0 and master checkers' MODEL_CONFIG)
 
 # LoadGen wheels, measured on the PyPI wheels (TestSettings.FromConfig with an empty user.conf,
 # llama2-70b Offline, the seed LoadGen applies):
@@ -126,13 +127,13 @@ ROUNDS: dict[str, Round] = {r.name: r for r in (
           Seeds(1780908523862526354, 14771362308971278857, 18209322760996052031),
           "5.1.0", "5.1.999", "5.1.2", "v5.1", "v5.1.1", "script", "v4",
           mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario"),
-    Round("6.0", _LLAMA2 + _LLAMA31,
+    Round("6.0", _LLAMA2 + _LLAMA31 + _REASONING,
           Seeds(2465351861681999779, 14276810075590677512, 3936089224930324775),
           "6.0.5", "6.0.15", "6.0.15", MASTER_B66003E, "master-b66003e", "package", "v6",
           mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario",
           all_scenarios=("Offline", "Server", "Interactive")),
     # v6.1 dropped llama2-70b-99 (mlcommons/inference 44cc3a3 "Remove llama2-70b-99")
-    Round("6.1", ("llama2-70b-99.9",) + _LLAMA31,
+    Round("6.1", ("llama2-70b-99.9",) + _LLAMA31 + _REASONING,
           Seeds(2085463073848966840, 2747215439041700203, 16159082839903944936),
           "6.0.16", "6.0.17", "6.0.17", MASTER_B66003E, "master-b66003e", "package", "v6",
           mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario",

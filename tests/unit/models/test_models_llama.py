@@ -18,7 +18,16 @@ def manifest(step: str) -> dict:
         return yaml.safe_load(f)
 
 
-@pytest.mark.parametrize("bench", list(BENCHMARKS.values()), ids=list(BENCHMARKS))
+RUNNABLE = [b for b in BENCHMARKS.values() if not b.runnable]     # a benchmark not run yet may lack its step
+
+
+def test_a_benchmark_not_run_yet_says_its_model_step_is_missing():
+    for b in BENCHMARKS.values():
+        if b.runnable:
+            assert "model step" in b.runnable, b.name
+
+
+@pytest.mark.parametrize("bench", RUNNABLE, ids=[b.name for b in RUNNABLE])
 def test_each_benchmarks_model_step_is_a_family_whose_reference_is_the_tables(bench):
     wanted = set(bench.model_tags.split(","))
     steps = [f for f in FAMILIES.values() if wanted <= set(manifest(f.step)["tags"])]
