@@ -159,3 +159,16 @@ def test_a_planted_typo_fails(tmp_path, hosts, monkeypatch):
                  readme.replace("run-mlperf,", "run-mlperff,")):
         r, _ = plan_documented(typo, str(tmp_path / "cache"), hosts, monkeypatch)
         assert r["return"] != 0, typo
+
+
+def test_the_readme_s_first_screen_fits_and_holds_the_two_commands():
+    """What a newcomer sees before the first section after the commands: at most 40 lines, with the
+    clone, the demo command, the test command and the links onward (GPUs, reproduce, benchmarks)."""
+    text = (ROOT / "README.md").read_text()
+    first = text.split("\n## More about the demo")[0]
+    assert first != text and len(first.splitlines()) <= 40
+    assert "git clone" in first and "python -m pytest" in first
+    assert "cm run script --tags=run-mlperf,inference,_full,_embedded" in first
+    for link in ("docs/gpu.md", "docs/reproduce.md", "docs/benchmarks.md", "https://github.com/mlcommons/inference_results_"):
+        assert link in first, link
+    assert "../shared" not in first
