@@ -185,8 +185,10 @@ def check_model(rnd: Round, model: str) -> None:
     if rnd.has_model(model):
         return
     other, _ = default_round(bench.name)
-    raise RoundError(f"round v{rnd.name} has no {model} (its benchmarks: {', '.join(rnd.benchmarks)}); fix: "
-                     f"choose one of them with {rnd.tag}, or keep --model={model} with {other.tag}")
+    runs = [b for b in rnd.benchmarks if not get_benchmark(b).runnable]
+    listed = ", ".join(b if b in runs else f"{b} (not run by this tool yet)" for b in rnd.benchmarks)
+    raise RoundError(f"round v{rnd.name} has no {model} (its benchmarks: {listed}); fix: choose one of "
+                     f"{', '.join(runs)} with {rnd.tag}, or keep --model={model} with {other.tag}")
 
 
 def default_benchmark(rnd: Round) -> Benchmark:

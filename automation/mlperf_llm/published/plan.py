@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from ..benchmarks import BENCHMARKS
+from ..sysinfo.gpu import VENDOR_LABELS, accelerator_key, same_model
 from .reader import PublishedResult, PublishedTest
 from .translate import DROP, translate
 
@@ -21,42 +22,6 @@ SERVER_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "max_num_seqs",
                "max_num_batched_tokens", "gpu_memory_utilization", "enable_chunked_prefill", "kv_cache_dtype",
                "dtype", "enforce_eager", "block_size")
 ENGINES = (("vllm", "vLLM"), ("tensorrt", "TensorRT-LLM"), ("trt-llm", "TensorRT-LLM"), ("sglang", "SGLang"))
-
-
-# Accelerator models by the token that names them, as nvidia-smi ("NVIDIA H100 80GB HBM3", "Tesla T4"),
-# amd-smi / rocm-smi ("AMD Instinct MI325X", "MI300X") and systems JSONs ("NVIDIA H100-SXM-80GB",
-# "H200-SXM-141GB") write them: token -> vendor. A model is its family: H100 SXM, PCIe and NVL are one.
-KNOWN_MODELS = {
-    **dict.fromkeys(("gb300", "b300", "gb200", "b200", "b100", "gh200", "h200", "h100", "h800", "h20", "l40s", "l40",
-                     "l4", "a100", "a800", "a40", "a30", "a10g", "a10", "a2", "t4", "v100", "p100", "p40", "p4"), "nvidia"),
-    **dict.fromkeys(("mi355x", "mi350x", "mi325x", "mi308x", "mi300x", "mi300a", "mi250x", "mi250", "mi210", "mi100"),
-                    "amd"),
-    **dict.fromkeys(("gaudi3", "gaudi2"), "intel"),
-}
-VENDOR_WORDS = {"nvidia": "nvidia", "tesla": "nvidia", "geforce": "nvidia", "quadro": "nvidia", "rtx": "nvidia",
-                "amd": "amd", "instinct": "amd", "radeon": "amd", "intel": "intel", "habana": "intel", "google": "google"}
-NOT_MODEL = re.compile(r"\d+gb|hbm\d*e?|gddr\d*x?|sxm\d*|pcie\d*|nvl\d*|oam|gpu|accelerator|card|device")
-VENDOR_LABELS = {"nvidia": "NVIDIA", "amd": "AMD", "intel": "Intel", "google": "Google"}
-
-
-def accelerator_key(name: str) -> tuple[str, str]:
-    """(vendor, model) of an accelerator's name, '' where not known: ("nvidia", "h100") for "NVIDIA
-    H100 80GB HBM3", "H100-SXM5-80GB" and "NVIDIA H100-SXM-80GB"; ("amd", "mi325x") for "AMD Instinct
-    MI325X 256GB HBM3e" and "MI325X". A model outside KNOWN_MODELS: the vendor of its vendor word
-    (none: ''), and its first token with a digit that is not a memory size or a form factor (none: ''),
-    so "NVIDIA RTX A6000" is ("nvidia", "a6000"), and "NVIDIA GPU" ("nvidia", ''): a model not known."""
-    tokens = [t for t in re.split(r"[^a-z0-9]+", str(name).lower()) if t]
-    vendor = next((VENDOR_WORDS[t] for t in tokens if t in VENDOR_WORDS), "")
-    known = next((t for t in tokens if t in KNOWN_MODELS), "")
-    if known:
-        return KNOWN_MODELS[known], known
-    rest = [t for t in tokens if t not in VENDOR_WORDS and not NOT_MODEL.fullmatch(t)]
-    return vendor, next((t for t in rest if any(c.isdigit() for c in t)), "")
-
-
-def same_model(published: tuple[str, str], here: tuple[str, str]) -> bool:
-    """Whether two keys can be one model: their vendors and their models agree where both are known."""
-    return all(not a or not b or a == b for a, b in zip(published, here))
 
 
 def model_label(key: tuple[str, str]) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..benchmarks import Benchmark
-from ..published.plan import accelerator_key
+from ..sysinfo.gpu import accelerator_key
 from .inputs import REPLICAS_KEY, env_key
 
 KV_SHARE = 0.4                       # of each GPU's memory, at least, left for the KV cache and activations

@@ -125,7 +125,7 @@ ROWS = [   # (change, inputs, file edited in the copy and how, another CM home, 
     ("a new row in the round table (rounds.py)", {}, ("mlperf_llm/rounds.py", add_round_row), False,
      ROUND_AWARE),
     ("a new entry in the benchmark table (benchmarks.py)", {}, ("mlperf_llm/benchmarks.py", add_benchmark), False,
-     ROUND_AWARE),
+     ROUND_AWARE | {"run-vllm-server start"}),      # it reads the benchmark's GPU layouts (vllm/layout.py)
     ("a new CM home (CM_REPOS)", {}, None, True, set()),
 ]
 

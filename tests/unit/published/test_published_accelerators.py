@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from mlperf_llm.published.plan import HostFacts, accelerator_key, plan_published, plan_test, same_model
+from mlperf_llm.published.plan import HostFacts, plan_published, plan_test
+from mlperf_llm.sysinfo.gpu import accelerator_key, same_model
 from mlperf_llm.published.reader import read_published
 from mlperf_llm.reproduce import replay
 

@@ -98,7 +98,7 @@ def test_node_from_detect_gpu_env():
 def test_every_published_layout_names_a_known_accelerator_and_vllm_settings():
     from dataclasses import fields
 
-    from mlperf_llm.published.plan import KNOWN_MODELS
+    from mlperf_llm.sysinfo.gpu import KNOWN_MODELS
     from mlperf_llm.vllm.command import ServeConfig
     names = {f.name for f in fields(ServeConfig)}
     layouts = [p for b in BENCHMARKS.values() if b.gpu for p in b.gpu.published]
