@@ -126,8 +126,7 @@ def test_the_openorca_set_generates_with_the_same_loop(tmp_path):
 @pytest.mark.parametrize("split", emb.SPLITS)
 def test_the_committed_reference_recomputes_from_its_answers(split):
     path = ref.reference_file(split)
-    if not path.is_file():
-        pytest.skip(f"{path} is not generated yet (docs/datasets.md: the embedded summarisation set's reference)")
+    assert path.is_file(), f"{path} is missing: the embedded summarisation set's reference (docs/datasets.md)"
     reference = json.loads(path.read_text())
     answers = read_jsonl(path.parent / "reference_answers.jsonl")
     stories = emb.select(emb.load_stories(), split)
