@@ -106,8 +106,11 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
     mode_raw = env.get("CM_MLPERF_LOADGEN_MODE") or env.get("CM_MLPERF_LOADGEN_MODES") or "performance,accuracy"
     dataset = env.get("CM_DATASET_PREPROCESSED_PATH") or env.get("CM_DATASET_PATH") or ""
     if not dataset:
+        from ..benchmarks import BENCHMARKS
+        bench = BENCHMARKS.get(env.get("CM_MLPERF_MODEL") or "")
+        step = bench.dataset_tags if bench else "the benchmark's data set"
         raise HarnessInputError("no data set: CM_DATASET_PREPROCESSED_PATH is empty; fix: pass "
-                                "--dataset_path=<processed .pkl> or let the get,dataset,preprocessed,openorca dep run")
+                                f"--dataset_path=FILE (the benchmark's data set file) or let the {step} dep run")
     servers = env.get("CM_MLPERF_API_SERVER") or env.get("CM_VLLM_SERVER_URL") or ""
     duration = _num(env, "CM_MLPERF_MAX_DURATION_TEST")
     return HarnessRequest(

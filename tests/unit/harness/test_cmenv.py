@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from mlperf_llm.harness.cmenv import env_from_outcomes, request_from_env
@@ -126,6 +128,16 @@ def test_all_scenarios_are_the_rounds():
     assert r.scenarios == ("Offline", "Server")
     r = request_from_env(dict(BASE, CM_MLPERF_LOADGEN_SCENARIO="all", CM_MLPERF_MODEL="llama2-70b-99.9"), cwd="/w")
     assert r.scenarios == ("Offline", "Server", "Interactive") and r.rnd.name == "6.1"
+    r = request_from_env(dict(BASE, CM_MLPERF_LOADGEN_SCENARIO="all", CM_MLPERF_MODEL="llama3.1-8b-edge"), cwd="/w")
+    assert r.scenarios == ("Offline", "SingleStream")
+
+
+def test_the_harness_steps_all_scenarios_variation_is_the_rounds():
+    """app-mlperf-inference's `_all-scenarios` hands `all` on (the round's and the benchmark's), not a
+    fixed list that would ask v4.1 for Interactive or the edge benchmark for Server."""
+    import yaml
+    manifest = yaml.safe_load((Path(__file__).resolve().parents[3] / "script" / "app-mlperf-inference" / "_cm.yaml").read_text())
+    assert manifest["variations"]["all-scenarios"]["env"]["CM_MLPERF_LOADGEN_SCENARIO"] == "all"
 
 
 def test_singlestream_takes_its_target_latency_and_a_valid_run_needs_it():
