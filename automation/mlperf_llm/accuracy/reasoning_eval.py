@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from . import livecodebench, reasoning
+from .log import AccuracyLogError, first_per_sample
 
 
 @dataclass(frozen=True)
@@ -70,3 +72,14 @@ def mark_all(answers: list[tuple[int, str]], rows: list[Row], workers: int | Non
     for m in marked:
         tally.add(m.dataset, m.right)
     return marked, tally
+
+
+def score_log(accuracy_log: str, rows: list[Row], decode: Callable[[Sequence[int]], str], dtype: str = "int32",
+              workers: int | None = None) -> tuple[list[Marked], reasoning.Tally]:
+    """The accuracy log's answers (the first entry of each sample, decoded by `decode`, which must keep
+    the special tokens: the harmony channels are read from them) marked against `rows`."""
+    entries = first_per_sample(accuracy_log, dtype)
+    if not entries:
+        raise AccuracyLogError(f"accuracy log {accuracy_log} has no entries: nothing to score")
+    answers = [(e.qsl_idx, decode([int(t) for t in e.token_ids])) for e in entries]
+    return mark_all(answers, rows, workers)

@@ -40,3 +40,21 @@ def test_bad_rows_are_named():
         mark_all([(3, "")], [Row("aime25", "1")])
     with pytest.raises(ValueError, match="'mmlu'"):
         mark_all([(0, "A")], [Row("mmlu", "A")])
+
+
+def test_an_accuracy_log_is_decoded_and_marked(tmp_path):
+    """LoadGen's log (hex of int32 ids) through a decoder that keeps the channel markers."""
+    import json
+
+    from mlperf_llm.accuracy.log import encode_ids
+    from mlperf_llm.accuracy.reasoning_eval import score_log
+    texts = [a for _, a in ANSWERS[:4]]
+    vocab = sorted({ch for t in texts for ch in t})
+    ids = {ch: i for i, ch in enumerate(vocab)}
+    log = [{"seq_id": n, "qsl_idx": idx, "data": encode_ids([ids[c] for c in texts[idx]])}
+           for n, idx in enumerate((2, 0, 3, 1, 0))]          # out of order, sample 0 twice (the first counts)
+    path = tmp_path / "mlperf_log_accuracy.json"
+    path.write_text(json.dumps(log))
+    marked, tally = score_log(str(path), ROWS, lambda tokens: "".join(vocab[t] for t in tokens))
+    assert [(m.index, m.right) for m in marked] == [(2, True), (0, True), (3, False), (1, False)]
+    assert tally.total == {"aime25": 2, "gpqa_diamond": 2}
