@@ -12,7 +12,8 @@ from ..benchmarks import SCENARIOS
 from ..outcomes import TestOutcome
 from ..vllm.records import started_records
 from ..vllm.server import ServerError, ServerRecord
-from .driver import HarnessInputError, HarnessRequest, RunOutcome
+from .request import HarnessInputError, HarnessRequest
+from .testrun import RunOutcome
 from .testconfig import ManagedServer
 from .userconf import TARGET_INPUTS
 

@@ -3,7 +3,7 @@
 A Server or Interactive test is judged by its p99 TTFT and TPOT. However low the load, no query is
 faster than one alone on the server: where one query alone already takes about the bound, lowering
 the target cannot help, and the run says so before the test instead of retrying it at lower loads
-(driver.py), runs it once at the lowest load, and the checker's verdict names the host limit apart
+(latency.py), runs it once at the lowest load, and the checker's verdict names the host limit apart
 from other failures (submission/checker.py).
 
 "About the bound": at or over REACH of it. A p99 over many queries of several lengths runs above
@@ -17,7 +17,7 @@ and a token's time grows with its context); the faster of each figure is kept (a
 pay a warm-up).
 
 Where the probe finds the bound within reach and the run's own target misses it all the same, the
-target is lowered and retried (driver.py); a miss at the lowest load (about one query in flight at a
+target is lowered and retried (latency.py); a miss at the lowest load (about one query in flight at a
 time) is a host limit too, measured instead of foreseen (`measured`): the verdict names it alike.
 """
 from __future__ import annotations

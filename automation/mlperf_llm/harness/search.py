@@ -16,7 +16,7 @@ estimates where the run was long enough for them (they are what a valid run is j
 the run's own p99s, said so with the queries LoadGen asked for more.
 
 The targets found are written to the results folder (`searched_targets.json`); the next run into
-that folder takes them for the scenarios it was given no target for, and says so (driver.py).
+that folder takes them for the scenarios it was given no target for, and says so (targets.py).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from mlperf_llm.harness.driver import _run_logged
+from mlperf_llm.harness.testrun import run_logged as _run_logged
 
 CHILD = "import os, time; print(os.getpid(), flush=True); time.sleep(120)"
 

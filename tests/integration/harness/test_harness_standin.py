@@ -193,7 +193,7 @@ def test_a_failed_run_that_loadgen_would_keep_going_is_aborted(tmp_path, dataset
     import subprocess
     import sys
     import time
-    from mlperf_llm.harness.driver import AUTOMATION_DIR
+    from mlperf_llm.harness.testrun import AUTOMATION_DIR
     conf = tmp_path / "user.conf"
     conf.write_text("llama2-70b.Server.target_qps = 5\nllama2-70b.Server.min_duration = 60000\n"
                     f"llama2-70b.*.performance_sample_count_override = {ROWS}\n")

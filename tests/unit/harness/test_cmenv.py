@@ -92,7 +92,7 @@ def test_outcome_env_hands_on_derived_targets_only(tmp_path):
 
 
 def test_server_target_comes_from_the_fastest_offline_test(capsys):
-    from mlperf_llm.harness.driver import _derive_from_offline
+    from mlperf_llm.harness.targets import derive_from_offline as _derive_from_offline
     perf = RunOutcome("Offline", "performance", "VALID", [], "/r/a", 0, {"samples_per_second": 5.0}, 4.8)
     acc = RunOutcome("Offline", "accuracy", "VALID", [], "/r/b", 0, {}, 211 / 34.0)
     assert acc.offline_rate() == (211 / 34.0, "Offline accuracy test")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mlperf_llm.benchmarks import get_benchmark
-from mlperf_llm.harness import driver, hostlimit
+from mlperf_llm.harness import driver, hostlimit, latency, testrun
 from mlperf_llm.harness.driver import HarnessRequest, RunOutcome
 from mlperf_llm.harness.hostlimit import Alone, HostLimit, judge, lowest_load
 
@@ -75,9 +75,9 @@ def _run_all(tmp_path, monkeypatch, alone, given=None):
             return RunOutcome(scenario, mode, "INVALID", ["latency"], str(d), 0, _summary(scenario, False))
         return RunOutcome(scenario, mode, "VALID", [], str(d), 0, _summary(scenario))
 
-    monkeypatch.setattr(driver, "run_one", run_one)
-    monkeypatch.setattr(driver, "_dataset_rows", lambda req: 300)
-    monkeypatch.setattr(driver, "_probe_alone", lambda req: alone)
+    monkeypatch.setattr(testrun, "run_one", run_one)
+    monkeypatch.setattr(testrun, "dataset_rows", lambda req: 300)
+    monkeypatch.setattr(latency, "probe_alone", lambda req: alone)
     req = HarnessRequest(model="llama3.1-8b", results_dir=str(tmp_path), dataset_path="ds.pkl",
                          scenarios=("Offline", "Server"), modes=("performance",), api_servers=("http://127.0.0.1:1",),
                          api_model_name="m", test_query_count=4, server_target_qps=given)
@@ -113,9 +113,9 @@ def test_slow_host_only_the_performance_test_runs_at_the_lowest_load(tmp_path, m
         return RunOutcome(scenario, mode, "INVALID" if scenario == "Server" and mode == "performance" else "VALID",
                           [], str(d), 0, _summary(scenario, False))
 
-    monkeypatch.setattr(driver, "run_one", run_one)
-    monkeypatch.setattr(driver, "_dataset_rows", lambda req: 300)
-    monkeypatch.setattr(driver, "_probe_alone", lambda req: SLOW)
+    monkeypatch.setattr(testrun, "run_one", run_one)
+    monkeypatch.setattr(testrun, "dataset_rows", lambda req: 300)
+    monkeypatch.setattr(latency, "probe_alone", lambda req: SLOW)
     req = HarnessRequest(model="llama3.1-8b", results_dir=str(tmp_path), dataset_path="ds.pkl",
                          scenarios=("Offline", "Server"), api_servers=("http://127.0.0.1:1",), api_model_name="m",
                          test_query_count=4, accuracy_sample_count=300)
@@ -133,7 +133,7 @@ def test_slow_host_a_given_target_is_kept_and_not_retried(tmp_path, monkeypatch,
 
 def test_fast_host_a_missed_derived_target_is_still_lowered_and_retried(tmp_path, monkeypatch, capsys):
     tried, _, targets = _run_all(tmp_path, monkeypatch, FAST)
-    assert len(tried) == 1 + driver.LATENCY_RETRIES and tried[0] == pytest.approx(0.35)
+    assert len(tried) == 1 + latency.LATENCY_RETRIES and tried[0] == pytest.approx(0.35)
     assert "cannot be met" not in capsys.readouterr().out
     assert "host_limit" not in targets["Server"]
 
@@ -142,7 +142,7 @@ def test_a_probe_within_reach_whose_retries_reach_the_lowest_load_and_still_miss
         tmp_path, monkeypatch, capsys):
     # alone just under the margin (the slow host's llama3.1-8b probe once read 78.4 ms), yet every
     # Server test misses (p99 TPOT 105 ms): lowered 0.35 -> ... until at or below one query per answer
-    monkeypatch.setattr(driver, "LATENCY_RETRIES", 5)
+    monkeypatch.setattr(latency, "LATENCY_RETRIES", 5)
     tried, _, targets = _run_all(tmp_path, monkeypatch, Alone(ttft_ms=117.0, tpot_ms=78.4))
     out = capsys.readouterr().out
     assert tried[-1] == pytest.approx(0.103) and tried[-2] > 0.103     # it stops at the lowest load
@@ -155,8 +155,8 @@ def test_a_probe_within_reach_whose_retries_reach_the_lowest_load_and_still_miss
 
 def test_no_probe_without_a_latency_bound_or_a_server(tmp_path, monkeypatch):
     probed = []
-    monkeypatch.setattr(driver, "_probe_alone", lambda req: probed.append(req) or SLOW)
-    reach = driver._Reach()
+    monkeypatch.setattr(latency, "probe_alone", lambda req: probed.append(req) or SLOW)
+    reach = latency.Reach()
     edge = HarnessRequest(model="llama3.1-8b-edge", results_dir=str(tmp_path), dataset_path="ds.pkl",
                           scenarios=("Offline", "SingleStream"), api_servers=("http://127.0.0.1:1",), api_model_name="m")
     reach.judge(edge, "SingleStream", [], 100, given=False)

@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 
 from mlperf_llm.benchmarks import get_benchmark
-from mlperf_llm.harness import driver
-from mlperf_llm.harness.driver import HarnessRequest, RunOutcome, lowered_target
+from mlperf_llm.harness import latency, testrun
+from mlperf_llm.harness.driver import HarnessRequest, RunOutcome
+from mlperf_llm.harness.latency import lowered_target
 from mlperf_llm.harness.results import parse_summary
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "harness"
@@ -54,12 +55,12 @@ def _recorder(tmp_path, results):
 
 def test_a_chosen_target_is_lowered_until_the_bounds_are_met(tmp_path, monkeypatch, capsys):
     calls, run_one = _recorder(tmp_path, [True])
-    monkeypatch.setattr(driver, "run_one", run_one)
+    monkeypatch.setattr(testrun, "run_one", run_one)
     req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
                          server_target_qps=1.32)
     sources = {"Server": "derived from the Offline performance test of this run (1.89 samples/s)"}
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
-    req, out = driver._meet_latency_bounds(req, "Server", 211, first, sources)
+    req, out = latency.meet_latency_bounds(req, "Server", 211, first, sources)
     assert calls == [0.88] and out.verdict == "VALID" and req.server_target_qps == 0.88
     assert "lowered to 0.88 to meet the latency bounds" in sources["Server"]
     kept = tmp_path / "latency_search" / "Server" / "target_qps-1.32" / "mlperf_log_summary.txt"
@@ -70,12 +71,12 @@ def test_a_chosen_target_is_lowered_until_the_bounds_are_met(tmp_path, monkeypat
 
 def test_the_search_stops_after_its_retries(tmp_path, monkeypatch):
     calls, run_one = _recorder(tmp_path, [False] * 10)
-    monkeypatch.setattr(driver, "run_one", run_one)
+    monkeypatch.setattr(testrun, "run_one", run_one)
     req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
                          server_target_qps=1.0)
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
-    _, out = driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
-    assert len(calls) == driver.LATENCY_RETRIES and out.verdict == "INVALID"
+    _, out = latency.meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
+    assert len(calls) == latency.LATENCY_RETRIES and out.verdict == "INVALID"
     assert calls == [0.666, 0.444, 0.296]            # x0.667 each time (TPOT 240 ms of 200)
     assert sorted(p.name for p in (tmp_path / "latency_search" / "Server").iterdir()) == \
         ["target_qps-0.444", "target_qps-0.666", "target_qps-1"]
@@ -83,25 +84,25 @@ def test_the_search_stops_after_its_retries(tmp_path, monkeypatch):
 
 def test_a_given_target_or_an_early_stopping_miss_is_not_searched(tmp_path, monkeypatch):
     calls, run_one = _recorder(tmp_path, [True])
-    monkeypatch.setattr(driver, "run_one", run_one)
+    monkeypatch.setattr(testrun, "run_one", run_one)
     req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
                          server_target_qps=9.2)
     missed = _outcome(tmp_path / "a", False)
-    assert driver._meet_latency_bounds(req, "Server", 211, missed, {"Server": "given"})[1] is missed
+    assert latency.meet_latency_bounds(req, "Server", 211, missed, {"Server": "given"})[1] is missed
     early = _outcome(tmp_path / "b", True)
-    assert driver._meet_latency_bounds(req, "Server", 211, early, {"Server": "find-performance run"})[1] is early
+    assert latency.meet_latency_bounds(req, "Server", 211, early, {"Server": "find-performance run"})[1] is early
     assert calls == []
 
 
 def test_a_test_mode_search_never_lowers_the_target_below_its_issue_time_bound(tmp_path, monkeypatch, capsys):
     # 10 test queries (211 rows): below 10/600 queries/s they would take over TEST_MODE_MAX_ISSUE_S
     calls, run_one = _recorder(tmp_path, [False] * 10)
-    monkeypatch.setattr(driver, "run_one", run_one)
+    monkeypatch.setattr(testrun, "run_one", run_one)
     req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
                          server_target_qps=0.03)
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
-    _, out = driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
-    floor = 10 / driver.TEST_MODE_MAX_ISSUE_S
+    _, out = latency.meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
+    floor = 10 / latency.TEST_MODE_MAX_ISSUE_S
     assert calls == [0.02, pytest.approx(floor)]   # 0.03 x0.667 = 0.02; 0.0133 is below: the floor; stop
     assert "not lowered further: a test-mode run issues 10 queries" in capsys.readouterr().out
     assert out.verdict == "INVALID"
@@ -109,9 +110,9 @@ def test_a_test_mode_search_never_lowers_the_target_below_its_issue_time_bound(t
 
 def test_a_valid_mode_search_has_no_issue_time_bound(tmp_path, monkeypatch):
     calls, run_one = _recorder(tmp_path, [False] * 10)
-    monkeypatch.setattr(driver, "run_one", run_one)
+    monkeypatch.setattr(testrun, "run_one", run_one)
     req = HarnessRequest(model="llama2-70b-99", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
                          server_target_qps=0.03, execution_mode="valid")
     first = _outcome(tmp_path / "llama2-70b-99" / "Server" / "performance" / "run_1", False)
-    driver._meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
+    latency.meet_latency_bounds(req, "Server", 211, first, {"Server": "find-performance run"})
     assert calls == [0.02, 0.0133, 0.00886]

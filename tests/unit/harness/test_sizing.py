@@ -8,7 +8,8 @@ import pytest
 
 from mlperf_llm.accuracy.test06_config import audit_config, query_count_of
 from mlperf_llm.harness import sizing
-from mlperf_llm.harness.driver import HarnessRequest, _size_test, _start_sizing
+from mlperf_llm.harness.request import HarnessRequest
+from mlperf_llm.harness.testsizing import size_test as _size_test, start_sizing as _start_sizing
 from mlperf_llm.harness.results import parse_summary
 from mlperf_llm.harness.userconf import pick_targets
 from mlperf_llm.rounds import round_for

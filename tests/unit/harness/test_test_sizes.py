@@ -6,7 +6,8 @@ import pytest
 
 from mlperf_llm.harness import sizing, testsizes
 from mlperf_llm.harness.cmenv import request_from_env
-from mlperf_llm.harness.driver import HarnessInputError, HarnessRequest, _size_test
+from mlperf_llm.harness.request import HarnessInputError, HarnessRequest
+from mlperf_llm.harness.testsizing import size_test as _size_test
 
 SIZES = {"Offline/performance": 12, "Offline/accuracy": 9, "Server/performance": 3, "Server/accuracy": 3,
          "Offline/TEST06": 5, "Server/TEST06": 4}

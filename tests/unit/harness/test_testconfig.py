@@ -6,7 +6,7 @@ from typing import get_args, get_origin
 
 import pytest
 
-from mlperf_llm.harness import driver, run
+from mlperf_llm.harness import run, testrun
 from mlperf_llm.harness.driver import HarnessRequest
 from mlperf_llm.harness.testconfig import (CONFIG_FILE, ConfigError, ManagedServer, TestConfig, TestSettings,
                                            field_types)
@@ -56,7 +56,7 @@ def test_every_field_round_trips_through_the_json_and_reaches_the_childs_config(
 def test_the_driver_hands_each_test_every_shared_setting(tmp_path):
     values = not_default(TestSettings)
     req = HarnessRequest(results_dir=str(tmp_path), **values)
-    cmd = driver._command(req, "Server", "TEST06", tmp_path, tmp_path / "user.conf")
+    cmd = testrun.command(req, "Server", "TEST06", tmp_path, tmp_path / "user.conf")
     assert cmd == [req.python, "-m", "mlperf_llm.harness.run", f"--config={tmp_path / CONFIG_FILE}"]
     child = run.parse_args(cmd[3:])
     for name, value in values.items():
@@ -64,7 +64,7 @@ def test_the_driver_hands_each_test_every_shared_setting(tmp_path):
     assert (child.scenario, child.mode, child.output_dir) == ("Server", "TEST06", str(tmp_path))
     # only the compliance test gets the audit.config; a request without a round: the one it settled
     newest = replace(req, round="")
-    other = run.parse_args(driver._command(newest, "Server", "accuracy", tmp_path, tmp_path / "user.conf")[3:])
+    other = run.parse_args(testrun.command(newest, "Server", "accuracy", tmp_path, tmp_path / "user.conf")[3:])
     assert other.audit_conf == "" and other.round == newest.rnd.name != ""
 
 

@@ -1,0 +1,126 @@
+"""One LoadGen test in a process of its own: its user.conf and harness_config.json written into a
+staging folder, `harness/run.py` run on it (its output kept as `harness.log` beside LoadGen's logs and
+shown live), its verdict read, and the folder placed into the results layout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import sizing
+from .request import HarnessRequest
+from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
+from .rounds import loadgen_model_and_dirs
+from .testconfig import CONFIG_FILE, TestConfig
+from .userconf import UserConfSpec
+from ..files import write_atomic
+from ..sysinfo.pyenv import with_path
+
+AUTOMATION_DIR = str(Path(__file__).resolve().parents[2])
+
+
+@dataclass
+class RunOutcome:
+    scenario: str
+    mode: str
+    verdict: str                       # VALID | INVALID | FAILED
+    reasons: list[str]
+    directory: str
+    returncode: int
+    summary: dict = field(default_factory=dict)
+    harness_samples_per_second: float | None = None   # completed / duration, as the harness saw it
+
+    def offline_rate(self) -> tuple[float, str]:
+        """(samples/s, what measured it) of an Offline test: LoadGen's figure for performance,
+        the harness's for accuracy (LoadGen reports none there)."""
+        if self.mode == "performance":
+            return float(self.summary.get("samples_per_second") or 0.0), "Offline performance test"
+        return float(self.harness_samples_per_second or 0.0), f"Offline {self.mode} test"
+
+    def line(self) -> str:
+        s = self.summary
+        perf = ""
+        if self.mode == "performance" and s.get("metric") is not None:
+            rate = f" {s['samples_per_second']} samples/s," if s.get("samples_per_second") is not None else ""
+            perf = f"{rate} {s['metric']:g} {s.get('metric_unit')}"
+        why = f" ({'; '.join(self.reasons[:4])})" if self.reasons else ""
+        return f"{self.scenario:<11} {self.mode:<11} {self.verdict:<7}{perf}{why}\n    {self.directory}"
+
+def dataset_rows(req: HarnessRequest) -> int:
+    from .qsl import load_dataset
+    return load_dataset(req.dataset_path, req.total_sample_count).count
+
+def command(req: HarnessRequest, scenario: str, mode: str, out: Path, user_conf: Path) -> list[str]:
+    """The test's command line; its settings go in `out`/harness_config.json (kept with its logs)."""
+    cfg = TestConfig.of(req, scenario=scenario, mode=mode, output_dir=str(out), user_conf=str(user_conf),
+                        round=req.rnd.name, audit_conf=req.audit_conf if mode == "TEST06" else "")
+    path = out / CONFIG_FILE
+    write_atomic(str(path), cfg.to_json())
+    return [req.python, "-m", "mlperf_llm.harness.run", f"--config={path}"]
+
+def run_logged(cmd: list[str], log_path: Path, loadgen_path: str = "") -> int:
+    env = with_path(os.pathsep.join(p for p in (AUTOMATION_DIR, loadgen_path) if p))
+    env["PYTHONUNBUFFERED"] = "1"
+    if sys.stderr.isatty():
+        env["CM_MLPERF_PROGRESS_TTY"] = "yes"
+    with open(log_path, "w", encoding="utf-8") as log:
+        log.write("$ " + " ".join(cmd) + "\n")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, bufsize=0)
+        assert proc.stdout is not None
+        try:
+            while True:      # by chunks: a live progress line ends in "\r", not "\n"
+                chunk = os.read(proc.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                text = chunk.decode(errors="replace")
+                log.write(text)
+                log.flush()
+                sys.stderr.write(text)
+                sys.stderr.flush()
+            return proc.wait()
+        except BaseException:
+            # interrupted (a signal to this process alone, not its group, or an error here): the test's
+            # process goes too, SIGTERM then SIGKILL, instead of running on without its parent
+            from cmcontract.proctree import STOP_GRACE_S, stop_tree
+            stop_tree(proc, STOP_GRACE_S)
+            raise
+
+def run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: Path | None = None,
+            sized: sizing.Sized | None = None) -> RunOutcome:
+    """One LoadGen test; with `sized`, its size and expected duration printed before it starts and
+    its actual duration after."""
+    if sized is not None:
+        print(sized.line(scenario, mode), flush=True)
+    t0 = time.monotonic()
+    o = _run_one(req, scenario, mode, rows, base_dir)
+    if sized is not None:
+        print(sized.done_line(scenario, mode, time.monotonic() - t0), flush=True)
+    return o
+
+def _run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir: Path | None) -> RunOutcome:
+    rnd = req.rnd
+    lg_model, lg_scenario, model_dir, scenario_dir = loadgen_model_and_dirs(req.model, scenario, rnd)
+    final = layout_dir(base_dir or req.results_dir, model_dir, scenario_dir, mode)
+    stage = staging_dir(final)
+    stage.mkdir(parents=True, exist_ok=False)
+    target, latency = req.target_for(scenario), lg_scenario == "SingleStream"
+    spec = UserConfSpec(lg_model, lg_scenario, req.execution_mode, None if latency else target,
+                        req.test_query_count, req.max_test_duration_s, rows, req.loadgen_version,
+                        target_latency_ms=target if latency else None,
+                        full_sample_count=req.bench.performance_sample_count)
+    user_conf = stage / "user.conf"
+    write_atomic(str(user_conf), spec.text())
+    rc = run_logged(command(req, scenario, mode, stage, user_conf), stage / "harness.log", req.loadgen_path)
+    status = HarnessStatus.read(stage)
+    summary = read_summary(stage)
+    v, reasons = verdict(status, summary, rnd.qsl_rng_seed if req.execution_mode == "valid" else None,
+                         "performance" if mode == "performance" else "accuracy")
+    if rc != 0 and v != "FAILED":
+        v, reasons = "FAILED", [f"harness exited with {rc}"] + reasons
+    placed = finalize(stage, final, ok=v != "FAILED")
+    rate = status.completed / status.duration_s if status and status.duration_s > 0 else None
+    return RunOutcome(scenario, mode, v, reasons, str(placed), rc, summary.to_dict(), rate)
