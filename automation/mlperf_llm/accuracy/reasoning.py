@@ -14,6 +14,10 @@ reference's own functions on the same answers (tests/unit/accuracy/test_reasonin
 - **LiveCodeBench**: the program is the last fenced python block of the final channel (else its
   last fenced block; else the same in the whole answer), run against the problem's tests in the
   sandbox (`livecodebench.py`);
+- **deepseek-r1's rules** (language/deepseek-r1/eval_accuracy.py, an older copy of the same
+  evaluator): multiple choice reads the last `ANSWER: X` of the whole answer, no final channel
+  (`parse_choice_anywhere`); the program is the first fenced python block (`parse_first_python`);
+  MATH500's answer is the last `\\boxed{...}`, braces matched (`parse_boxed`); AIME as above;
 - **the figure**: each source weighted by its repeats in the set (aime25 x8, gpqa_diamond x5,
   livecodebench_v6 x3): sum(correct/repeats) / sum(total/repeats) x 100, printed
   `'exact_match': X.XXX` (the checker's pattern allows one space).
@@ -97,6 +101,48 @@ def parse_code(text: str) -> str | None:
         plain = _ANY_BLOCK.findall(place)
         if plain:
             return _LANG_TAG.sub("", plain[-1].strip())
+    return None
+
+
+def parse_choice_anywhere(text: str, last: str = "D") -> str | None:
+    """deepseek-r1's multiple choice: the last `ANSWER: X` / `FINAL ANSWER: X` of the whole answer
+    (a list's text unwrapped); for ten options, else its last lone letter."""
+    text = str(text or "").strip()
+    if not text:
+        return None
+    if text.startswith(("['", '["')) and text.endswith(("']", '"]')):
+        text = text[2:-2].strip()
+    text = _unescape(text)
+    said = list(re.finditer(rf"\b(?:ANSWER|FINAL\s*ANSWER)\b\s*[:=]?\s*(?:\(?\s*([A-{last}])\s*\)?)(?:\s*$|[^A-Za-z])",
+                            text, re.IGNORECASE))
+    if said:
+        return said[-1].group(1).upper()
+    if last == "J":
+        lone = list(re.finditer(r"\b([A-J])\b", text, re.IGNORECASE))
+        return lone[-1].group(1).upper() if lone else None
+    return None
+
+
+def parse_first_python(text: str) -> str | None:
+    """deepseek-r1's program: the first fenced python block of the whole answer."""
+    m = _PY_BLOCK.search(str(text or "").strip())
+    return m.group(1).strip() if m else None
+
+
+def parse_boxed(text: str) -> str | None:
+    """The last `\\boxed{...}`'s content, nested braces matched (MATH500); None without one closed."""
+    text = str(text or "").strip()
+    start = text.rfind("\\boxed{")
+    if start < 0:
+        return None
+    depth, i = 0, start + len("\\boxed{")
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            if depth == 0:
+                return text[i:j].strip()
+            depth -= 1
     return None
 
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from mlperf_llm.accuracy.reasoning import REPEATS, Tally, final_channel, parse_aime, parse_choice, parse_code, source_of
+from mlperf_llm.accuracy.reasoning import (REPEATS, Tally, final_channel, parse_aime, parse_boxed, parse_choice,
+                                           parse_choice_anywhere, parse_code, parse_first_python, source_of)
 
-REFERENCE = (Path(__file__).resolve().parents[4] / "shared" / "mlcommons-inference" / "master-b66003e" /
-             "language" / "gpt-oss-120b")
+LANGUAGE = Path(__file__).resolve().parents[4] / "shared" / "mlcommons-inference" / "master-b66003e" / "language"
+REFERENCE = LANGUAGE / "gpt-oss-120b"
+DEEPSEEK = LANGUAGE / "deepseek-r1"
 FUNCTIONS = ("validate_text_input", "extract_final_section", "strip_markdown_bold", "parse_multiple_choice",
              "parse_aime_answer", "parse_code")
 
@@ -22,15 +24,26 @@ class _Pandas:                       # what validate_text_input asks of pandas
         return x is None or (isinstance(x, float) and x != x)
 
 
-@pytest.fixture(scope="module")
-def ref():
-    tree = ast.parse((REFERENCE / "eval_accuracy.py").read_text())
-    wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in FUNCTIONS]
-    assert {n.name for n in wanted} == set(FUNCTIONS)
+def _functions(folder: Path, names) -> dict:
+    """The named top-level functions of folder/eval_accuracy.py, compiled on their own."""
     import typing
+    tree = ast.parse((folder / "eval_accuracy.py").read_text())
+    wanted = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+    assert {n.name for n in wanted} == set(names)
     namespace = {"re": re, "pd": _Pandas, "Optional": typing.Optional, "Any": typing.Any}
     exec(compile(ast.Module(body=wanted, type_ignores=[]), "eval_accuracy.py", "exec"), namespace)
     return namespace
+
+
+@pytest.fixture(scope="module")
+def ref():
+    return _functions(REFERENCE, FUNCTIONS)
+
+
+@pytest.fixture(scope="module")
+def deepseek():
+    return _functions(DEEPSEEK, ("validate_text_input", "parse_multiple_choice", "parse_boxed_math",
+                                 "parse_aime_answer", "parse_code"))
 
 
 H = "<|start|>assistant<|channel|>analysis<|message|>{a}<|end|><|start|>assistant<|channel|>final<|message|>{f}<|return|>"
@@ -65,11 +78,23 @@ def test_each_parse_equals_the_reference_s(ref, text):
     assert parse_code(text) == ref["parse_code"](text)
 
 
+@pytest.mark.parametrize("text", CASES + _random_answers(seed=39) + ["\\boxed{\\frac{1}{2}}", "\\boxed{x^{2}+1} and \\boxed{3",
+                                                                   "\\boxed{{a}{b}}", "no box", "Answer: J", "the answer is e"])
+def test_deepseek_r1_s_parses_equal_its_reference_s(deepseek, text):
+    assert parse_choice_anywhere(text) == deepseek["parse_multiple_choice"](text, "D")
+    assert parse_choice_anywhere(text, "J") == deepseek["parse_multiple_choice"](text, "J")
+    assert parse_first_python(text) == deepseek["parse_code"](text)
+    assert parse_boxed(text) == deepseek["parse_boxed_math"](text)
+    assert parse_aime(text) == deepseek["parse_aime_answer"](text)
+
+
 def test_the_cases_cover_each_rule():
     """The written cases reach every branch a rule has (so the comparison above says something)."""
     assert {parse_choice(c) for c in CASES} >= {None, "A", "B", "C", "D"}
     assert {parse_aime(c) for c in CASES} >= {None, 42, 13, 12, 999, 6}
     assert parse_code(CASES[CASES.index(H.format(a="```python\nprint('draft')\n```", f="no code here"))]) == "print('draft')"
+    assert parse_boxed("\\boxed{x^{2}+1}") == "x^{2}+1" and parse_boxed("\\boxed{3") is None
+    assert parse_first_python("```python\na=1``` ```python\nb=2```") == "a=1" and parse_code("```python\na=1``` ```python\nb=2```") == "b=2"
 
 
 def test_the_figure_weights_each_source_by_its_repeats():
