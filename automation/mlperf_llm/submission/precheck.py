@@ -31,6 +31,14 @@ class PreFinding:
     message: str
 
 
+def benchmarks_in(tree: str) -> list[str]:
+    """The benchmark folders' names of a tree (sorted, each once; [] for no tree or an unreadable one)."""
+    try:
+        return sorted({bench for _, _, _, bench, _ in _benchmarks(tree)})
+    except OSError:
+        return []
+
+
 def _benchmarks(tree: str):
     """(division, submitter, system, benchmark, folder) of every results/<system>/<benchmark>/."""
     for division in sorted(os.listdir(tree)):

@@ -1,5 +1,6 @@
 """generate-mlperf-inference-submission and run-mlperf-inference-submission-checker through the engine."""
 import os
+from pathlib import Path
 import tarfile
 
 import pytest
@@ -78,3 +79,18 @@ def test_a_checker_without_a_tree_records_why_it_did_not_run(tmp_path):
     assert r["return"] == 0, r.get("error")
     verdict = outcomes.from_state(r["new_state"], outcomes.CHECKER)
     assert verdict.verdict == "NOT RUN" and "does not exist" in verdict.reason
+
+
+def test_the_checker_alone_takes_the_round_from_the_trees_benchmarks(tmp_path):
+    """No round, no model: a tree of llama2-70b-99 (which v6.1 lacks) is planned with v6.0's checker,
+    and the plan says why; a tree of llama2-70b-99.9 with the newest round's."""
+    from cmengine.registry import Repo
+    from enginefixtures import Runner
+    root = str(Path(__file__).resolve().parents[3])
+    for bench, round_tag in (("llama2-70b-99", "_r6.0"), ("llama2-70b-99.9", "_r6.1")):
+        tree = tmp_path / bench / "tree"
+        (tree / "closed" / "Acme" / "results" / "sys" / bench / "Offline").mkdir(parents=True)
+        runner = Runner([Repo("cm4mlperf-llm", root)], str(tmp_path / "cache"), include_project=True)
+        r = runner.plan("run,mlperf,inference,submission,checker", submission_dir=str(tree))
+        assert r["return"] == 0, r.get("error")
+        assert f"run-mlperf-inference-submission-checker {round_tag}" in runner.output.replace(",", " "), runner.output[-800:]
