@@ -63,29 +63,41 @@ def parse_choice(text: str, last: str = "D") -> str | None:
     text = str(text or "").strip()
     if not text:
         return None
-    final = _BOLD.sub(r"\1", final_channel(text))
-    if final.startswith(("['", '["')) and final.endswith(("']", '"]')):    # a list's text
-        final = final[2:-2].strip()
-    final = _unescape(final)
+    final = _unescape(_unwrap_list(_BOLD.sub(r"\1", final_channel(text))))
     lead = re.match(rf"^[^a-zA-Z]*([A-{last}])(?:[^a-zA-Z]|$)", final.strip(), re.IGNORECASE)
     if lead:
         return lead.group(1).upper()
     said = re.search(rf"\b(?:Answer|ANSWER)\s*[:.]?\s*([A-{last}])\b", final, re.IGNORECASE)
     if said:
         return said.group(1).upper()
-    anywhere = list(re.finditer(rf"\b(?:ANSWER|FINAL\s*ANSWER)\b\s*[:=]?\s*(?:\(?\s*([A-{last}])\s*\)?)(?:\s*$|[^A-Za-z])",
-                                _unescape(text), re.IGNORECASE))
-    if anywhere:
-        return anywhere[-1].group(1).upper()
-    if last == "J":                        # ten options (MMLU-Pro): the last lone letter of the final channel
-        lone = list(re.finditer(rf"\b([A-{last}])\b", final, re.IGNORECASE))
-        return lone[-1].group(1).upper() if lone else None
-    return None
+    return _last_said(_unescape(text), last) or _last_lone(final, last)
 
 
 def _unescape(text: str) -> str:
     """Literal backslash-n and backslash-quote (an answer printed as a Python string) as the characters."""
     return text.replace("\\n", "\n").replace("\\'", "'")
+
+
+def _unwrap_list(text: str) -> str:
+    """An answer printed as a one-item Python list (`['B']`) without its brackets and quotes."""
+    if text.startswith(("['", '["')) and text.endswith(("']", '"]')):
+        return text[2:-2].strip()
+    return text
+
+
+def _last_said(text: str, last: str) -> str | None:
+    """The letter of the last `ANSWER: X` / `FINAL ANSWER: (X)` in text."""
+    said = list(re.finditer(rf"\b(?:ANSWER|FINAL\s*ANSWER)\b\s*[:=]?\s*(?:\(?\s*([A-{last}])\s*\)?)(?:\s*$|[^A-Za-z])",
+                            text, re.IGNORECASE))
+    return said[-1].group(1).upper() if said else None
+
+
+def _last_lone(text: str, last: str) -> str | None:
+    """Ten options (MMLU-Pro) only: the last lone letter of text; None for four."""
+    if last != "J":
+        return None
+    lone = list(re.finditer(r"\b([A-J])\b", text, re.IGNORECASE))
+    return lone[-1].group(1).upper() if lone else None
 
 
 def parse_code(text: str) -> str | None:
@@ -110,17 +122,8 @@ def parse_choice_anywhere(text: str, last: str = "D") -> str | None:
     text = str(text or "").strip()
     if not text:
         return None
-    if text.startswith(("['", '["')) and text.endswith(("']", '"]')):
-        text = text[2:-2].strip()
-    text = _unescape(text)
-    said = list(re.finditer(rf"\b(?:ANSWER|FINAL\s*ANSWER)\b\s*[:=]?\s*(?:\(?\s*([A-{last}])\s*\)?)(?:\s*$|[^A-Za-z])",
-                            text, re.IGNORECASE))
-    if said:
-        return said[-1].group(1).upper()
-    if last == "J":
-        lone = list(re.finditer(r"\b([A-J])\b", text, re.IGNORECASE))
-        return lone[-1].group(1).upper() if lone else None
-    return None
+    text = _unescape(_unwrap_list(text))
+    return _last_said(text, last) or _last_lone(text, last)
 
 
 def parse_first_python(text: str) -> str | None:
