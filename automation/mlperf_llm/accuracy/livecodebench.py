@@ -76,6 +76,11 @@ class Test:
     expected: str
     kind: str = "stdin"                 # stdin | functional
 
+    @classmethod
+    def from_json(cls, item: dict) -> "Test":
+        """One test as LiveCodeBench (and the embedded set) writes it: input, output, testtype."""
+        return cls(str(item["input"]), str(item["output"]), str(item.get("testtype", "stdin")))
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -96,7 +101,7 @@ def decode_tests(text: str) -> list[Test]:
     except ValueError:
         payload = _PlainData(io.BytesIO(zlib.decompress(base64.b64decode(text)))).load()
         raw = json.loads(payload)
-    return [Test(str(t["input"]), str(t["output"]), str(t.get("testtype", "stdin"))) for t in raw]
+    return [Test.from_json(t) for t in raw]
 
 
 def _lines(text: str) -> list[str]:

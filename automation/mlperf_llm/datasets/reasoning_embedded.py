@@ -75,8 +75,7 @@ def _problem(path: Path, n: int, raw: dict) -> Problem:
     if source == "gpqa" and (len(options) != len(LETTERS) or truth not in LETTERS):
         raise _bad(path, n, f"a multiple-choice problem needs {len(LETTERS)} options and a ground_truth in "
                             f"{LETTERS} (has {len(options)} options, {truth!r})")
-    tests = tuple(Test(str(t["input"]), str(t["output"]), str(t.get("testtype", "stdin")))
-                  for t in raw.get("tests") or ())
+    tests = tuple(Test.from_json(t) for t in raw.get("tests") or ())
     if source == "livecodebench":
         if not tests or not raw.get("solution"):
             raise _bad(path, n, "a programming problem needs its tests and our solution")
