@@ -135,6 +135,7 @@ def _kill_group(pid: int) -> None:
 
 
 def _verdict(code: int | None, timed_out: bool, stderr: str, limits: Limits) -> tuple[str, str]:
+    too_big = "file-size", f"wrote more than {limits.file_bytes >> 20} MiB to a file or its output (the limit)"
     if timed_out:
         return "timeout", f"still running after {limits.wall_s:g} s (the wall-clock limit): killed"
     if code == 0:
@@ -147,10 +148,10 @@ def _verdict(code: int | None, timed_out: bool, stderr: str, limits: Limits) -> 
         if sig == signal.SIGXCPU:
             return "cpu-time", f"used its {limits.cpu_s} s of CPU time (the limit): killed"
         if sig == signal.SIGXFSZ:
-            return "file-size", f"wrote more than {limits.file_bytes >> 20} MiB to a file or its output (the limit)"
+            return too_big
         return "killed", f"ended by signal {signal.Signals(sig).name}"
     if "[Errno 27] File too large" in stderr:         # Python ignores SIGXFSZ: the write fails instead
-        return "file-size", f"wrote more than {limits.file_bytes >> 20} MiB to a file or its output (the limit)"
+        return too_big
     if "MemoryError" in stderr:
         return "memory", f"ran out of its {limits.memory_bytes >> 20} MiB of memory (the limit)"
     last = next((line for line in reversed(stderr.strip().splitlines()) if line.strip()), "")

@@ -87,16 +87,12 @@ class SoftwareStack:
             items.append(f"PyTorch {self.torch_version}")
         if self.loadgen_version:
             items.append(f"mlcommons-loadgen {self.loadgen_version}")
-        if accelerators and accelerators.vendor == "nvidia":
-            if accelerators.cuda_version:
-                items.append(f"CUDA {accelerators.cuda_version}")
-            drivers = sorted({g.driver_version for g in accelerators.gpus if g.driver_version})
-            if drivers:
-                items.append(f"NVIDIA driver {', '.join(drivers)}")
-        if accelerators and accelerators.vendor == "amd":      # amd-smi's driver (rocm-smi says none)
-            drivers = sorted({g.driver_version for g in accelerators.gpus if g.driver_version})
-            if drivers:
-                items.append(f"AMD GPU driver amdgpu {', '.join(drivers)}")
+        if accelerators and accelerators.vendor == "nvidia" and accelerators.cuda_version:
+            items.append(f"CUDA {accelerators.cuda_version}")
+        driver = DRIVER_LABELS.get(accelerators.vendor) if accelerators else None
+        drivers = sorted({g.driver_version for g in accelerators.gpus if g.driver_version}) if driver else []
+        if drivers:                       # AMD: amd-smi's (rocm-smi says none)
+            items.append(f"{driver} {', '.join(drivers)}")
         items.extend(self.extra)
         return ", ".join(items)
 
