@@ -65,6 +65,10 @@ class SutInputs:
     overrides: dict[str, str] = field(default_factory=dict)   # a user JSON merged on top
 
 
+# how the systems JSON names each vendor's GPU driver
+DRIVER_LABELS = {"nvidia": "NVIDIA driver", "amd": "AMD GPU driver amdgpu"}
+
+
 @dataclass(frozen=True)
 class SoftwareStack:
     """Versions actually used by the run ("" = that component was not part of it)."""
