@@ -172,6 +172,19 @@ def default_round(model: str = "") -> tuple[Round, str]:
         "" if best is NEWEST else f" (v{NEWEST.name} has {', '.join(NEWEST.benchmarks)})")
 
 
+def oldest_newest(models) -> str:
+    """Of several benchmarks (a tree's), the one whose newest round is the oldest: settling on it gives
+    the newest round that has them all, where one does; '' for none this tool knows."""
+    order = list(ROUNDS.values())
+    known = []
+    for name in models:
+        try:
+            known.append((order.index(default_round(name)[0]), name))
+        except RoundError:
+            continue
+    return min(known)[1] if known else ""
+
+
 def _benchmark(model: str) -> Benchmark:
     try:
         return get_benchmark(model)

@@ -8,25 +8,12 @@ def validate(i):
     """The round: refused when unknown or without the model; none given (top step): the newest round
     that has the model, planned as if asked for (mlperf_llm.rounds). Neither a round nor a model given:
     the tree's benchmarks say it (a llama2-70b-99 tree is v6.0's: v6.1's checker has no such benchmark)."""
-    from mlperf_llm.rounds import validate_hook_result
+    from mlperf_llm.rounds import oldest_newest, validate_hook_result
     from mlperf_llm.submission.precheck import benchmarks_in
     env = dict(i['env'])
     if not env.get('CM_MLPERF_INFERENCE_VERSION') and not env.get('CM_MLPERF_MODEL'):
-        env['CM_MLPERF_MODEL'] = _oldest_newest(benchmarks_in(env.get('CM_MLPERF_SUBMISSION_DIR') or ''))
+        env['CM_MLPERF_MODEL'] = oldest_newest(benchmarks_in(env.get('CM_MLPERF_SUBMISSION_DIR') or ''))
     return validate_hook_result(env)
-
-
-def _oldest_newest(benchmarks):
-    """Of a tree's benchmarks, the one whose newest round is the oldest (that round has them all, where
-    any has); '' for none this tool knows."""
-    from mlperf_llm.rounds import RoundError, default_round
-    known = []
-    for name in benchmarks:
-        try:
-            known.append((tuple(int(x) for x in default_round(name)[0].name.split('.')), name))
-        except RoundError:
-            continue
-    return min(known)[1] if known else ''
 
 
 def preprocess(i):
