@@ -108,20 +108,20 @@ def compliance_tests(bench, env: dict) -> tuple[tuple[str, ...], str]:
 def gpu_preview(env: dict) -> str:
     """--dry-run on a node with GPUs: the vLLM layout the server step would choose there (servers, GPUs
     each, settings, each with its source: vllm/layout.py), from the GPUs nvidia-smi or amd-smi shows
-    now; '' where this run starts no vLLM server or the machine has no GPU and none was asked for."""
+    now; '' where this run starts no vLLM server or runs vLLM's CPU build (--device=cpu)."""
     from .sysinfo.envmap import gpu_env
     from .sysinfo.probe import SystemFacts, detect_accelerators, run_command
     from .vllm.layout import GpuNode
     from .vllm.service import gpu_layout
-    if env.get("CM_MLPERF_BACKEND") != "vllm" or env.get("CM_MLPERF_API_SERVER"):
-        return ""
+    device = env.get("CM_MLPERF_DEVICE", "")
+    if env.get("CM_MLPERF_BACKEND") != "vllm" or env.get("CM_MLPERF_API_SERVER") or device == "cpu":
+        return ""                       # no server here, or a CPU build of vLLM: no GPU layout
     facts = SystemFacts()
     detect_accelerators(run_command, facts)
-    seen = {**env, **gpu_env(facts.accelerators)}
+    seen = {**env, **gpu_env(facts.accelerators), "CM_VLLM_DEVICE": device}
     if GpuNode.from_env(seen) is None:
-        device = env.get("CM_MLPERF_DEVICE", "")
         return (f"--device={device}: nvidia-smi, amd-smi and rocm-smi show no GPU on this machine; the vLLM "
-                "layout (servers, GPUs each, settings) is chosen on the node that runs it") if device != "cpu" else ""
+                "layout (servers, GPUs each, settings) is chosen on the node that runs it")
     chosen = gpu_layout(seen)
     return chosen.describe() if chosen is not None else ""
 

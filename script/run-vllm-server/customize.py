@@ -32,10 +32,6 @@ def preprocess(i):
             env.update(service.start_from_env(env, os.getcwd()))
             env['CM_VLLM_START'] = env['CM_VLLM_INSTALL'] = 'no'
             return {'return': 0}
-        chosen = service.gpu_layout(env)            # on GPUs: servers, GPUs each, settings (what was not given)
-        if chosen is not None:
-            print(chosen.describe())
-            env.update(chosen.env())
         service.prepare(env, log=lambda m: None, tune=False)   # check every input before installing anything
         run_options_from_env(env)
         env['CM_VLLM_START'] = 'yes'
@@ -51,6 +47,10 @@ def preprocess(i):
             env['CM_VLLM_INSTALL'] = 'no'
         else:                                        # --device names a build this machine can run
             check_device(env.get('CM_VLLM_DEVICE', ''), env.get('CM_GPU_COUNT'))
+        chosen = service.gpu_layout(env)            # on GPUs a GPU build serves: servers, GPUs each, settings
+        if chosen is not None:
+            print(chosen.describe())
+            env.update(chosen.env())
     except (ServeConfigError, server.ServerError, PyEnvError) as e:
         return _fail(e)
     return {'return': 0}

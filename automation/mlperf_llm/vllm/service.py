@@ -115,9 +115,9 @@ def prepare(env: dict, log: Callable[[str], None] = print, tune: bool = True,
 def gpu_layout(env: dict) -> layout.Layout | None:
     """The node's layout for the run's benchmark (CM_MLPERF_MODEL; none: sized by the checkpoint's
     weights) where detect-gpu found GPUs and this step starts its own servers on them; None elsewhere
-    (CPUs, --api_server, one server spanning a Ray cluster: its size is the user's)."""
+    (CPUs, a CPU build of vLLM, one server spanning a Ray cluster: its size is the user's)."""
     from ..benchmarks import BENCHMARKS
-    node = layout.GpuNode.from_env(env)
+    node = layout.GpuNode.from_env(env) if served_gpus(env) else None
     if node is None or env.get('CM_VLLM_DISTRIBUTED_EXECUTOR_BACKEND') == 'ray':
         return None
     bench = BENCHMARKS.get(env.get('CM_MLPERF_MODEL') or '')
@@ -136,13 +136,21 @@ def with_port(env: dict) -> dict:
     return {**env, 'CM_VLLM_PORT': str(server.free_port(env.get('CM_VLLM_HOST') or DEFAULT_HOST))}
 
 
+def served_gpus(env: dict) -> int:
+    """The GPUs the server runs on: those detect-gpu found (CM_GPU_COUNT), none where the vLLM is a
+    CPU build (--device=cpu, or a --vllm_python whose probe said CPU) whatever the machine has."""
+    if env.get('CM_VLLM_DEVICE') == 'cpu' or env.get('CM_VLLM_BUILD') == 'cpu':
+        return 0
+    gpus = str(env.get('CM_GPU_COUNT') or '0')
+    return int(gpus) if gpus.isdigit() else 0
+
+
 def detect(env: dict) -> tuning.Machine:
-    gpus = env.get('CM_GPU_COUNT') or '0'
-    return tuning.detect_machine(gpus=int(gpus) if gpus.isdigit() else 0)
+    return tuning.detect_machine(gpus=served_gpus(env))
 
 
 def machine_is_cpu(env: dict) -> bool:
-    return (env.get('CM_GPU_COUNT') or '0') in ('0', '')
+    return served_gpus(env) == 0
 
 
 def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] = print) -> dict:

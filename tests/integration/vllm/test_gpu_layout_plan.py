@@ -76,3 +76,12 @@ def test_a_gpu_device_on_a_machine_without_gpus_says_the_layout_waits(runner, tm
     r = runner.plan("run-mlperf,inference,_full,_r6.1", model="llama3.1-8b", device="cuda", **CLOSED)
     assert r["return"] == 0, r.get("error")
     assert "show no GPU on this machine" in runner.output
+
+
+def test_a_cpu_build_on_a_gpu_node_gets_no_gpu_layout(runner, tmp_path, monkeypatch):
+    """--device=cpu (vLLM's CPU build) on the recorded 8x H100: no servers spread over GPUs it cannot use."""
+    nvidia_host(tmp_path / "bin", "h100_8x")
+    on_path(monkeypatch, tmp_path / "bin")
+    r = runner.plan("run-mlperf,inference,_full,_r6.1", model="llama3.1-8b", device="cpu", **CLOSED)
+    assert r["return"] == 0, r.get("error")
+    assert "vLLM on this node's GPUs" not in runner.output

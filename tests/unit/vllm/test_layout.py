@@ -132,3 +132,13 @@ def test_the_table_in_docs_gpu_is_what_the_code_chooses():
             chosen = choose(bench, DOC_NODES[node], {})
             assert (chosen.replicas, chosen.tensor_parallel_size) == (int(m[1]), int(m[2])), (bench.name, node)
             assert DOC_SOURCES[m[3]] in chosen.choices[0].source, (bench.name, node, chosen.choices[0].source)
+
+
+def test_a_cpu_build_serves_on_no_gpu_whatever_the_machine_has():
+    from mlperf_llm.vllm import service
+    gpus = {"CM_GPU_COUNT": "8", "CM_GPU_MEMORY_MIB": "81559", "CM_GPU_NAME": "NVIDIA H100 80GB HBM3",
+            "CM_MLPERF_MODEL": "llama3.1-8b"}
+    assert service.served_gpus(gpus) == 8 and service.gpu_layout(gpus).replicas == 8
+    for cpu in ({"CM_VLLM_DEVICE": "cpu"}, {"CM_VLLM_BUILD": "cpu"}):
+        env = {**gpus, **cpu}
+        assert service.served_gpus(env) == 0 and service.machine_is_cpu(env) and service.gpu_layout(env) is None
