@@ -192,8 +192,8 @@ _GPT_OSS = Benchmark(
     latency_limits_ms={"Server": (3000, 80), "Interactive": (2000, 15)},
     compliance=("TEST07", "TEST09"), eos_token_id=None, model_tags="get,ml-model,gpt-oss",
     hf_model="openai/gpt-oss-120b",
-    runnable=("its data steps, its model step, the harness's two data sets and sampling, and the TEST07 and TEST09 "
-              "steps are not built yet (its scorers are: accuracy/reasoning.py)"),
+    embedded=("SmolLM2-135M-Instruct (greedy) on the embedded reasoning sets: 32 accuracy problems (integer, "
+              "multiple choice, programs with tests), 24 performance questions"),
     gpu=GpuServing(checkpoint="gpt-oss-120b in MXFP4 (its own weights)", weights_gb=65.0, published=(
         PublishedLayout("h200", 8, 1, (("max_num_seqs", 448), ("max_num_batched_tokens", 2048),
                                        ("gpu_memory_utilization", 0.95)), _REDHAT_V60),

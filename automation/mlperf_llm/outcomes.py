@@ -124,15 +124,17 @@ class TargetCheck(_Record):
 class AccuracyVerdict(_Record):
     """One accuracy test, scored: the run's own model's targets first, then its sibling's. The
     values are the benchmark's checker metrics: llama2-70b's ROUGE-1/2/L and tokens per sample;
-    llama3.1-8b's ROUGE-1/2/L/Lsum and GEN_LEN (None where the benchmark has no such metric)."""
+    llama3.1-8b's ROUGE-1/2/L/Lsum and GEN_LEN; gpt-oss-120b's exact_match (None where the
+    benchmark has no such metric)."""
     scenario: str
     directory: str                       # .../<Scenario>/accuracy (accuracy.txt, accuracy.json)
     samples: int                         # samples scored
-    rouge1: float
-    rouge2: float
-    rougeL: float
     targets: Tuple[TargetCheck, ...]
+    rouge1: Optional[float] = None
+    rouge2: Optional[float] = None
+    rougeL: Optional[float] = None
     rougeLsum: Optional[float] = None    # ROUGELSUM (llama3.1-8b)
+    exact_match: Optional[float] = None  # gpt-oss-120b: the repeat-weighted share of right answers, %
     tokens_per_sample: Optional[float] = None   # TOKENS_PER_SAMPLE (llama2-70b)
     gen_len: Optional[int] = None        # GEN_LEN (llama3.1-8b): characters of all predictions
     _nested: ClassVar[dict] = {"targets": TargetCheck}

@@ -34,7 +34,8 @@ def preprocess(i):
     if not dataset or not tokenizer:
         return {'return': 1, 'error': 'the data set and the tokenizer of the run are needed: pass '
                 f'--dataset_path=<{pipeline.data_set}> and --tokenizer_path=<model folder>'}
-    embedded = env['CM_MLPERF_ACCURACY_TARGETS'] == 'embedded'
+    # a reasoning benchmark's stand-in has no reference answers of its own: judged by the checker's targets
+    embedded = env['CM_MLPERF_ACCURACY_TARGETS'] == 'embedded' and pipeline.reference_rows is not None
     if embedded and not env.get('CM_DATASET_REFERENCE_FILE'):
         return {'return': 1, 'error': '_embedded targets need the embedded data '
                 "set's reference.json: pass --embedded_reference=FILE (the _embedded data set step sets it)"}
@@ -43,7 +44,8 @@ def preprocess(i):
                           dtype=env['CM_MLPERF_ACCURACY_DTYPE'],
                           workers=int(workers) if workers.isdigit() and int(workers) > 0 else None,
                           sentence_splitter=env['CM_MLPERF_ACCURACY_SENTENCE_SPLITTER'],
-                          embedded_reference=env['CM_DATASET_REFERENCE_FILE'] if embedded else '')
+                          embedded_reference=env['CM_DATASET_REFERENCE_FILE'] if embedded else '',
+                          tests=env.get('CM_DATASET_LCB_TESTS', ''))
     try:
         outcomes = process_accuracy(req)
     except (EvaluationError, AccuracyLogError, SplitterError, TargetError) as e:

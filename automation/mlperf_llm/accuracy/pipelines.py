@@ -6,6 +6,11 @@
 | TOKENS_PER_SAMPLE | the processed OpenOrca pickle      | evaluate.evaluate (llama2-70b's evaluate-accuracy.py)   |
 | GEN_LEN           | a cnn_eval.json-layout JSON file   | summarization.evaluate_summaries (llama3.1-8b's evaluation.py) |
 
+A benchmark judged by `exact_match` (gpt-oss-120b) is marked by reasoning_eval.evaluate_log instead,
+whatever its length metric: its answers are parsed and run, not compared with reference texts, so it
+has no reference answers of rows either (`reference_rows` None), and it reads the LiveCodeBench tests
+file (`takes_tests`).
+
 Each pipeline also says how the embedded data set's reference answers of some rows are scored (the
 subset rule of process.py): the rows' ids and reference texts, and the answers' metrics under the
 keys of reference.json. Both results are a ScoredResult, which is all process.py and report.py read.
@@ -17,6 +22,7 @@ from typing import Callable, Dict, List, Protocol, Tuple
 
 from ..benchmarks import BenchmarkError, get_benchmark
 from .evaluate import EvaluationError, evaluate, score_texts
+from .reasoning_eval import evaluate_log
 from .splitter import SentenceSplitter
 from .summarization import evaluate_summaries, score_summaries
 
@@ -38,9 +44,10 @@ class Pipeline:
     # (accuracy_log, dataset, tokenizer_path, dtype=, workers=, splitter=, tokenizer=) -> ScoredResult
     score_log: Callable
     # (dataset, row indices) -> (the rows' ids, their reference texts)
-    reference_rows: Callable[[str, List[int]], Tuple[List[str], List[str]]]
+    reference_rows: Callable[[str, List[int]], Tuple[List[str], List[str]]] | None
     # (reference texts, reference answers {"text", "n_tokens", ...}, splitter) -> metrics (reference.json's keys)
-    answer_metrics: Callable[[List[str], List[dict], SentenceSplitter], Dict[str, float]]
+    answer_metrics: Callable[[List[str], List[dict], SentenceSplitter], Dict[str, float]] | None
+    takes_tests: bool = False   # score_log(..., tests=FILE): the LiveCodeBench tests file of the data step
 
 
 def _openorca_rows(dataset: str, indices: List[int]) -> Tuple[List[str], List[str]]:
@@ -80,13 +87,16 @@ PIPELINES: Dict[str, Pipeline] = {
 }
 
 
+REASONING = Pipeline("reasoning", "the accuracy set of the run (gpt-oss layout) and its LiveCodeBench tests",
+                     evaluate_log, None, None, takes_tests=True)
+
+
 def pipeline_for(model: str) -> Pipeline:
     """The pipeline of the benchmark `model` (EvaluationError for a name the table does not know)."""
     try:
         bench = get_benchmark(model)
     except BenchmarkError as e:
         raise EvaluationError(str(e)) from None
-    if bench.accuracy.length_metric not in PIPELINES:
-        raise EvaluationError(f"{bench.name}: its answers are marked by accuracy/reasoning_eval.py, which this "
-                              f"step does not run yet ({bench.runnable or 'not wired'})")
+    if "exact_match" in bench.accuracy.metrics:
+        return REASONING
     return PIPELINES[bench.accuracy.length_metric]

@@ -63,6 +63,7 @@ class AccuracyRequest:
     workers: Optional[int] = None
     sentence_splitter: str = "auto"
     embedded_reference: str = ""    # set: targets are the embedded data set's numbers
+    tests: str = ""                 # a reasoning benchmark's LiveCodeBench tests file (the data step's)
 
 
 @dataclass
@@ -95,8 +96,9 @@ def score_accuracy_log(req: AccuracyRequest, log: str, out_dir: str, pipeline: O
     accuracy.json written into out_dir (`extra`: more keys for accuracy.json)."""
     pipeline = pipeline or pipeline_for(req.model)
     splitter = splitter or get_splitter(req.sentence_splitter)
+    more = {"tests": req.tests} if pipeline.takes_tests else {}
     result = pipeline.score_log(log, req.dataset, req.tokenizer, dtype=req.dtype, workers=req.workers,
-                                splitter=splitter, tokenizer=tokenizer)
+                                splitter=splitter, tokenizer=tokenizer, **more)
     verdicts = [judge(result.checker_values(), t) for t in _targets(req, log, result.gen_num, pipeline, splitter)]
     log_hash = write_accuracy_txt(os.path.join(out_dir, "accuracy.txt"), result, log)
     write_result_json(os.path.join(out_dir, "accuracy.json"), result, verdicts, log_hash,
@@ -154,8 +156,9 @@ def accuracy_verdict(outcome: AccuracyOutcome) -> AccuracyVerdict:
     values = outcome.result.checker_values()
     return AccuracyVerdict(
         scenario=os.path.basename(os.path.dirname(os.path.normpath(outcome.directory))),
-        directory=outcome.directory, samples=outcome.result.gen_num, rouge1=values["ROUGE1"],
-        rouge2=values["ROUGE2"], rougeL=values["ROUGEL"], rougeLsum=values.get("ROUGELSUM"),
+        directory=outcome.directory, samples=outcome.result.gen_num, rouge1=values.get("ROUGE1"),
+        rouge2=values.get("ROUGE2"), rougeL=values.get("ROUGEL"), rougeLsum=values.get("ROUGELSUM"),
+        exact_match=values.get("exact_match"),
         tokens_per_sample=values.get("TOKENS_PER_SAMPLE"), gen_len=values.get("GEN_LEN"),
         targets=tuple(TargetCheck(v.model, v.label, v.passed,
                                   tuple(MetricCheck(m.metric, m.value, m.minimum, m.maximum, m.passed)

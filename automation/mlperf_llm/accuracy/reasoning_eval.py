@@ -83,3 +83,61 @@ def score_log(accuracy_log: str, rows: list[Row], decode: Callable[[Sequence[int
         raise AccuracyLogError(f"accuracy log {accuracy_log} has no entries: nothing to score")
     answers = [(e.qsl_idx, decode([int(t) for t in e.token_ids])) for e in entries]
     return mark_all(answers, rows, workers)
+
+
+@dataclass
+class ReasoningResult:
+    """A reasoning benchmark's accuracy log, marked: what accuracy.txt prints (the reference's
+    `'exact_match': X` line, the one the checker reads) and each answer's mark (accuracy.json)."""
+    exact_match: float
+    gen_num: int                                    # answers marked
+    tokens_per_sample: float                        # mean tokens of the answers (the log's token counts)
+    by_source: dict                                 # dataset -> [right, total]
+    marked: list
+    tokenizer: str
+    sentence_splitter: str = "none (answers are parsed, not split)"
+
+    def reference_dict(self) -> dict:
+        return {"exact_match": self.exact_match, "tokens_per_sample": self.tokens_per_sample,
+                "gen_num": self.gen_num}
+
+    def checker_values(self) -> dict:
+        return {"exact_match": self.exact_match, "TOKENS_PER_SAMPLE": self.tokens_per_sample}
+
+    def as_dict(self) -> dict:
+        return {"exact_match": self.exact_match, "gen_num": self.gen_num, "tokens_per_sample": self.tokens_per_sample,
+                "by_source": self.by_source, "tokenizer": self.tokenizer,
+                "answers": [{"qsl_idx": m.index, "dataset": m.dataset, "right": m.right, "read": m.read, "why": m.why}
+                            for m in self.marked]}
+
+
+def evaluate_log(accuracy_log: str, dataset_file: str, tokenizer_path: str, dtype: str = "int32",
+                 workers: int | None = None, splitter=None, tokenizer=None, tests: str = "") -> ReasoningResult:
+    """The accuracy step's entry (pipelines.py): the log decoded with its special tokens, marked
+    against the accuracy set `dataset_file` (gptoss.py's layout) and the LiveCodeBench tests file."""
+    from ..datasets import gptoss
+    from ..datasets.schema import DatasetError
+    from .evaluate import EvaluationError, load_tokenizer
+    try:
+        prompts = gptoss.read_set(dataset_file, "accuracy")
+        problems = gptoss.read_tests(tests) if any(
+            reasoning.source_of(p.dataset) == "livecodebench" for p in prompts) else {}
+    except DatasetError as e:
+        raise EvaluationError(str(e)) from None
+    rows = []
+    for p in prompts:
+        problem = problems.get(p.ground_truth) if reasoning.source_of(p.dataset) == "livecodebench" else None
+        rows.append(Row(p.dataset, p.ground_truth, problem.tests if problem else (), problem.fn_name if problem else ""))
+    tokenizer = tokenizer or load_tokenizer(tokenizer_path)
+    entries = first_per_sample(accuracy_log, dtype)
+    marked, tally = score_log(accuracy_log, rows, lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
+                              dtype, workers)
+    n_tokens = sum(len(e.token_ids) for e in entries)
+    by_source: dict = {}
+    for m in marked:
+        right, total = by_source.get(m.dataset, (0, 0))
+        by_source[m.dataset] = (right + m.right, total + 1)
+    return ReasoningResult(exact_match=round(tally.exact_match(), 3), gen_num=len(marked),
+                           tokens_per_sample=round(n_tokens / max(1, len(entries)), 1),
+                           by_source={k: list(v) for k, v in sorted(by_source.items())}, marked=marked,
+                           tokenizer=f"{type(tokenizer).__name__} from {tokenizer_path} (special tokens kept)")

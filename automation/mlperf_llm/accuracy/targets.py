@@ -22,7 +22,7 @@ from ..benchmarks import BENCHMARKS, AccuracySpec, BenchmarkError, get_benchmark
 
 # the checker's metric names -> the keys of the reference's printed result (and of reference.json)
 RESULT_KEYS = {"ROUGE1": "rouge1", "ROUGE2": "rouge2", "ROUGEL": "rougeL", "ROUGELSUM": "rougeLsum",
-               "TOKENS_PER_SAMPLE": "tokens_per_sample", "GEN_LEN": "gen_len"}
+               "TOKENS_PER_SAMPLE": "tokens_per_sample", "GEN_LEN": "gen_len", "exact_match": "exact_match"}
 
 # The models the OpenOrca pipeline (evaluate.py, process.py, cli.py) scores (those whose length
 # metric is tokens per sample: llama2-70b's), also under v5.0's names for their Interactive runs
@@ -43,7 +43,7 @@ class Targets:
     scale: float                      # of the quality metrics
     reference: Dict[str, float]       # every metric (quality ones first); a sum already scaled to the rows scored
     minimum: Dict[str, float]         # every metric's lower bound
-    length_metric: str                # TOKENS_PER_SAMPLE | GEN_LEN: bounded above too
+    length_metric: str                # TOKENS_PER_SAMPLE | GEN_LEN: bounded above too ("": none)
     length_max: float
     note: str = ""                    # how the length reference was scaled to the rows scored ("": not scaled)
 
@@ -80,6 +80,8 @@ def _scaled(model: str, reference: Dict[str, float], source: str, rows: int,
         note = (f"{length} reference {_num(whole)} is for all {rows} rows; this test scored {rows_scored}: "
                 f"x {rows_scored}/{rows} = {_num(reference[length])}")
     minimum = {m: reference[m] * spec.scale for m in reference if m != length}
+    if not length:          # gpt-oss-120b: its length is TEST09's, not the accuracy test's
+        return Targets(model, source, spec.scale, reference, minimum, "", 0.0, note)
     low, high = spec.length_range
     minimum[length] = reference[length] * low
     return Targets(model, source, spec.scale, reference, minimum, length, reference[length] * high, note)
@@ -179,6 +181,8 @@ def judge(values: Dict[str, float], targets: Targets) -> Verdict:
                           f"targets (given: {', '.join(values)}): score with that benchmark's pipeline")
     out = [MetricVerdict(m, values[m], targets.minimum[m], None, values[m] >= targets.minimum[m])
            for m in targets.quality]
+    if not targets.length_metric:
+        return Verdict(targets.model, targets.source, targets.label, out, targets.note)
     length, value = targets.length_metric, values[targets.length_metric]
     out.append(MetricVerdict(length, value, targets.minimum[length], targets.length_max,
                              targets.minimum[length] <= value <= targets.length_max))

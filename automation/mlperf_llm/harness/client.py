@@ -26,15 +26,28 @@ class GenerationParams:
     min_tokens: int = 1
     temperature: float = 0.0
     token_ids_via: str = "return_token_ids"   # or "logprobs" (vLLM before return_token_ids existed)
+    top_p: float = 1.0
+    keep_special_tokens: bool = False         # the answer's text keeps them (harmony channels)
+    seed: int | None = None                   # sampling: request i samples with seed + i (vLLM's per-request seed)
 
     def body(self, model: str, prompt: list[int], stream: bool) -> dict:
         b = {"model": model, "prompt": prompt, "max_tokens": self.max_tokens, "min_tokens": self.min_tokens,
              "temperature": self.temperature, "stream": stream}
+        if self.temperature > 0:
+            b["top_p"] = self.top_p
+        if self.keep_special_tokens:
+            b["skip_special_tokens"] = False
         if self.token_ids_via == "logprobs":
             b.update(logprobs=0, return_tokens_as_token_ids=True)
         else:
             b["return_token_ids"] = True
         return b
+
+    def seed_for(self, sample_index: int | None) -> int | None:
+        """The sample's own seed (repeats of one question are other samples: they sample apart)."""
+        if self.seed is None or sample_index is None:
+            return None
+        return (self.seed + sample_index) % (1 << 31)
 
 
 @dataclass
@@ -169,8 +182,11 @@ class ApiClient:
 
     # ---- completions ----------------------------------------------------------------------
     async def complete(self, prompt: list[int], stream: bool,
-                       on_first_token: Callable[[int], None] | None = None) -> Completion:
-        """Generate for one prompt, retrying transient failures; `on_first_token` is called once."""
+                       on_first_token: Callable[[int], None] | None = None,
+                       sample_index: int | None = None) -> Completion:
+        """Generate for one prompt, retrying transient failures; `on_first_token` is called once;
+        `sample_index` gives a sampled request its seed (GenerationParams.seed_for)."""
+        seed = self.params.seed_for(sample_index)
         first_sent = False
 
         def first(tok: int) -> None:
@@ -185,7 +201,7 @@ class ApiClient:
             url = await self.balancer.acquire(len(prompt))
             served = False
             try:
-                comp = await (self._stream(url, prompt, first) if stream else self._once(url, prompt))
+                comp = await (self._stream(url, prompt, first, seed) if stream else self._once(url, prompt, seed))
                 served = True
                 return comp
             except ApiError as e:
@@ -209,8 +225,9 @@ class ApiClient:
         raise ApiError(url, f"POST /v1/completions answered {r.status}: {text}", r.status,
                        retryable=r.status >= 500 or r.status == 429)
 
-    async def _once(self, url: str, prompt: list[int]) -> Completion:
-        async with self.session.post(f"{url}/v1/completions", data=self._body(prompt, False), headers=_JSON) as r:
+    async def _once(self, url: str, prompt: list[int], seed: int | None = None) -> Completion:
+        async with self.session.post(f"{url}/v1/completions", data=self._body(prompt, False, seed),
+                                     headers=_JSON) as r:
             await self._raise_for_status(url, r)
             choice = (await r.json())["choices"][0]
         ids = _choice_token_ids(choice, self.params.token_ids_via)
@@ -218,20 +235,23 @@ class ApiClient:
             raise _missing_ids_error(url, self.params.token_ids_via)
         return Completion(ids, choice.get("finish_reason"), None, url)
 
-    def _body(self, prompt: list[int], stream: bool) -> bytes:
+    def _body(self, prompt: list[int], stream: bool, seed: int | None = None) -> bytes:
         """The request JSON: a fixed head and tail around the ids (json.dumps of a long id list per
-        request costs several times more)."""
+        request costs several times more), and the request's seed, if any, at its end."""
         parts = self._body_parts.get(stream)
         if parts is None:
             marker = -7
             text = json.dumps(self.params.body(self.model, [marker], stream), separators=(",", ":"))
             head, tail = text.split(f"[{marker}]")
             parts = self._body_parts[stream] = (head.encode() + b"[", b"]" + tail.encode())
-        return parts[0] + ",".join(map(str, prompt)).encode() + parts[1]
+        tail = parts[1] if seed is None else parts[1][:-1] + b',"seed":%d}' % seed
+        return parts[0] + ",".join(map(str, prompt)).encode() + tail
 
-    async def _stream(self, url: str, prompt: list[int], first: Callable[[int], None]) -> Completion:
+    async def _stream(self, url: str, prompt: list[int], first: Callable[[int], None],
+                      seed: int | None = None) -> Completion:
         st = _StreamState(self.params.token_ids_via, url, first)
-        async with self.session.post(f"{url}/v1/completions", data=self._body(prompt, True), headers=_JSON) as r:
+        async with self.session.post(f"{url}/v1/completions", data=self._body(prompt, True, seed),
+                                     headers=_JSON) as r:
             await self._raise_for_status(url, r)
             buf = b""
             # whatever arrived, split into lines here: far fewer awaits than one readline per line;

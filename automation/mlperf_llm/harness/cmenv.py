@@ -157,6 +157,9 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         loadgen_path=env.get("CM_LOADGEN_PYTHONPATH") or "",
         loadgen_version=env.get("CM_LOADGEN_VERSION") or "",
         progress=not is_yes(env.get("CM_MLPERF_NO_PROGRESS")),
+        performance_dataset_path=env.get("CM_DATASET_PERFORMANCE_PATH") or "",
+        sampling_seed=_num(env, "CM_MLPERF_SAMPLING_SEED", int) or 0,
+        greedy=is_yes(env.get("CM_MLPERF_GREEDY")),
     )
 
 

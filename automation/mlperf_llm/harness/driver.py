@@ -34,7 +34,11 @@ __all__ = ["HarnessInputError", "HarnessRequest", "RunOutcome", "run_all"]
 def run_all(req: HarnessRequest) -> list[RunOutcome]:
     """Run every (scenario, mode) test of the request; performance before accuracy."""
     req.validate()
-    rows = testrun.dataset_rows(req)
+    for line in generation_notes(req):
+        print(line, flush=True)
+    rows = testrun.dataset_rows(req)         # the performance tests' set
+    # the accuracy tests' set (gpt-oss-120b's is not its performance set)
+    accuracy_set_rows = testrun.dataset_rows(req, "accuracy") if req.performance_dataset_path else rows
     sources = {s: "given" for s in TARGET_INPUTS if req.target_for(s) is not None}
     offline_qps = None
     if req.find_performance:
@@ -54,10 +58,11 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
         req = derive_from_offline(req, [o for o in outcomes if o.scenario == "Offline"], scenario, sources)
         reach.judge(req, scenario, outcomes, rows, given=sources.get(scenario) == "given")
         for mode in req.modes:
-            treq, sized = size_test(reach.for_test(req, scenario, mode), scenario, mode, rows, measured)
-            if mode == "accuracy" and treq.accuracy_rows(rows) < rows:
-                n = treq.accuracy_rows(rows)
-                print(f"{scenario} accuracy: the first {n} of {rows} samples (test mode; "
+            mode_rows = rows if mode == "performance" else accuracy_set_rows
+            treq, sized = size_test(reach.for_test(req, scenario, mode), scenario, mode, mode_rows, measured)
+            if mode == "accuracy" and treq.accuracy_rows(mode_rows) < mode_rows:
+                n = treq.accuracy_rows(mode_rows)
+                print(f"{scenario} accuracy: the first {n} of {mode_rows} samples (test mode; "
                       "--accuracy_sample_count=all for every sample)", flush=True)
                 outcomes.append(testrun.run_one(replace(treq, total_sample_count=n), scenario, mode, n, sized=sized))
             elif mode == "performance":
@@ -74,8 +79,8 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
                     req = replace(req, **{TARGET_INPUTS[scenario]: treq.target_for(scenario)})
                 outcomes.append(outcome)
             else:
-                outcomes.append(testrun.run_one(treq, scenario, mode, rows, sized=sized))
-            ran[testsizes.key(scenario, mode)] = size_of(treq, scenario, mode, rows)
+                outcomes.append(testrun.run_one(treq, scenario, mode, mode_rows, sized=sized))
+            ran[testsizes.key(scenario, mode)] = size_of(treq, scenario, mode, mode_rows)
             if outcomes[-1].verdict == "FAILED":     # the next tests would meet the same fault
                 break
         if outcomes and outcomes[-1].verdict == "FAILED":
@@ -92,3 +97,22 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
                 for s in req.scenarios}
         write_atomic(str(Path(req.results_dir) / "targets.json"), json.dumps(used, indent=1))
     return outcomes
+
+
+def generation_notes(req: HarnessRequest) -> list[str]:
+    """What the run's answers are made with where that is not the benchmark's: a lower cap on new
+    tokens, greedy answers for a benchmark that samples."""
+    bench, out = req.bench, []
+    for mode in dict.fromkeys(m if m == "performance" else "accuracy" for m in req.modes):
+        own = bench.performance_max_new_tokens if mode == "performance" and bench.performance_max_new_tokens \
+            else bench.max_new_tokens
+        if req.max_tokens and req.max_tokens < own:
+            out.append(f"note: {mode} answers are capped at {req.max_tokens} new tokens (--max_tokens); "
+                       f"{bench.name}'s {mode} runs allow {own}: a test run, not a result")
+    if bench.sampling and req.greedy:
+        given = ", ".join(f"{k} {v:g}" for k, v in bench.sampling)
+        out.append(f"note: greedy answers (--greedy); {bench.name} samples ({given}): a test run, not a result")
+    elif bench.sampling:
+        out.append(f"sampling: {', '.join(f'{k} {v:g}' for k, v in bench.sampling)}, seed {req.sampling_seed} + the "
+                   "sample's index (recorded in each test's harness_config.json)")
+    return out

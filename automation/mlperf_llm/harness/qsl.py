@@ -1,6 +1,6 @@
 """The query sample library: a benchmark's processed data set, in the layout its reference reads:
-llama2-70b's OpenOrca pandas pickle, or llama3.1-8b's cnn_eval.json (a JSON list of rows,
-mlperf_llm.datasets.cnndm).
+llama2-70b's OpenOrca pandas pickle, llama3.1-8b's cnn_eval.json (a JSON list of rows,
+mlperf_llm.datasets.cnndm), or gpt-oss-120b's parquet sets (mlperf_llm.datasets.gptoss).
 
 Prompts are the `tok_input` token ids; nothing is re-tokenized. `check_tokenizer`
 refuses a data set whose ids were made by a different tokenizer than the model's.
@@ -62,6 +62,8 @@ def load_dataset(path: str, total_sample_count: int | None = None) -> Dataset:
         raise DatasetError(f"total_sample_count={total_sample_count}: must be at least 1")
     if str(path).endswith(".json"):
         return _load_cnn_eval(path, total_sample_count)
+    if str(path).endswith(".parquet"):
+        return _load_token_set(path, total_sample_count)
     import pandas as pd
 
     if not os.path.isfile(path):
@@ -98,6 +100,18 @@ def _load_cnn_eval(path: str, total_sample_count: int | None) -> Dataset:
         raise DatasetError(str(e)) from None
     return Dataset(path, [list(r.tok_input) for r in rows], [r.prompt for r in rows],
                    [0] * len(rows))
+
+
+def _load_token_set(path: str, total_sample_count: int | None) -> Dataset:
+    """gpt-oss-120b's layout (datasets/gptoss.py): prompts as token ids alone, pre-rendered in the
+    model's format; there is no prompt text to check against the server's tokenizer."""
+    from ..datasets.gptoss import read_set
+    from ..datasets.schema import DatasetError as LayoutError
+    try:
+        rows = read_set(path, "performance")[:total_sample_count]
+    except LayoutError as e:
+        raise DatasetError(str(e)) from None
+    return Dataset(path, [list(r.input_tokens) for r in rows], [], [0] * len(rows))
 
 
 def _matches(ref: Sequence[int], enc: Sequence[int], bos: int | None) -> bool:

@@ -31,6 +31,7 @@ from .results import TIMINGS_FILE, HarnessStatus
 from .rounds import RoundError, installed_loadgen_version, loadgen_check, loadgen_model_and_dirs
 from .serverwatch import ServerWatch
 from .testconfig import CONFIG_FILE, ConfigError, TestConfig, field_types
+from ..benchmarks import get_benchmark
 from ..files import write_atomic
 from ..rounds import round_for
 from ..sysinfo.loadgen_conf import conf_beside_loadgen
@@ -81,7 +82,11 @@ def _make_client_factory(cfg: TestConfig):
     # imported here: the transformers backend needs no HTTP client (a GPU node may lack aiohttp)
     from .balance import Balancer
     from .client import ApiClient, GenerationParams
-    params = GenerationParams(max_tokens=cfg.max_new_tokens, token_ids_via=cfg.token_ids_via)
+    sampling = cfg.sampling()
+    params = GenerationParams(max_tokens=cfg.max_new_tokens, token_ids_via=cfg.token_ids_via,
+                              temperature=float(sampling.get("temperature", 0.0)),
+                              top_p=float(sampling.get("top_p", 1.0)), seed=sampling.get("seed"),
+                              keep_special_tokens=get_benchmark(cfg.model).keep_special_tokens)
     per_endpoint = max(1, cfg.max_inflight)
     urls = [u.rstrip("/") for u in cfg.api_servers]
     balancer = Balancer(urls, cfg.balance, cfg.endpoint_window) if urls else None
@@ -105,7 +110,7 @@ def _preflight_api(cfg: TestConfig, ds: Dataset, make_client, watch: ServerWatch
                 if max_len and ds.max_input_len + 1 > max_len:
                     raise Refused(f"api_server {url} serves at most {max_len} tokens but the longest prompt has "
                                   f"{ds.max_input_len}; fix: start vLLM with a larger --max-model-len")
-            if not cfg.skip_tokenizer_check:
+            if not cfg.skip_tokenizer_check and ds.inputs:     # a set of token ids alone has no text to check
                 cache: dict[tuple[str, bool], list[int]] = {}
                 for i in sorted({min(ds.count - 1, k * max(1, ds.count // 8)) for k in range(8)}):
                     for special in (False, True):
@@ -157,7 +162,7 @@ def run(cfg: TestConfig) -> int:
             raise Refused(problem)
         if problem:
             print(f"WARNING: {problem} (execution_mode=test goes on)", file=sys.stderr)
-        ds = load_dataset(cfg.dataset_path, cfg.total_sample_count)
+        ds = load_dataset(cfg.dataset_for(cfg.mode), cfg.total_sample_count)
         # LoadGen measures the first token in every scenario but Offline (loadgen.cc: needs_first_token):
         # Server and Interactive, and SingleStream, which issues one query after the other
         streaming = lg_scenario != "Offline"

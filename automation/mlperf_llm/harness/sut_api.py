@@ -134,7 +134,8 @@ class ApiSUT:
         assert w.sem is not None and w.client is not None
         async with w.sem:
             try:
-                comp = await w.client.complete(self.ds.tok_input[idx], streaming, on_first if streaming else None)
+                comp = await w.client.complete(self.ds.tok_input[idx], streaming, on_first if streaming else None,
+                                               sample_index=idx)
             except ApiError as e:
                 r.fail(qid, await self.watch.explain(e) or f"sample {idx}: {e}", first_sent, streaming)
                 return

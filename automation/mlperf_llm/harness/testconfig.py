@@ -77,11 +77,33 @@ class TestSettings:
     audit_conf: str = _help("", "audit.config to copy into the output dir (compliance tests)")
     skip_tokenizer_check: bool = False
     progress: bool = True
+    performance_dataset_path: str = _help("", "the performance set, where the benchmark has one of its own "
+                                              "(gpt-oss-120b); '': dataset_path")
+    sampling_seed: int = _help(0, "a sampling benchmark's seed: sample i is drawn with seed + i")
+    greedy: bool = _help(False, "greedy answers instead of the benchmark's sampling (the embedded stand-in)")
 
-    @property
-    def max_new_tokens(self) -> int:
-        """max_tokens, else the benchmark's (llama2-70b 1024, llama3.1-8b 128)."""
-        return self.max_tokens or get_benchmark(self.model).max_new_tokens
+    def max_new_tokens_for(self, mode: str) -> int:
+        """max_tokens, else the benchmark's for the mode (gpt-oss-120b: 10,240 in performance runs,
+        32,768 in accuracy runs; llama2-70b 1024, llama3.1-8b 128)."""
+        bench = get_benchmark(self.model)
+        if self.max_tokens:
+            return self.max_tokens
+        if mode == "performance" and bench.performance_max_new_tokens:
+            return bench.performance_max_new_tokens
+        return bench.max_new_tokens
+
+    def dataset_for(self, mode: str) -> str:
+        """The data set a test of `mode` reads: the performance set for performance runs where the
+        benchmark has one, else dataset_path."""
+        return self.performance_dataset_path if mode == "performance" and self.performance_dataset_path \
+            else self.dataset_path
+
+    def sampling(self) -> dict:
+        """The benchmark's sampling settings for the server ({} for greedy), with the seed."""
+        given = dict(get_benchmark(self.model).sampling)
+        if self.greedy or not given:
+            return {}
+        return {**given, "seed": self.sampling_seed}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +116,10 @@ class TestConfig(TestSettings):
     enable_log_trace: bool = False
     abort_grace_s: float = 30.0
     request_timeout_s: float = 3600.0
+
+    @property
+    def max_new_tokens(self) -> int:
+        return self.max_new_tokens_for(self.mode)
 
     @classmethod
     def of(cls, settings: TestSettings, **test) -> TestConfig:

@@ -50,9 +50,10 @@ class RunOutcome:
         why = f" ({'; '.join(self.reasons[:4])})" if self.reasons else ""
         return f"{self.scenario:<11} {self.mode:<11} {self.verdict:<7}{perf}{why}\n    {self.directory}"
 
-def dataset_rows(req: HarnessRequest) -> int:
+def dataset_rows(req: HarnessRequest, mode: str = "performance") -> int:
+    """Rows of the data set a test of `mode` reads (gpt-oss-120b's performance set is its own)."""
     from .qsl import load_dataset
-    return load_dataset(req.dataset_path, req.total_sample_count).count
+    return load_dataset(req.dataset_for(mode), req.total_sample_count).count
 
 def command(req: HarnessRequest, scenario: str, mode: str, out: Path, user_conf: Path) -> list[str]:
     """The test's command line; its settings go in `out`/harness_config.json (kept with its logs)."""
@@ -111,7 +112,9 @@ def _run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir:
     spec = UserConfSpec(lg_model, lg_scenario, req.execution_mode, None if latency else target,
                         req.test_query_count, req.max_test_duration_s, rows, req.loadgen_version,
                         target_latency_ms=target if latency else None,
-                        full_sample_count=req.bench.performance_sample_count)
+                        full_sample_count=req.bench.performance_sample_count,
+                        accuracy_sample_count=rows if mode != "performance" and req.bench.performance_rows
+                        and rows < req.bench.dataset_rows else None)
     user_conf = stage / "user.conf"
     write_atomic(str(user_conf), spec.text())
     rc = run_logged(command(req, scenario, mode, stage, user_conf), stage / "harness.log", req.loadgen_path)

@@ -28,6 +28,9 @@ class UserConfSpec:
     loadgen_version: str = ""           # the LoadGen that reads it ("" when not known)
     target_latency_ms: float | None = None  # SingleStream's target_latency: one query's expected latency
     full_sample_count: int = FULL_SAMPLE_COUNT  # the benchmark's performance sample count (mlperf.conf's)
+    # an accuracy test of fewer rows than mlperf.conf's accuracy_sample_count_override (gpt-oss-120b's
+    # 4,395): its rows (a LoadGen that does not cap the override at the QSL's size would ask for more)
+    accuracy_sample_count: int | None = None
 
     def __post_init__(self) -> None:
         if self.execution_mode not in EXECUTION_MODES:
@@ -52,6 +55,8 @@ class UserConfSpec:
         samples = self.performance_sample_count()
         if samples < self.full_sample_count:
             out.append(f"{self.lg_model}.*.performance_sample_count_override = {samples}")
+        if self.accuracy_sample_count is not None:
+            out.append(f"{self.lg_model}.*.accuracy_sample_count_override = {self.accuracy_sample_count}")
         if self.execution_mode == "test":
             out.append(f"{p}min_query_count = {queries}")
             out.append(f"{p}min_duration = 0")

@@ -1,5 +1,5 @@
 """Getting a Hugging Face checkpoint and checking it, by one of three routes (the model steps'
-run.sh calls `main`; which repository a step means is in llama.py).
+run.sh calls `main`; which repository a step means is in families.py).
 
 Routes: the Hugging Face hub through `huggingface_hub.snapshot_download` (honours `HF_ENDPOINT`;
 the token comes from `HF_TOKEN` or a stored `hf auth login` and is never printed, logged or

@@ -1,5 +1,5 @@
-"""The Llama model steps' hooks (get-ml-model-llama2, get-ml-model-llama3), which differ only in
-their family (llama.py), found by the script's alias.
+"""The model steps' hooks (get-ml-model-llama2, get-ml-model-llama3, get-ml-model-gpt-oss), which differ only in
+their family (families.py), found by the script's alias.
 
 preprocess picks the route and hands run.sh its arguments (`CM_ML_MODEL_GET_ARGS` for
 `python -m mlperf_llm.models.hf_hub`); postprocess reads the result file (which never holds a
@@ -15,13 +15,13 @@ import shlex
 from pathlib import Path
 
 from .errors import ModelError
-from .llama import LlamaFamily, family_of
+from .families import ModelFamily, family_of
 
 RESULT = "model-result.json"
 LOCAL_PREFIX = "CM_TMP_ML_MODEL_LOCAL_"
 
 
-def route_args(env: dict, family: LlamaFamily, dest: str) -> tuple[list[str], str]:
+def route_args(env: dict, family: ModelFamily, dest: str) -> tuple[list[str], str]:
     """(the hf_hub command line, the hub repository or "") for the route env selects."""
     checkpoint = env.get("CM_ML_MODEL_CHECKPOINT", "")
     if checkpoint:
@@ -45,7 +45,7 @@ def local_files(folder: str) -> list[str]:
     return [str(root)] + sorted(str(p) for p in root.iterdir() if p.is_file() and not p.name.startswith("."))
 
 
-def read_result(path: str, family: LlamaFamily) -> dict:
+def read_result(path: str, family: ModelFamily) -> dict:
     try:
         with open(path) as f:
             return json.load(f)
@@ -53,7 +53,7 @@ def read_result(path: str, family: LlamaFamily) -> dict:
         raise ModelError(f"{os.path.abspath(path)} is missing or unreadable ({e}); read {family.step}.log") from None
 
 
-def outputs(res: dict, env: dict, family: LlamaFamily) -> dict[str, str]:
+def outputs(res: dict, env: dict, family: ModelFamily) -> dict[str, str]:
     """The step's env outputs from hf_hub's result (and the recheck names for a given folder)."""
     report, path = res["report"], res["path"]
     out = {"CM_ML_MODEL_PATH": path, family.path_key: path,

@@ -7,7 +7,7 @@ import pytest
 
 from fakehub import FakeHub, FakeRepo
 from faker2 import StaticServer, r2_files
-from mlperf_llm.models.llama import LLAMA3
+from mlperf_llm.models.families import LLAMA3
 from tinyckpt import checkpoint_files, write_checkpoint
 
 REPO = "meta-llama/Llama-3.1-8B-Instruct"

@@ -1,4 +1,4 @@
-"""The Llama families (which repository a selection means, the pinned revision, the R2 copy), held
+"""The model families (which repository a selection means, the pinned revision, the R2 copy), held
 against the benchmark table and the steps' manifests."""
 import os
 
@@ -7,7 +7,7 @@ import yaml
 
 from mlperf_llm.benchmarks import BENCHMARKS
 from mlperf_llm.models.errors import ModelError
-from mlperf_llm.models.llama import FAMILIES, LLAMA2, LLAMA3, family_of
+from mlperf_llm.models.families import FAMILIES, GPT_OSS, LLAMA2, LLAMA3, family_of
 from mlperf_llm.models.step import LOCAL_PREFIX
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -70,8 +70,17 @@ def test_llama3_is_pinned_to_the_references_commit_for_its_own_repository_only()
     LLAMA3.check_r2("8b", "bf16")
 
 
+def test_gpt_oss_is_pinned_to_the_revision_the_benchmark_table_names():
+    bench = BENCHMARKS["gpt-oss-120b"]
+    repo = GPT_OSS.repo("120b", "mxfp4")
+    assert repo == bench.hf_model
+    assert GPT_OSS.revision(repo) == bench.model_revision and len(bench.model_revision) == 40
+    assert GPT_OSS.revision(repo, "main") == "main"
+    GPT_OSS.check_r2("120b", "mxfp4")
+
+
 def test_an_unknown_step_names_the_known_ones():
     assert family_of("get-ml-model-llama3") is LLAMA3
-    with pytest.raises(ModelError, match="'get-ml-model-x' is not a Llama model step; known: "
-                                         "get-ml-model-llama2, get-ml-model-llama3"):
+    with pytest.raises(ModelError, match="'get-ml-model-x' is not a model step of families.py; known: "
+                                         "get-ml-model-llama2, get-ml-model-llama3, get-ml-model-gpt-oss"):
         family_of("get-ml-model-x")

@@ -7,7 +7,7 @@ import pytest
 
 from mlperf_llm.models import step
 from mlperf_llm.models.errors import ModelError
-from mlperf_llm.models.llama import LLAMA2, LLAMA3
+from mlperf_llm.models.families import LLAMA2, LLAMA3
 from tinyckpt import write_checkpoint
 
 PIN = "be673f326cab4cd22ccfef76109faf68e41aa5f1"

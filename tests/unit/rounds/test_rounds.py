@@ -50,8 +50,8 @@ def test_a_model_the_round_lacks_names_the_alternatives():
     with pytest.raises(RoundError) as e:
         check_model(ROUNDS["6.1"], "llama2-70b-99")
     msg = str(e.value)
-    assert ("v6.1 has no llama2-70b-99 (its benchmarks: llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b (not "
-            "run by this tool yet)); fix: choose one of llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge with _r6.1") in msg
+    assert ("v6.1 has no llama2-70b-99 (its benchmarks: llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b); "
+            "fix: choose one of llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b with _r6.1") in msg
     assert "_r6.0" in msg
     with pytest.raises(RoundError, match="round v5.0 has no llama3.1-8b"):
         check_model(ROUNDS["5.0"], "llama3.1-8b")

@@ -1,4 +1,4 @@
-"""The Llama checkpoints the model steps get, one entry per family: which hub repository a (size,
+"""The checkpoints the model steps get (Llama-2, Llama-3.1, gpt-oss), one entry per family: which hub repository a (size,
 precision) selection means, the revision a repository is pinned to, and which selection
 MLCommons' R2 copy is. The R2 metadata URIs are the steps' default_env (users see and override
 them there).
@@ -15,7 +15,7 @@ from .errors import ModelError
 
 
 @dataclass(frozen=True)
-class LlamaFamily:
+class ModelFamily:
     name: str                      # "Llama-2": for messages
     step: str                      # the script's alias (hooks find their family by it; its log is <step>.log)
     path_key: str                  # the family's own path output, beside CM_ML_MODEL_PATH
@@ -51,7 +51,7 @@ class LlamaFamily:
                              f"checkpoint; drop {'/'.join(other)} or use the hub route (_hf)")
 
 
-LLAMA2 = LlamaFamily(
+LLAMA2 = ModelFamily(
     name="Llama-2", step="get-ml-model-llama2", path_key="CM_ML_MODEL_LLAMA2_PATH",
     repos={("70b", "fp16"): "meta-llama/Llama-2-70b-chat-hf",        # stored as float16
            ("7b", "fp16"): "meta-llama/Llama-2-7b-chat-hf",
@@ -61,18 +61,25 @@ LLAMA2 = LlamaFamily(
     r2=("70b", "fp16"))
 
 # language/llama3.1-8b/README.md: `git checkout be673f32...` after cloning the hub repository
-LLAMA3 = LlamaFamily(
+LLAMA3 = ModelFamily(
     name="Llama-3.1", step="get-ml-model-llama3", path_key="CM_ML_MODEL_LLAMA3_PATH",
     repos={("8b", "bf16"): "meta-llama/Llama-3.1-8B-Instruct"},        # stored as bfloat16
     r2=("8b", "bf16"),
     pinned={"meta-llama/Llama-3.1-8B-Instruct": "be673f326cab4cd22ccfef76109faf68e41aa5f1"})
 
-FAMILIES = {f.step: f for f in (LLAMA2, LLAMA3)}
+# language/gpt-oss-120b/README.md: openai/gpt-oss-120b at this commit; its own MXFP4 weights
+GPT_OSS = ModelFamily(
+    name="gpt-oss", step="get-ml-model-gpt-oss", path_key="CM_ML_MODEL_GPT_OSS_PATH",
+    repos={("120b", "mxfp4"): "openai/gpt-oss-120b"},
+    r2=("120b", "mxfp4"),
+    pinned={"openai/gpt-oss-120b": "b5c939de8f754692c1647ca79fbf85e8c1e70f8a"})
+
+FAMILIES = {f.step: f for f in (LLAMA2, LLAMA3, GPT_OSS)}
 
 
-def family_of(step: str) -> LlamaFamily:
+def family_of(step: str) -> ModelFamily:
     try:
         return FAMILIES[step]
     except KeyError:
-        raise ModelError(f"script {step!r} is not a Llama model step; known: {', '.join(FAMILIES)} "
-                         "(add its family to mlperf_llm/models/llama.py)") from None
+        raise ModelError(f"script {step!r} is not a model step of families.py; known: {', '.join(FAMILIES)} "
+                         "(add its family to mlperf_llm/models/families.py)") from None
