@@ -327,8 +327,10 @@ def summary(env: dict, state: dict) -> str:
     lines = ["", RULE, f"MLPerf Inference v{env.get('CM_MLPERF_INFERENCE_VERSION', '?')} "
              f"{env.get('CM_MLPERF_MODEL', '')} ({division} division, {mode} run)"]
     if is_yes(env.get("CM_MLPERF_EMBEDDED")):
-        lines.append("weights: the embedded SmolLM2-135M-Instruct standing in for Llama-2-70B "
-                     "(open division)")
+        from .benchmarks import BENCHMARKS
+        bench = BENCHMARKS.get(env.get("CM_MLPERF_MODEL", ""))
+        lines.append(f"weights: the embedded SmolLM2-135M-Instruct standing in for "
+                     f"{bench.hf_model.split('/')[-1] if bench else 'the benchmark model'} (open division)")
 
     tests, problem = _records(state, outcomes.HARNESS)
     lines += ["", "LoadGen tests:"] + [x for t in tests for x in _test_lines(t)]
@@ -336,9 +338,9 @@ def summary(env: dict, state: dict) -> str:
         lines.append(f"  no test results ({problem or 'the benchmark step reported none'})")
 
     for key, flag, title, render, step in (
-            (outcomes.ACCURACY, "CM_MLPERF_RUN_ACCURACY", "Accuracy (ROUGE, output length):",
+            (outcomes.ACCURACY, "CM_MLPERF_RUN_ACCURACY", "Accuracy:",
              _accuracy_lines, "process-mlperf-accuracy"),
-            (outcomes.TEST06, "CM_MLPERF_RUN_COMPLIANCE", "TEST06 (compliance):", _test06_lines,
+            (outcomes.TEST06, "CM_MLPERF_RUN_COMPLIANCE", "Compliance:", _test06_lines,
              "run-mlperf-compliance-test06")):
         found, problem = _records(state, key)
         if key == outcomes.TEST06 and not found and not problem and env.get("CM_MLPERF_COMPLIANCE_NOT_RUN"):

@@ -43,7 +43,7 @@ def test_results_accuracy_and_compliance(first):
         assert re.search(r"'rouge1':\s*[\d.]+", (acc / "accuracy.txt").read_text())
         # an open-division run: no compliance test unless --compliance=yes (small_run's, below)
         assert not (base / scenario / "TEST06").exists()
-    assert ("TEST06 (compliance):\n  compliance tests (TEST06) not run: an open-division run needs none (the "
+    assert ("Compliance:\n  compliance tests (TEST06) not run: an open-division run needs none (the "
             "checker asks for them in the closed division only); --compliance=yes runs them") in out
 
 
@@ -115,7 +115,7 @@ def test_the_last_screen_shows_every_verdict_and_why(first):
         assert re.search(rf"^  {scenario} +PASS against {re.escape(MODEL)}'s targets \(Required accuracy \(embedded reference "
                          r"answers of the same (\d+) samples x0\.999?\)\), \1 samples\n      ROUGE-1 [\d.]+ >= [\d.]+, "
                          r"ROUGE-2 [\d.]+ >= [\d.]+, ROUGE-L [\d.]+ >= [\d.]+, tokens/sample [\d.]+ in \[", screen, re.M)
-    assert "TEST06 (compliance):\n  compliance tests (TEST06) not run: an open-division run" in screen
+    assert "Compliance:\n  compliance tests (TEST06) not run: an open-division run" in screen
     assert f"Submission checker (official, v{ROUND}): PASS except the checks only a full-length run can pass" in screen
     assert os.path.isfile(re.search(r"full output: (\S+)", screen).group(1))
     assert re.search(rf"^Submission: {re.escape(str(submission))} \(submitter .+, round v?{re.escape(ROUND)}\)$", screen, re.M), screen

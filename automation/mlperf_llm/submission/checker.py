@@ -37,15 +37,17 @@ from ..rounds import NEWEST, Round, RoundError, get_round
 from .spec import MIN_DURATION_MS
 
 _ROWS = ", ".join(f"{b.name} {b.dataset_rows}" for b in BENCHMARKS.values())     # the benchmark table's
+# the rows a performance run loads (gpt-oss-120b's performance set is not its accuracy set)
+_PERF_ROWS = ", ".join(f"{b.name} {b.performance_sample_count}" for b in BENCHMARKS.values())
 _SUMS = ", ".join(sorted({f"{b.accuracy.length_metric} of {b.family}" for b in BENCHMARKS.values()
                           if b.accuracy.length_rule == "sum"}))
 FULL_LENGTH_CHECKS = (   # (name, what the checker says, what a full-length run does)
     ("min_duration", "Test duration less than 600s", "runs at least 600 s (min_duration=600000)"),
     ("min_query_count", "Required minimum Query Count not met", "issues the round's minimum query count"),
     ("offline_samples_per_query", "Required minimum samples per query not met",
-     f"issues every row of the data set in its Offline query ({_ROWS})"),
+     f"issues every row of the performance data set in its Offline query ({_PERF_ROWS})"),
     ("performance_sample_count", "performance_sample_count, found",
-     f"uses every row of the data set ({_ROWS})"),
+     f"uses every row of the performance data set ({_PERF_ROWS})"),
     ("accuracy_covers_dataset", "does not cover all dataset", f"scores every row of the data set ({_ROWS})"),
     ("length_sum", "accuracy not met", f"scores every row: its length metric ({_SUMS}) is a sum over the whole "
                                        "data set, which a test run's fewer rows stay below though they are in the "

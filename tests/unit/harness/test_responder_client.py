@@ -101,3 +101,20 @@ def test_request_bytes_are_the_json_body():
     c = ApiClient(["http://x"], 'mo"del', GenerationParams(max_tokens=7))
     for stream in (True, False):
         assert json.loads(c._body([1, 29871, 3], stream)) == GenerationParams(max_tokens=7).body('mo"del', [1, 29871, 3], stream)
+
+
+def test_a_sampling_request_carries_top_p_the_samples_own_seed_and_keeps_special_tokens():
+    import json
+    from mlperf_llm.harness.client import ApiClient
+    p = GenerationParams(max_tokens=9, temperature=1.0, top_p=1.0, seed=7, keep_special_tokens=True)
+    b = p.body("m", [1], stream=False)
+    assert b["temperature"] == 1.0 and b["top_p"] == 1.0 and b["skip_special_tokens"] is False
+    assert "seed" not in b                        # each request's own, added per sample
+    assert (p.seed_for(0), p.seed_for(12), p.seed_for(None)) == (7, 19, None)
+    assert GenerationParams(seed=(1 << 31) - 1).seed_for(1) == 0
+    c = ApiClient(["http://x"], "m", p)
+    for stream in (True, False):
+        assert json.loads(c._body([4, 5], stream, p.seed_for(3))) == {**p.body("m", [4, 5], stream), "seed": 10}
+        assert json.loads(c._body([4, 5], stream)) == p.body("m", [4, 5], stream)
+    greedy = GenerationParams().body("m", [1], stream=False)       # llama: greedy, as before
+    assert "top_p" not in greedy and "skip_special_tokens" not in greedy

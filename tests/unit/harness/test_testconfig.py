@@ -108,3 +108,17 @@ def test_a_missing_setting_or_an_unreadable_file_refuses_the_test(tmp_path, caps
         TestConfig.from_json("{", "f.json")
     assert run.main([f"--config={tmp_path / 'missing.json'}"]) == run.EXIT_REFUSED
     assert f"--config {tmp_path / 'missing.json'}: cannot read it" in capsys.readouterr().err
+
+
+def test_gpt_oss_tests_read_their_own_set_cap_and_sampling_per_mode():
+    base = dict(dataset_path="acc.parquet", model="gpt-oss-120b", output_dir="o", user_conf="u")
+    perf = TestConfig(**base, scenario="Offline", mode="performance", performance_dataset_path="perf.parquet")
+    acc = replace(perf, mode="accuracy")
+    assert (perf.dataset_for(perf.mode), acc.dataset_for(acc.mode)) == ("perf.parquet", "acc.parquet")
+    assert (perf.max_new_tokens, acc.max_new_tokens) == (10240, 32768)
+    assert replace(perf, max_tokens=128).max_new_tokens == 128
+    assert perf.sampling() == {"temperature": 1.0, "top_p": 1.0, "seed": 0}
+    assert replace(perf, sampling_seed=5).sampling()["seed"] == 5
+    assert replace(perf, greedy=True).sampling() == {}
+    llama = TestConfig(dataset_path="d.pkl", model="llama2-70b-99", output_dir="o", user_conf="u", scenario="Offline")
+    assert llama.sampling() == {} and llama.dataset_for("performance") == "d.pkl" and llama.max_new_tokens == 1024

@@ -123,3 +123,10 @@ def test_targets_are_plain_three_digit_floats():
     assert all(isinstance(v, float) for v in t.values())
     assert pick_targets(0.123456)["Offline"] == 0.123
     assert pick_targets(98765.0)["Offline"] == 98700.0
+
+
+def test_an_accuracy_test_of_fewer_rows_than_mlperf_confs_override_says_its_own_count():
+    text = UserConfSpec("gpt-oss-120b", "Offline", "test", None, 8, dataset_count=8, full_sample_count=6396,
+                        accuracy_sample_count=8).text()
+    assert "gpt-oss-120b.*.accuracy_sample_count_override = 8" in text
+    assert "accuracy_sample_count_override" not in UserConfSpec("llama3_1-8b", "Offline", "test").text()

@@ -119,7 +119,7 @@ def test_a_summarisation_run_shows_rougelsum_gen_len_and_how_gen_len_was_scaled(
     verdict = judge(result.checker_values(), mlperf_targets("llama3.1-8b", rows_scored=100))
     record = accuracy_verdict(AccuracyOutcome("/r/llama3.1-8b/Offline/accuracy", result, [verdict], "h"))
     text = summary(dict(FULL, CM_MLPERF_MODEL="llama3.1-8b"), {outcomes.ACCURACY: outcomes.to_state([record])})
-    assert "Accuracy (ROUGE, output length):" in text
+    assert "Accuracy:" in text
     assert "Offline     PASS against llama3.1-8b's targets (Required accuracy for closed division), 100 samples" in text
     assert ("ROUGE-1 38.9 >= 38.39, ROUGE-2 16 >= 15.75, ROUGE-L 24.6 >= 24.25, ROUGE-Lsum 35.9 >= 35.44, "
             "gen_len (characters) 60,000 in [54,989, 67,208]") in text
