@@ -110,6 +110,13 @@ def _preflight_api(cfg: TestConfig, ds: Dataset, make_client, watch: ServerWatch
                 if max_len and ds.max_input_len + 1 > max_len:
                     raise Refused(f"api_server {url} serves at most {max_len} tokens but the longest prompt has "
                                   f"{ds.max_input_len}; fix: start vLLM with a larger --max-model-len")
+                if max_len and ds.max_input_len + cfg.max_new_tokens > max_len:
+                    # vLLM answers 400 to a request whose prompt and max_tokens exceed its context
+                    raise Refused(f"api_server {url} serves at most {max_len} tokens, but the longest prompt "
+                                  f"({ds.max_input_len}) with the {cfg.max_new_tokens} new tokens a {cfg.mode} "
+                                  f"test allows needs {ds.max_input_len + cfg.max_new_tokens}; fix: start vLLM "
+                                  f"with --max_model_len={ds.max_input_len + cfg.max_new_tokens} or more, or "
+                                  "lower the cap with --max_tokens (a test run)")
             if not cfg.skip_tokenizer_check and ds.inputs:     # a set of token ids alone has no text to check
                 cache: dict[tuple[str, bool], list[int]] = {}
                 for i in sorted({min(ds.count - 1, k * max(1, ds.count // 8)) for k in range(8)}):

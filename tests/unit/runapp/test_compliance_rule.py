@@ -72,3 +72,16 @@ def test_a_test_run_is_sized_to_the_host_unless_its_query_count_is_given():
     assert settled({"CM_MLPERF_EXECUTION_MODE": "test"}, {})["CM_MLPERF_SIZE_TO_HOST"] == "yes"
     assert "CM_MLPERF_SIZE_TO_HOST" not in settled({"CM_MLPERF_EXECUTION_MODE": "test"}, {"test_query_count": "8"})
     assert "CM_MLPERF_SIZE_TO_HOST" not in settled({"CM_MLPERF_EXECUTION_MODE": "valid"}, {})
+
+
+def test_gpt_oss_compliance_tests_are_said_not_run_yet_and_its_closed_division_refused():
+    tests, why = compliance_tests(get_benchmark("gpt-oss-120b"), env(CM_MLPERF_COMPLIANCE="yes"))
+    assert tests == () and why == ("compliance tests (TEST07, TEST09) not run: this tool does not run TEST07, "
+                                   "TEST09 yet (it runs TEST06)")
+    full = env(CM_MLPERF_RUN_COMPLIANCE="yes", CM_MLPERF_INFERENCE_VERSION="6.1", CM_MLPERF_MODEL="gpt-oss-120b")
+    opened = runapp.settle_for_benchmark(dict(full, CM_MLPERF_COMPLIANCE="yes"), {})
+    assert opened["return"] == 0 and opened["env"]["CM_MLPERF_COMPLIANCE_TESTS"] == ""
+    assert "does not run TEST07, TEST09 yet" in opened["note"]
+    closed = runapp.settle_for_benchmark(dict(full, CM_MLPERF_SUBMISSION_DIVISION="closed"), {})
+    assert closed == {"return": 1, "error": "--division=closed: a closed gpt-oss-120b result needs TEST07, TEST09, "
+                                            "and this tool does not run TEST07, TEST09 yet; fix: --division=open"}
