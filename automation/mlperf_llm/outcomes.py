@@ -8,6 +8,7 @@ recorded in cache entries and printed by `cm run script ... -j`, so it holds not
 | `mlperf_harness`    | app-mlperf-inference                      | [TestOutcome.to_json(), ...] |
 | `mlperf_accuracy`   | process-mlperf-accuracy                   | [AccuracyVerdict..., ...]    |
 | `mlperf_test06`     | run-mlperf-compliance-test06              | [Test06Verdict..., ...]      |
+| `mlperf_compliance` | run-mlperf-compliance-test07-test09       | [ComplianceVerdict..., ...]  |
 | `mlperf_submission` | generate-mlperf-inference-submission      | SubmissionOutcome...         |
 | `mlperf_checker`    | run-mlperf-inference-submission-checker   | CheckerVerdict...            |
 
@@ -20,8 +21,8 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, fields
 from typing import ClassVar, Optional, Tuple
 
-HARNESS, ACCURACY, TEST06, SUBMISSION, CHECKER = (
-    "mlperf_harness", "mlperf_accuracy", "mlperf_test06", "mlperf_submission", "mlperf_checker")
+HARNESS, ACCURACY, TEST06, COMPLIANCE, SUBMISSION, CHECKER = (
+    "mlperf_harness", "mlperf_accuracy", "mlperf_test06", "mlperf_compliance", "mlperf_submission", "mlperf_checker")
 
 
 class OutcomeError(ValueError):
@@ -161,6 +162,17 @@ class Test06Verdict(_Record):
     reason: str = ""                     # NOT VERIFIED: why
 
 
+# -- TEST07, TEST09 (gpt-oss-120b) -----------------------------------------------------------------
+@dataclass(frozen=True)
+class ComplianceVerdict(_Record):
+    """A compliance test verified by the round's own run_verification.py: PASS | FAIL."""
+    test: str                            # TEST07 | TEST09
+    scenario: str
+    status: str                          # PASS | FAIL
+    directory: str                       # .../<Scenario>/<TEST> (its verify file)
+    detail: Tuple[str, ...] = ()         # the verification's last lines (the score and the bound)
+
+
 # -- the submission and the checker --------------------------------------------------------------
 @dataclass(frozen=True)
 class SubmittedResult(_Record):
@@ -207,7 +219,7 @@ class CheckerVerdict(_Record):
         return self.verdict in ("PASS", "PASS-TEST-MODE")
 
 
-_LISTS = {HARNESS: TestOutcome, ACCURACY: AccuracyVerdict, TEST06: Test06Verdict}
+_LISTS = {HARNESS: TestOutcome, ACCURACY: AccuracyVerdict, TEST06: Test06Verdict, COMPLIANCE: ComplianceVerdict}
 _SINGLE = {SUBMISSION: SubmissionOutcome, CHECKER: CheckerVerdict}
 
 

@@ -88,7 +88,8 @@ def settle_for_benchmark(env: dict, inputs: dict) -> dict:
     return {"return": 0, "variations": variations, "note": "; ".join(notes), "env": settled}
 
 
-COMPLIANCE_RUN = ("TEST06",)     # the compliance tests the chain has a step for (run-mlperf-compliance-test06)
+# the compliance tests the chain has a step for (run-mlperf-compliance-test06, -test07-test09)
+COMPLIANCE_RUN = ("TEST06", "TEST07", "TEST09")
 
 
 def compliance_tests(bench, env: dict) -> tuple[tuple[str, ...], str]:
@@ -236,7 +237,8 @@ def _records(state: dict, key: str):
     try:
         return outcomes.from_state(state, key), ""
     except outcomes.OutcomeError as e:
-        return ([] if key in (outcomes.HARNESS, outcomes.ACCURACY, outcomes.TEST06) else None), str(e)
+        return ([] if key in (outcomes.HARNESS, outcomes.ACCURACY, outcomes.TEST06, outcomes.COMPLIANCE)
+                else None), str(e)
 
 
 def _test_lines(t: outcomes.TestOutcome) -> list[str]:
@@ -307,6 +309,14 @@ def _test06_lines(verdicts: list) -> list[str]:
     return lines
 
 
+def _compliance_lines(verdicts: list) -> list[str]:
+    lines = []
+    for v in verdicts:
+        lines.append(f"  {v.scenario:<11} {v.test} {v.status} ({v.directory})")
+        lines += [f"      {d}" for d in v.detail]
+    return lines
+
+
 def _checker_lines(c) -> list[str]:
     head = f"Submission checker (official, {c.round})"
     if c.verdict == "NOT RUN":
@@ -353,13 +363,17 @@ def summary(env: dict, state: dict) -> str:
             (outcomes.ACCURACY, "CM_MLPERF_RUN_ACCURACY", "Accuracy:",
              _accuracy_lines, "process-mlperf-accuracy"),
             (outcomes.TEST06, "CM_MLPERF_RUN_COMPLIANCE", "Compliance:", _test06_lines,
-             "run-mlperf-compliance-test06")):
+             "run-mlperf-compliance-test06"),
+            (outcomes.COMPLIANCE, "", "Compliance (TEST07, TEST09):", _compliance_lines,
+             "run-mlperf-compliance-test07-test09")):
         found, problem = _records(state, key)
         if key == outcomes.TEST06 and not found and not problem and env.get("CM_MLPERF_COMPLIANCE_NOT_RUN"):
             if is_yes(env.get(flag)):
                 lines += ["", title, "  " + env["CM_MLPERF_COMPLIANCE_NOT_RUN"]]
             continue
-        if found or problem or is_yes(env.get(flag)):
+        if key == outcomes.TEST06 and "TEST06" not in env.get("CM_MLPERF_COMPLIANCE_TESTS", "TEST06"):
+            continue            # the benchmark's compliance tests are others (gpt-oss-120b: the next entry)
+        if found or problem or (flag and is_yes(env.get(flag))):
             lines += ["", title] + render(found)
             if problem or not found:
                 lines.append(f"  no verdict ({problem or step + ' reported none'})")

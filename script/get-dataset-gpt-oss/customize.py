@@ -29,6 +29,7 @@ def preprocess(i):
     env['CM_DATASET_COMPLIANCE_PATH'] = str(res.paths['compliance'])
     env['CM_DATASET_ROWS'] = str(res.rows['accuracy'])
     env['CM_DATASET_PERFORMANCE_ROWS'] = str(res.rows['performance'])
+    env['CM_DATASET_COMPLIANCE_ROWS'] = str(res.rows['compliance'])
     if res.tests is not None:
         env['CM_DATASET_LCB_TESTS'] = str(res.tests)
     if embedded:

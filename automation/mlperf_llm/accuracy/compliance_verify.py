@@ -16,6 +16,7 @@ and the fix.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -48,9 +49,10 @@ def _script_and_audit(inference_src: str | Path, test: str, benchmark: str) -> t
     return script, audit
 
 
-def _verify(test: str, argv: list[str], output_dir: Path) -> Verified:
+def _verify(test: str, argv: list[str], output_dir: Path, env: dict | None = None) -> Verified:
     with tempfile.TemporaryDirectory(prefix=f"cm4mlperf-{test.lower()}-") as scratch:
-        proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True)
+        proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True,
+                              env={**os.environ, **env} if env else None)
     text = (proc.stdout + proc.stderr).strip()
     verify = output_dir / test / VERIFY_FILES[test]
     if not verify.is_file():
@@ -68,12 +70,12 @@ def verify_test09(inference_src: str | Path, benchmark: str, compliance_dir: str
 
 
 def verify_test07(inference_src: str | Path, benchmark: str, compliance_dir: str | Path, output_dir: str | Path,
-           accuracy_command: str, python: str = sys.executable) -> Verified:
+           accuracy_command: str, python: str = sys.executable, env: dict | None = None) -> Verified:
     """`accuracy_command`: a shell command with `{accuracy_log}` where the log's path goes, printing
-    `'exact_match': X` (the scorer's line)."""
+    `'exact_match': X` (the scorer's line); `env`: what it needs beside this process's environment."""
     if "{accuracy_log}" not in accuracy_command:
         raise ComplianceError("TEST07: the accuracy command must hold {accuracy_log}, the place of the log's path")
     script, audit = _script_and_audit(inference_src, "TEST07", benchmark)
     return _verify("TEST07", [python, str(script), "--compliance_dir", str(compliance_dir),
                               "--output_dir", str(output_dir), "--audit-config", str(audit),
-                              "--accuracy-script", accuracy_command], Path(output_dir))
+                              "--accuracy-script", accuracy_command], Path(output_dir), env)

@@ -95,7 +95,11 @@ class ReasoningResult:
     by_source: dict                                 # dataset -> [right, total]
     marked: list
     tokenizer: str
+    tally: reasoning.Tally
     sentence_splitter: str = "none (answers are parsed, not split)"
+
+    def checker_line(self) -> str:
+        return self.tally.checker_line()
 
     def reference_dict(self) -> dict:
         return {"exact_match": self.exact_match, "tokens_per_sample": self.tokens_per_sample,
@@ -140,4 +144,32 @@ def evaluate_log(accuracy_log: str, dataset_file: str, tokenizer_path: str, dtyp
     return ReasoningResult(exact_match=round(tally.exact_match(), 3), gen_num=len(marked),
                            tokens_per_sample=round(n_tokens / max(1, len(entries)), 1),
                            by_source={k: list(v) for k, v in sorted(by_source.items())}, marked=marked,
-                           tokenizer=f"{type(tokenizer).__name__} from {tokenizer_path} (special tokens kept)")
+                           tokenizer=f"{type(tokenizer).__name__} from {tokenizer_path} (special tokens kept)",
+                           tally=tally)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m mlperf_llm.accuracy.reasoning_eval --log LOG --dataset SET --tokenizer DIR [--tests FILE]`:
+    the log marked, the reference's lines printed (TEST07's verification reads `'exact_match': X`)."""
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m mlperf_llm.accuracy.reasoning_eval", description=main.__doc__)
+    p.add_argument("--log", required=True, help="mlperf_log_accuracy.json")
+    p.add_argument("--dataset", required=True, help="the set the run read (gpt-oss layout: accuracy or TEST07's)")
+    p.add_argument("--tokenizer", required=True, help="the model folder (its tokenizer decodes the answers)")
+    p.add_argument("--tests", default="", help="the LiveCodeBench tests file (the data step's)")
+    p.add_argument("--dtype", default="int32")
+    args = p.parse_args(argv)
+    from .evaluate import EvaluationError
+    try:
+        result = evaluate_log(args.log, args.dataset, args.tokenizer, args.dtype, tests=args.tests)
+    except (EvaluationError, AccuracyLogError, ValueError) as e:
+        print(f"ERROR: {e}")
+        return 1
+    for source, (right, total) in result.by_source.items():
+        print(f"{source}: {right} of {total} right")
+    print("\n" + result.checker_line())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

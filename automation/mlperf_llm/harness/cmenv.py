@@ -19,7 +19,7 @@ from .userconf import TARGET_INPUTS
 
 SCENARIO_NAMES = {s.lower(): s for s in SCENARIOS}
 MODE_NAMES = {"performance": "performance", "performanceonly": "performance", "accuracy": "accuracy",
-              "accuracyonly": "accuracy", "test06": "TEST06"}
+              "accuracyonly": "accuracy", "test06": "TEST06", "test07": "TEST07", "test09": "TEST09"}
 
 
 def _split(value: str) -> list[str]:
@@ -158,6 +158,8 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         loadgen_version=env.get("CM_LOADGEN_VERSION") or "",
         progress=not is_yes(env.get("CM_MLPERF_NO_PROGRESS")),
         performance_dataset_path=env.get("CM_DATASET_PERFORMANCE_PATH") or "",
+        compliance_dataset_path=env.get("CM_DATASET_COMPLIANCE_PATH") or "",
+        audit_dir=env.get("CM_MLPERF_AUDIT_DIR") or "",
         sampling_seed=_num(env, "CM_MLPERF_SAMPLING_SEED", int) or 0,
         greedy=is_yes(env.get("CM_MLPERF_GREEDY")),
     )

@@ -23,6 +23,7 @@ from .findperf import find_performance, run_sweep
 from .latency import Reach, answer_s, meet_latency_bounds
 from .request import HarnessInputError, HarnessRequest
 from .targets import derive_from_offline, searched, with_targets
+from .testconfig import PERFORMANCE_MODES
 from .testrun import RunOutcome
 from .testsizing import measure, size_of, size_test, start_sizing
 from .userconf import TARGET_INPUTS
@@ -37,8 +38,9 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
     for line in generation_notes(req):
         print(line, flush=True)
     rows = testrun.dataset_rows(req)         # the performance tests' set
-    # the accuracy tests' set (gpt-oss-120b's is not its performance set)
-    accuracy_set_rows = testrun.dataset_rows(req, "accuracy") if req.performance_dataset_path else rows
+    # the other tests' sets, where they are not the performance tests' (gpt-oss-120b's accuracy and TEST07 sets)
+    set_rows = {m: testrun.dataset_rows(req, m) if req.dataset_for(m) != req.dataset_for("performance") else rows
+                for m in req.modes}
     sources = {s: "given" for s in TARGET_INPUTS if req.target_for(s) is not None}
     offline_qps = None
     if req.find_performance:
@@ -58,7 +60,7 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
         req = derive_from_offline(req, [o for o in outcomes if o.scenario == "Offline"], scenario, sources)
         reach.judge(req, scenario, outcomes, rows, given=sources.get(scenario) == "given")
         for mode in req.modes:
-            mode_rows = rows if mode == "performance" else accuracy_set_rows
+            mode_rows = set_rows[mode]
             treq, sized = size_test(reach.for_test(req, scenario, mode), scenario, mode, mode_rows, measured)
             if mode == "accuracy" and treq.accuracy_rows(mode_rows) < mode_rows:
                 n = treq.accuracy_rows(mode_rows)
@@ -103,9 +105,8 @@ def generation_notes(req: HarnessRequest) -> list[str]:
     """What the run's answers are made with where that is not the benchmark's: a lower cap on new
     tokens, greedy answers for a benchmark that samples."""
     bench, out = req.bench, []
-    for mode in dict.fromkeys(m if m == "performance" else "accuracy" for m in req.modes):
-        own = bench.performance_max_new_tokens if mode == "performance" and bench.performance_max_new_tokens \
-            else bench.max_new_tokens
+    for mode in dict.fromkeys("performance" if m in PERFORMANCE_MODES else "accuracy" for m in req.modes):
+        own = replace(req, max_tokens=None).max_new_tokens_for(mode)     # the benchmark's own cap
         if req.max_tokens and req.max_tokens < own:
             out.append(f"note: {mode} answers are capped at {req.max_tokens} new tokens (--max_tokens); "
                        f"{bench.name}'s {mode} runs allow {own}: a test run, not a result")

@@ -55,6 +55,11 @@ class HarnessRequest(TestSettings):
         if "TEST06" in self.modes and not os.path.isfile(self.audit_conf):
             raise HarnessInputError(f"TEST06 needs its audit.config: audit_conf={self.audit_conf!r} is not a file; "
                                     "fix: pass the path of compliance/TEST06/audit.config from the inference source")
+        for test in ("TEST07", "TEST09"):
+            if test in self.modes and not os.path.isfile(self.audit_config(test)):
+                raise HarnessInputError(f"{test} needs its audit.config: {self.audit_config(test) or 'no audit_dir'} is "
+                                        f"not a file; fix: run it through its step (run,mlperf,compliance,test07-test09), "
+                                        f"which writes <audit_dir>/{test}/audit.config from the round's source")
         unknown = [s for s in self.find_target if s not in FRACTIONS]
         if unknown:
             raise HarnessInputError(f"find_target={','.join(unknown)}: the target search is for "

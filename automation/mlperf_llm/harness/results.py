@@ -2,7 +2,7 @@
 
 <results>/<model>/<Scenario>/performance/run_1/   LoadGen logs of the performance test
 <results>/<model>/<Scenario>/accuracy/            LoadGen logs of the accuracy test
-<results>/<model>/<Scenario>/TEST06/              the compliance test's raw logs
+<results>/<model>/<Scenario>/TEST06/              a compliance test's raw logs (TEST07/, TEST09/ likewise)
 A test runs in `<final>.partial-<pid>`; it is renamed to `<final>` only when it succeeded,
 otherwise to `<final>.failed-<time>` (logs kept, never mistaken for a result).
 """
@@ -28,9 +28,9 @@ def layout_dir(results_dir: str | Path, model_dir: str, scenario_dir: str, mode:
         return base / "performance" / "run_1"
     if mode == "accuracy":
         return base / "accuracy"
-    if mode == "TEST06":
-        return base / "TEST06"
-    raise ValueError(f"mode {mode!r}: choose performance, accuracy or TEST06")
+    if mode in ("TEST06", "TEST07", "TEST09"):
+        return base / mode
+    raise ValueError(f"mode {mode!r}: choose performance, accuracy, TEST06, TEST07 or TEST09")
 
 
 def staging_dir(final: Path) -> Path:

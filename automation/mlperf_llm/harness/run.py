@@ -30,7 +30,7 @@ from .responder import Responder
 from .results import TIMINGS_FILE, HarnessStatus
 from .rounds import RoundError, installed_loadgen_version, loadgen_check, loadgen_model_and_dirs
 from .serverwatch import ServerWatch
-from .testconfig import CONFIG_FILE, ConfigError, TestConfig, field_types
+from .testconfig import CONFIG_FILE, PERFORMANCE_MODES, ConfigError, TestConfig, field_types
 from ..benchmarks import get_benchmark
 from ..files import write_atomic
 from ..rounds import round_for
@@ -150,7 +150,7 @@ def _settings(lg, cfg: TestConfig, lg_model: str, lg_scenario: str, mlperf_conf:
     if mlperf_conf:      # a LoadGen built from source has none inside (mlperf_llm.sysinfo.loadgen_conf)
         s.FromConfig(mlperf_conf, lg_model, lg_scenario)
     s.FromConfig(os.path.abspath(cfg.user_conf), lg_model, lg_scenario)
-    s.mode = lg.TestMode.PerformanceOnly if cfg.mode == "performance" else lg.TestMode.AccuracyOnly
+    s.mode = lg.TestMode.PerformanceOnly if cfg.mode in PERFORMANCE_MODES else lg.TestMode.AccuracyOnly
     return s
 
 

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 
 from ..accuracy.test06_config import OFFICIAL_QUERY_COUNT
 from ..files import write_atomic
+from .testconfig import MODES
 
 FIRST_QUERIES = 12      # the measuring Offline test: all in flight at once, a few seconds on a fast host
 MIN_QUERIES = 3         # fewer is not a test of anything (a p99, an accuracy score, TEST06's checks)
@@ -32,7 +33,7 @@ PER_TEST_S = 15.0       # each later test's share: six tests stay within two min
 START_S = 1.5           # a test's own start and end (its process, LoadGen's setup, the logs), measured
 TEST06_CAP = OFFICIAL_QUERY_COUNT   # a sized TEST06 issues no more than a submission's
 SIZING_FILE = "test_sizing.json"
-KINDS = ("performance", "accuracy", "TEST06")
+KINDS = MODES                # performance, accuracy and the compliance tests (testconfig.py)
 
 
 class SizingError(ValueError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import types
+from pathlib import Path
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from typing import Union, get_args, get_origin, get_type_hints
 
@@ -20,7 +21,11 @@ from ..benchmarks import SCENARIOS, get_benchmark
 from .balance import POLICIES
 
 CONFIG_FILE = "harness_config.json"
-MODES = ("performance", "accuracy", "TEST06")      # TEST06: accuracy with the compliance test's audit.config
+# the compliance tests: each a LoadGen test with its audit.config (TEST06: accuracy mode; TEST07 and
+# TEST09, gpt-oss-120b's: performance mode, TEST07 on the benchmark's compliance set)
+COMPLIANCE_MODES = ("TEST06", "TEST07", "TEST09")
+MODES = ("performance", "accuracy") + COMPLIANCE_MODES
+PERFORMANCE_MODES = ("performance", "TEST07", "TEST09")    # LoadGen's PerformanceOnly; the others AccuracyOnly
 BACKENDS = ("vllm", "transformers")
 EXECUTION_MODES = ("test", "valid")
 TOKEN_IDS_VIA = ("return_token_ids", "logprobs")
@@ -81,6 +86,16 @@ class TestSettings:
                                               "(gpt-oss-120b); '': dataset_path")
     sampling_seed: int = _help(0, "a sampling benchmark's seed: sample i is drawn with seed + i")
     greedy: bool = _help(False, "greedy answers instead of the benchmark's sampling (the embedded stand-in)")
+    compliance_dataset_path: str = _help("", "TEST07's set (gpt-oss-120b's GPQA compliance set)")
+    audit_dir: str = _help("", "TEST07 and TEST09: the folder holding <TEST>/audit.config")
+
+    def audit_config(self, mode: str) -> str:
+        """The audit.config a test of `mode` runs with ('' for the benchmark's own tests)."""
+        if mode == "TEST06":
+            return self.audit_conf
+        if mode in COMPLIANCE_MODES:
+            return str(Path(self.audit_dir) / mode / "audit.config") if self.audit_dir else ""
+        return ""
 
     def max_new_tokens_for(self, mode: str) -> int:
         """max_tokens, else the benchmark's for the mode (gpt-oss-120b: 10,240 in performance runs,
@@ -88,15 +103,18 @@ class TestSettings:
         bench = get_benchmark(self.model)
         if self.max_tokens:
             return self.max_tokens
-        if mode == "performance" and bench.performance_max_new_tokens:
+        if mode in PERFORMANCE_MODES and bench.performance_max_new_tokens:
             return bench.performance_max_new_tokens
         return bench.max_new_tokens
 
     def dataset_for(self, mode: str) -> str:
-        """The data set a test of `mode` reads: the performance set for performance runs where the
-        benchmark has one, else dataset_path."""
-        return self.performance_dataset_path if mode == "performance" and self.performance_dataset_path \
-            else self.dataset_path
+        """The data set a test of `mode` reads: TEST07 its compliance set; a performance run (TEST09
+        too) the performance set where the benchmark has one; else dataset_path."""
+        if mode == "TEST07" and self.compliance_dataset_path:
+            return self.compliance_dataset_path
+        if mode in PERFORMANCE_MODES and self.performance_dataset_path:
+            return self.performance_dataset_path
+        return self.dataset_path
 
     def sampling(self) -> dict:
         """The benchmark's sampling settings for the server ({} for greedy), with the seed."""

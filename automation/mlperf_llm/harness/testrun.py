@@ -15,7 +15,7 @@ from . import sizing
 from .request import HarnessRequest
 from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
 from .rounds import loadgen_model_and_dirs
-from .testconfig import CONFIG_FILE, TestConfig
+from .testconfig import CONFIG_FILE, PERFORMANCE_MODES, TestConfig
 from .userconf import UserConfSpec
 from ..files import write_atomic
 from ..sysinfo.pyenv import with_path
@@ -51,14 +51,14 @@ class RunOutcome:
         return f"{self.scenario:<11} {self.mode:<11} {self.verdict:<7}{perf}{why}\n    {self.directory}"
 
 def dataset_rows(req: HarnessRequest, mode: str = "performance") -> int:
-    """Rows of the data set a test of `mode` reads (gpt-oss-120b's performance set is its own)."""
+    """Rows of the data set a test of `mode` reads (gpt-oss-120b's performance and TEST07 sets are their own)."""
     from .qsl import load_dataset
     return load_dataset(req.dataset_for(mode), req.total_sample_count).count
 
 def command(req: HarnessRequest, scenario: str, mode: str, out: Path, user_conf: Path) -> list[str]:
     """The test's command line; its settings go in `out`/harness_config.json (kept with its logs)."""
     cfg = TestConfig.of(req, scenario=scenario, mode=mode, output_dir=str(out), user_conf=str(user_conf),
-                        round=req.rnd.name, audit_conf=req.audit_conf if mode == "TEST06" else "")
+                        round=req.rnd.name, audit_conf=req.audit_config(mode))
     path = out / CONFIG_FILE
     write_atomic(str(path), cfg.to_json())
     return [req.python, "-m", "mlperf_llm.harness.run", f"--config={path}"]
@@ -113,7 +113,7 @@ def _run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir:
                         req.test_query_count, req.max_test_duration_s, rows, req.loadgen_version,
                         target_latency_ms=target if latency else None,
                         full_sample_count=req.bench.performance_sample_count,
-                        accuracy_sample_count=rows if mode != "performance" and req.bench.performance_rows
+                        accuracy_sample_count=rows if mode not in PERFORMANCE_MODES and req.bench.performance_rows
                         and rows < req.bench.dataset_rows else None)
     user_conf = stage / "user.conf"
     write_atomic(str(user_conf), spec.text())
@@ -121,7 +121,7 @@ def _run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir:
     status = HarnessStatus.read(stage)
     summary = read_summary(stage)
     v, reasons = verdict(status, summary, rnd.qsl_rng_seed if req.execution_mode == "valid" else None,
-                         "performance" if mode == "performance" else "accuracy")
+                         "performance" if mode in PERFORMANCE_MODES else "accuracy")
     if rc != 0 and v != "FAILED":
         v, reasons = "FAILED", [f"harness exited with {rc}"] + reasons
     placed = finalize(stage, final, ok=v != "FAILED")

@@ -19,9 +19,10 @@ import os
 
 from ..benchmarks import SCENARIOS
 from ..files import write_atomic
+from .testconfig import MODES
 
 SIZES_FILE = "test_sizes.json"
-KINDS = ("performance", "accuracy", "TEST06")
+KINDS = MODES                # performance, accuracy and the compliance tests (testconfig.py)
 NAME = "test_sizes"         # the chain's input (run-mlperf-inference-app, app-mlperf-inference, TEST06)
 INPUT = f"--{NAME}"
 

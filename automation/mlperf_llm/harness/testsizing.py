@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from . import sizing, testsizes
 from .request import HarnessInputError, HarnessRequest
+from .testconfig import COMPLIANCE_MODES
 from .testrun import RunOutcome
 from .userconf import test_queries
 
@@ -18,7 +19,7 @@ def start_sizing(req: HarnessRequest) -> sizing.Measured | None:
     a run with no Offline performance test to measure with says that it is not sized."""
     if not req.sized_run:
         return None
-    if "TEST06" in req.modes:
+    if set(req.modes) & set(COMPLIANCE_MODES):
         try:
             return sizing.Measured.load(req.results_dir)
         except sizing.SizingError as e:
@@ -42,9 +43,9 @@ def size_test(req: HarnessRequest, scenario: str, mode: str, rows: int,
     if not req.sized_run:
         return req, None
     cap = test_queries(req.test_query_count, rows)
-    if mode == "TEST06":
+    if mode in COMPLIANCE_MODES:
         from ..accuracy.test06_config import query_count_of
-        n = query_count_of(req.audit_conf, scenario)
+        n = query_count_of(req.audit_config(mode), scenario)
         if measured is None or n is None:
             return req, None
         return (replace(req, test_query_count=n),
@@ -66,9 +67,9 @@ def size_of(req: HarnessRequest, scenario: str, mode: str, rows: int) -> int:
     a performance test's queries."""
     if mode == "accuracy":
         return req.accuracy_rows(rows)
-    if mode == "TEST06":
+    if mode in COMPLIANCE_MODES:
         from ..accuracy.test06_config import query_count_of
-        return query_count_of(req.audit_conf, scenario) or test_queries(req.test_query_count, rows)
+        return query_count_of(req.audit_config(mode), scenario) or test_queries(req.test_query_count, rows)
     return test_queries(req.test_query_count, rows)
 
 def measure(req: HarnessRequest, first: RunOutcome, queries: int, seconds: float) -> sizing.Measured:

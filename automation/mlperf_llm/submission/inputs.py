@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 # the checker's rules for system_desc.json, kept in one place
 from ..sysinfo.sut import MEANINGFUL_FIELDS, REQUIRED_FIELDS, VALID_STATUS, VALID_SYSTEM_TYPES
 from .errors import SubmissionError
+from ..accuracy.compliance_verify import VERIFY_FILES
 from .spec import MODELS, SCENARIO_ORDER
 
 PLACEHOLDER_SUBMITTER = "SUBMITTER-NOT-GIVEN"   # the name of a tree whose submitter was not given
@@ -161,6 +162,7 @@ class ScenarioRun:
     test06: str | None             # TEST06 folder
     user_conf: str | None
     mlperf_conf: str | None
+    compliance: dict = field(default_factory=dict)   # TEST07 / TEST09 -> its folder (gpt-oss-120b), when verified
 
 
 def _first_file(*candidates: str) -> str | None:
@@ -189,11 +191,13 @@ def discover_results(results_dir: str) -> list[ScenarioRun]:
             acc = _complete(os.path.join(sdir, "accuracy"), ("accuracy.txt", "mlperf_log_accuracy.json",
                                                              "mlperf_log_summary.txt", "mlperf_log_detail.txt"))
             t06 = _complete(os.path.join(sdir, "TEST06"), ("verify_accuracy.txt",))
+            verified = {test: _complete(os.path.join(sdir, test), (name,)) for test, name in VERIFY_FILES.items()}
             run1 = os.path.join(sdir, "performance", "run_1")
             runs.append(ScenarioRun(model, scenario, sdir, perf, acc, t06,
                                     _first_file(os.path.join(run1, "user.conf"), os.path.join(sdir, "user.conf")),
                                     _first_file(os.path.join(run1, "mlperf.conf"), os.path.join(sdir, "mlperf.conf"),
-                                                os.path.join(results_dir, "mlperf.conf"))))
+                                                os.path.join(results_dir, "mlperf.conf")),
+                                    {t: d for t, d in verified.items() if d}))
     if not runs:
         raise SubmissionError(f"results folder {results_dir}", "holds no <model>/<Scenario> folders",
                               "run the benchmark first, or point at the folder the harness wrote")

@@ -47,6 +47,7 @@ from .quantization import scheme_of, weight_transformations
 from .results import ScenarioResult, scenario_result, targets_from_accuracy_json
 from .rules import find_violations
 from .spec import RECORD_NAME
+from ..accuracy.compliance_verify import VERIFY_FILES
 from ..benchmarks import get_benchmark
 from ..rounds import RoundError, round_for
 
@@ -122,6 +123,10 @@ def _missing_inputs(runs: list[ScenarioRun], meta: Metadata, need_mlperf_conf: b
         if meta.division == "closed" and not r.test06 and _needs_test06(r.model):
             problems.append(f"{where}: TEST06/verify_accuracy.txt is missing (closed division needs TEST06: "
                             "run run-mlperf-compliance-test06)")
+        for test in (t for t in get_benchmark(r.model).compliance if t in VERIFY_FILES):
+            if meta.division == "closed" and test not in r.compliance:
+                problems.append(f"{where}: {test}/{VERIFY_FILES[test]} is missing (closed division needs {test}: "
+                                "run run-mlperf-compliance-test07-test09)")
         if not r.user_conf:
             problems.append(f"{where}: no user.conf in performance/run_1/ or the scenario folder "
                             "(keep the user.conf the run used)")
@@ -307,6 +312,10 @@ def _build(root, req, meta, spec, system, runs, warnings) -> BuildReport:
             t06_dir = os.path.join(res_dir if spec.layout == "v6" else os.path.join(sub, "compliance", *key),
                                    "TEST06")
             _add_test06(t06_dir, run, result, warnings)
+        for test, src in run.compliance.items():
+            if test in get_benchmark(run.model).compliance:
+                _add_verified(os.path.join(res_dir if spec.layout == "v6" else os.path.join(sub, "compliance", *key),
+                                           test), src, test, run, warnings)
         _copy(run.user_conf, os.path.join(meas_dir, "user.conf"))
         if spec.mlperf_conf_in_measurements:
             conf = run.mlperf_conf or os.path.join(req.inference_src, "mlperf.conf")
@@ -347,6 +356,21 @@ def _figures(runs, results, results_dir: str, warnings: list) -> tuple[list, obj
             warnings.append(f"{run.model}/{run.scenario}: no plots on summary.html: {e}")
     sweep_figures, table = figures.sweep(results_dir) if results_dir else ([], None)
     return out + sweep_figures, table
+
+
+def _add_verified(dst: str, src: str, test: str, run, warnings) -> None:
+    """A TEST07 or TEST09 folder as the checker reads it: the verify file, and the logs the round's
+    run_verification.py copied beside it (accuracy/, performance/run_1/); not the raw run's files."""
+    verify = VERIFY_FILES[test]
+    _copy(os.path.join(src, verify), os.path.join(dst, verify))
+    with open(os.path.join(src, verify), encoding="utf-8", errors="replace") as f:
+        if "TEST PASS" not in f.read():
+            warnings.append(f"{run.model}/{run.scenario} {test} did not pass ({os.path.join(src, verify)})")
+    for sub in ("accuracy", os.path.join("performance", "run_1")):
+        folder = os.path.join(src, sub)
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+            if os.path.isfile(os.path.join(folder, name)):
+                _copy(os.path.join(folder, name), os.path.join(dst, sub, name))
 
 
 def _add_test06(t06_dir, run, result, warnings) -> None:

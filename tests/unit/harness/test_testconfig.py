@@ -122,3 +122,25 @@ def test_gpt_oss_tests_read_their_own_set_cap_and_sampling_per_mode():
     assert replace(perf, greedy=True).sampling() == {}
     llama = TestConfig(dataset_path="d.pkl", model="llama2-70b-99", output_dir="o", user_conf="u", scenario="Offline")
     assert llama.sampling() == {} and llama.dataset_for("performance") == "d.pkl" and llama.max_new_tokens == 1024
+
+
+def test_gpt_oss_compliance_tests_read_their_sets_and_audit_files_and_are_performance_runs():
+    base = dict(dataset_path="acc.parquet", model="gpt-oss-120b", output_dir="o", user_conf="u", scenario="Offline",
+                performance_dataset_path="perf.parquet", compliance_dataset_path="gpqa.parquet", audit_dir="/a")
+    t07, t09 = TestConfig(**base, mode="TEST07"), TestConfig(**base, mode="TEST09")
+    assert (t07.dataset_for("TEST07"), t09.dataset_for("TEST09")) == ("gpqa.parquet", "perf.parquet")
+    assert (t07.max_new_tokens, t09.max_new_tokens) == (10240, 10240)
+    assert (t07.audit_config("TEST07"), t07.audit_config("TEST09")) == ("/a/TEST07/audit.config", "/a/TEST09/audit.config")
+    assert t07.audit_config("accuracy") == "" and replace(t07, audit_conf="/t6").audit_config("TEST06") == "/t6"
+
+
+def test_the_run_says_where_it_lowers_a_cap_or_does_not_sample():
+    from mlperf_llm.harness.driver import generation_notes
+    req = HarnessRequest(results_dir="r", dataset_path="a.parquet", model="gpt-oss-120b",
+                         modes=("performance", "accuracy", "TEST07"), max_tokens=128, greedy=True)
+    notes = generation_notes(req)
+    assert notes[0].startswith("note: performance answers are capped at 128 new tokens") and "allow 10240" in notes[0]
+    assert "accuracy runs allow 32768" in notes[1] and len(notes) == 3 and "greedy answers" in notes[2]
+    assert generation_notes(replace(req, max_tokens=None, greedy=False)) == [
+        "sampling: temperature 1, top_p 1, seed 0 + the sample's index (recorded in each test's harness_config.json)"]
+    assert generation_notes(HarnessRequest(results_dir="r", dataset_path="d.pkl", model="llama2-70b-99")) == []

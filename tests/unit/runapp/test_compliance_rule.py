@@ -3,7 +3,7 @@ benchmark's, the open division none unless --compliance=yes (cm4mlops and MLC sk
 the checker asks for them in the closed division only), and what the run says about it."""
 import pytest
 
-from mlperf_llm import runapp
+from mlperf_llm import outcomes, runapp
 from mlperf_llm.benchmarks import get_benchmark
 from mlperf_llm.runapp import check_inputs, compliance_tests, summary
 
@@ -74,14 +74,18 @@ def test_a_test_run_is_sized_to_the_host_unless_its_query_count_is_given():
     assert "CM_MLPERF_SIZE_TO_HOST" not in settled({"CM_MLPERF_EXECUTION_MODE": "valid"}, {})
 
 
-def test_gpt_oss_compliance_tests_are_said_not_run_yet_and_its_closed_division_refused():
+def test_gpt_oss_runs_its_own_compliance_tests_and_the_closing_screen_shows_them():
     tests, why = compliance_tests(get_benchmark("gpt-oss-120b"), env(CM_MLPERF_COMPLIANCE="yes"))
-    assert tests == () and why == ("compliance tests (TEST07, TEST09) not run: this tool does not run TEST07, "
-                                   "TEST09 yet (it runs TEST06)")
+    assert tests == ("TEST07", "TEST09") and why == ""
     full = env(CM_MLPERF_RUN_COMPLIANCE="yes", CM_MLPERF_INFERENCE_VERSION="6.1", CM_MLPERF_MODEL="gpt-oss-120b")
-    opened = runapp.settle_for_benchmark(dict(full, CM_MLPERF_COMPLIANCE="yes"), {})
-    assert opened["return"] == 0 and opened["env"]["CM_MLPERF_COMPLIANCE_TESTS"] == ""
-    assert "does not run TEST07, TEST09 yet" in opened["note"]
     closed = runapp.settle_for_benchmark(dict(full, CM_MLPERF_SUBMISSION_DIVISION="closed"), {})
-    assert closed == {"return": 1, "error": "--division=closed: a closed gpt-oss-120b result needs TEST07, TEST09, "
-                                            "and this tool does not run TEST07, TEST09 yet; fix: --division=open"}
+    assert closed["return"] == 0 and closed["env"]["CM_MLPERF_COMPLIANCE_TESTS"] == "TEST07,TEST09"
+    opened = runapp.settle_for_benchmark(full, {})
+    assert "compliance tests (TEST07, TEST09) not run: an open-division run needs none" in opened["note"]
+    verdict = outcomes.ComplianceVerdict("TEST07", "Offline", "PASS", "/r/gpt-oss-120b/Offline/TEST07",
+                                         ("Accuracy score: 66.7", "TEST PASS"))
+    text = runapp.summary(dict(full, CM_MLPERF_COMPLIANCE_TESTS="TEST07,TEST09"),
+                          {outcomes.COMPLIANCE: outcomes.to_state([verdict])})
+    assert ("Compliance (TEST07, TEST09):\n  Offline     TEST07 PASS (/r/gpt-oss-120b/Offline/TEST07)\n"
+            "      Accuracy score: 66.7\n      TEST PASS") in text
+    assert "\nCompliance:\n" not in text          # no TEST06 part for a benchmark without TEST06
