@@ -60,7 +60,7 @@ def run_all(req: HarnessRequest) -> list[RunOutcome]:
         req = derive_from_offline(req, [o for o in outcomes if o.scenario == "Offline"], scenario, sources)
         reach.judge(req, scenario, outcomes, rows, given=sources.get(scenario) == "given")
         for mode in req.modes:
-            mode_rows = set_rows[mode]
+            mode_rows = issued_rows(req, scenario, mode, set_rows[mode])
             treq, sized = size_test(reach.for_test(req, scenario, mode), scenario, mode, mode_rows, measured)
             if mode == "accuracy" and treq.accuracy_rows(mode_rows) < mode_rows:
                 n = treq.accuracy_rows(mode_rows)
@@ -108,12 +108,23 @@ def generation_notes(req: HarnessRequest) -> list[str]:
     for mode in dict.fromkeys("performance" if m in PERFORMANCE_MODES else "accuracy" for m in req.modes):
         own = replace(req, max_tokens=None).max_new_tokens_for(mode)     # the benchmark's own cap
         if req.max_tokens and req.max_tokens < own:
-            out.append(f"note: {mode} answers are capped at {req.max_tokens} new tokens (--max_tokens); "
-                       f"{bench.name}'s {mode} runs allow {own}: a test run, not a result")
+            out.append(f"note: {mode} answers are capped at {req.max_tokens} new tokens (CM_MLPERF_MAX_TOKENS, which "
+                       f"_embedded sets); {bench.name}'s {mode} runs allow {own}: a test run, not a result")
     if bench.sampling and req.greedy:
         given = ", ".join(f"{k} {v:g}" for k, v in bench.sampling)
-        out.append(f"note: greedy answers (--greedy); {bench.name} samples ({given}): a test run, not a result")
+        out.append(f"note: greedy answers (--greedy, which _embedded sets); {bench.name} samples ({given}): a test "
+                   "run, not a result")
     elif bench.sampling:
         out.append(f"sampling: {', '.join(f'{k} {v:g}' for k, v in bench.sampling)}, seed {req.sampling_seed} + the "
                    "sample's index (recorded in each test's harness_config.json)")
     return out
+
+
+def issued_rows(req: HarnessRequest, scenario: str, mode: str, rows: int) -> int:
+    """The rows a test loads: its set's, but for TEST07 and TEST09 no more than their audit.config's
+    query count (it issues each loaded sample once, performance_issue_unique: a test run's shortened
+    count must load no more than it issues)."""
+    if mode not in ("TEST07", "TEST09"):
+        return rows
+    from ..accuracy.test06_config import query_count_of
+    return min(rows, query_count_of(req.audit_config(mode), scenario) or rows)

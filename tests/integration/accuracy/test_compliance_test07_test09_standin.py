@@ -34,7 +34,7 @@ def setup(tmp_path, perf_tokens: int):
     responses = {prompt_key(list(p.input_tokens)): tok.encode(ANSWER.format(g), add_special_tokens=False)
                  for p, g in zip(gpqa, GIVEN)}
     audit = tmp_path / "audit"
-    write_audits(SRC, "gpt-oss-120b", audit, {"TEST07": {"Offline": 4}, "TEST09": {"Offline": 3}})
+    write_audits(SRC, "gpt-oss-120b", audit, {"TEST07": {"Offline": 4}, "TEST09": {"Offline": 2}})
     cfg = StandinConfig(output_tokens=perf_tokens, responses=responses, max_model_len=20000)
     return tokdir, paths, audit, cfg
 
@@ -62,6 +62,10 @@ def test_test07_and_test09_run_on_their_sets_and_the_rounds_scripts_pass_them(tm
     # each ran with its own audit.config, on its own set
     assert "test07_accuracy_threshold" in (base / "TEST07" / "audit.config").read_text()
     assert "test09_min_output_tokens" in (base / "TEST09" / "audit.config").read_text()
+    # a shortened test loads no more samples than it issues (each once): TEST09 2 of the 3 performance rows
+    assert "performance_sample_count_override = 2" in (base / "TEST09" / "user.conf").read_text()
+    import json
+    assert len({e["qsl_idx"] for e in json.loads((base / "TEST09" / "mlperf_log_accuracy.json").read_text())}) == 2
     verdicts = verify_all(env)
     assert [(v.test, v.status) for v in verdicts] == [("TEST07", "PASS"), ("TEST09", "PASS")], verdicts
     text = (base / "TEST07" / "verify_accuracy.txt").read_text()
