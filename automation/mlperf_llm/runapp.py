@@ -7,7 +7,7 @@ import difflib
 from cmcontract.yesno import YesNoError, is_yes, parse_yes_no
 
 from . import outcomes
-from .benchmarks import BENCHMARKS, CATEGORIES, SCENARIOS
+from .benchmarks import BENCHMARKS, CATEGORIES, SCENARIOS, BenchmarkError
 from .harness.balance import POLICIES
 from .vllm.install import BUILD_NAMES
 
@@ -164,6 +164,11 @@ def check_inputs(env: dict) -> list[str]:
         if s not in SCENARIOS and s != "all":
             problems.append(f"--scenario={s} is not a LoadGen scenario; use one of "
                             f"{', '.join(SCENARIOS)}" + _closest(s, SCENARIOS))
+        elif s in SCENARIOS and model in BENCHMARKS:
+            try:
+                BENCHMARKS[model].check_scenario(s)
+            except BenchmarkError as e:       # SingleStream of a datacenter benchmark: named before anything runs
+                problems.append(f"--{e}")
     for key, flag in NUMBERS.items():
         value = env.get(key, "")
         if value == "":
@@ -349,7 +354,6 @@ def summary(env: dict, state: dict) -> str:
     lines = ["", RULE, f"MLPerf Inference v{env.get('CM_MLPERF_INFERENCE_VERSION', '?')} "
              f"{env.get('CM_MLPERF_MODEL', '')} ({division} division, {mode} run)"]
     if is_yes(env.get("CM_MLPERF_EMBEDDED")):
-        from .benchmarks import BENCHMARKS
         bench = BENCHMARKS.get(env.get("CM_MLPERF_MODEL", ""))
         lines.append(f"weights: the embedded SmolLM2-135M-Instruct standing in for "
                      f"{bench.hf_model.split('/')[-1] if bench else 'the benchmark model'} (open division)")

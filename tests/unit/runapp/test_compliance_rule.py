@@ -89,3 +89,11 @@ def test_gpt_oss_runs_its_own_compliance_tests_and_the_closing_screen_shows_them
     assert ("Compliance (TEST07, TEST09):\n  Offline     TEST07 PASS (/r/gpt-oss-120b/Offline/TEST07)\n"
             "      Accuracy score: 66.7\n      TEST PASS") in text
     assert "\nCompliance:\n" not in text          # no TEST06 part for a benchmark without TEST06
+
+
+def test_a_scenario_the_benchmark_does_not_run_is_named_before_anything_runs():
+    problems = check_inputs(env(CM_MLPERF_MODEL="gpt-oss-120b", CM_MLPERF_LOADGEN_SCENARIOS="Offline,SingleStream"))
+    assert ("--scenario 'SingleStream': gpt-oss-120b runs Offline, Server, Interactive; fix: --scenario=Offline "
+            "(or _all-scenarios)") in problems, problems
+    assert not [p for p in check_inputs(env(CM_MLPERF_MODEL="llama3.1-8b-edge", CM_MLPERF_LOADGEN_SCENARIOS="SingleStream"))
+                if "scenario" in p]
