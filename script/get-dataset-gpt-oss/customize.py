@@ -16,6 +16,7 @@ def preprocess(i):
         embedded=embedded,
         dataset_dir=env.get('CM_DATASET_PATH') or None,
         lcb_tests=tuple(f for f in env.get('CM_DATASET_LCB_TESTS_FILES', '').split(',') if f.strip()),
+        lcb_revision=env.get('CM_DATASET_LCB_REVISION') or 'main',
         uri=env.get('CM_DATASET_R2_URI') or None,
         tokenizer_dir=tokenizer_dir if embedded else None,
         r2_token=os.environ.get(TOKEN_ENV),  # read from the process only, never from or into env

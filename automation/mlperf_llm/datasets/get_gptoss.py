@@ -21,7 +21,9 @@ class GptOssRequest:
     out_dir: str = "."
     embedded: bool = False
     dataset_dir: str | None = None         # a folder holding the three files (any sub-folders)
-    lcb_tests: tuple[str, ...] = ()        # LiveCodeBench release files (test*.jsonl) or a tests file of ours
+    lcb_tests: tuple[str, ...] = ()        # LiveCodeBench release files (test*.jsonl) or a tests file of ours;
+                                           # () fetches the release from the hub, ("skip",) none (no accuracy run)
+    lcb_revision: str = "main"             # the hub dataset's revision to fetch (resolved to a commit, recorded)
     uri: str | None = None
     tokenizer_dir: str | None = None       # embedded only: the embedded model folder
     r2_token: str | None = field(default=None, repr=False)
@@ -47,6 +49,7 @@ def _find(folder: Path, name: str) -> Path:
 def get_gptoss(req: GptOssRequest) -> GptOssResult:
     out_dir = Path(req.out_dir)
     notes: list[str] = []
+    tests = None
     if req.embedded and not req.dataset_dir:
         tokenizer_dir = embedded_tokenizer(req.tokenizer_dir)
         paths = gptoss_embedded.build_embedded(tokenizer_dir, out_dir)
@@ -69,15 +72,27 @@ def get_gptoss(req: GptOssRequest) -> GptOssResult:
             by_name = {r.path.name: r.path for r in got}
             paths = {k: by_name[gptoss.SETS[k].file] for k in KINDS}
             source = f"r2-downloader {uri}"
-        tests = _tests(req.lcb_tests, out_dir) if req.lcb_tests else None
-        if tests is None:
-            notes.append("no LiveCodeBench tests yet: pass --lcb_tests=FILE[,FILE] (code_generation_lite's "
-                         "release_v6 test*.jsonl files); the accuracy step needs them to mark programs")
-    sets = {k: gptoss.read_set(p, k, expected[k]) for k, p in paths.items()}
+    sets = {k: gptoss.read_set(p, k, expected[k]) for k, p in paths.items()}     # checked before any tests are fetched
+    if tests is None:
+        tests = _lcb_tests(req, out_dir, notes)
     if tests is not None:
         gptoss.check_tests_cover(sets["accuracy"], gptoss.read_tests(tests), str(paths["accuracy"]))
     return GptOssResult(paths=paths, rows={k: len(v) for k, v in sets.items()}, tests=tests, source=source,
                         notes=tuple(notes))
+
+
+def _lcb_tests(req: GptOssRequest, out_dir: Path, notes: list[str]) -> Path | None:
+    """The tests file of the real set: from the files given, else LiveCodeBench's release fetched from
+    the hub (lcb_release.py); none with --lcb_tests=skip."""
+    if req.lcb_tests == ("skip",):
+        notes.append("no LiveCodeBench tests (--lcb_tests=skip): the accuracy step cannot mark programs")
+        return None
+    if req.lcb_tests:
+        return _tests(req.lcb_tests, out_dir)
+    from .lcb_release import fetch_release
+    release = fetch_release(out_dir / "livecodebench" / "release_v6", revision=req.lcb_revision)
+    notes.append(f"LiveCodeBench's tests: {release.source}")
+    return _tests(tuple(str(f) for f in release.files), out_dir)
 
 
 def _tests(files: tuple[str, ...], out_dir: Path) -> Path:

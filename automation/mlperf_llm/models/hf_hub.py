@@ -66,7 +66,7 @@ def gated_message(repo_id: str, endpoint: str, had_token: bool) -> str:
             "route (_r2).")
 
 
-def _transport_errors() -> tuple:
+def transport_errors() -> tuple:
     """The HTTP client's own errors (huggingface_hub 1.x uses httpx, 2.x httpx2)."""
     import importlib
     found = []
@@ -134,7 +134,7 @@ def download_snapshot(req: HubRequest, log=print) -> ModelResult:
     except LocalEntryNotFoundError as e:
         raise ModelError(f"cannot reach {endpoint} for {req.repo_id}: {str(e).splitlines()[0]}; check the network "
                          f"or HF_ENDPOINT. Files already fetched stay in {partial} and the next run resumes.") from None
-    except (HfHubHTTPError, OSError, *_transport_errors()) as e:
+    except (HfHubHTTPError, OSError, *transport_errors()) as e:
         raise ModelError(f"downloading {req.repo_id} from {endpoint} failed: {str(e).splitlines()[0]}. Files "
                          f"already fetched stay in {partial} and the next run resumes; {dest} was not "
                          "created.") from None

@@ -6,6 +6,8 @@
   HEAD /{repo}/resolve/{rev}/{path}           X-Repo-Commit, ETag / X-Linked-Etag, sizes
   GET  /{repo}/resolve/{rev}/{path}           the bytes, with `Range: bytes=N-` resumes
 
+and the same for dataset repositories (`/api/datasets/...`, `/datasets/{repo}/resolve/...`).
+
 Gated repositories answer file requests with 401/403 and `X-Error-Code: GatedRepo`, as the hub does.
 Faults for the tests: `drop_once` (close the connection after N bytes, once), `drop_always`,
 `corrupt` (serve other bytes of the same size). Every request is recorded (never the token).
@@ -105,7 +107,7 @@ class FakeHub:
         with self._lock:
             self.requests.append({"method": h.command, "path": url.path, "range": h.headers.get("Range"),
                                   "auth": bool(token)})
-        if parts[:2] == ["api", "models"]:
+        if parts[:2] in (["api", "models"], ["api", "datasets"]):
             repo_id, repo, rest = self._find(parts[2:])
             if repo is None:
                 return self._error(h, 401, "RepoNotFound", f"Repository Not Found for url: {h.path}.", head)
@@ -125,7 +127,7 @@ class FakeHub:
                     listing.append(entry)
                 return self._send_json(h, 200, listing, head=head)
             return self._error(h, 404, "EntryNotFound", "unknown api route", head)
-        repo_id, repo, rest = self._find(parts)
+        repo_id, repo, rest = self._find(parts[1:] if parts[:1] == ["datasets"] else parts)
         if repo is None or rest[:1] != ["resolve"] or len(rest) < 3:
             return self._error(h, 401, "RepoNotFound", f"Repository Not Found for url: {h.path}.", head)
         path = "/".join(rest[2:])
