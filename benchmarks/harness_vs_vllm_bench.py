@@ -18,8 +18,14 @@ PackageNotFoundError: it asks for the distribution `vllm`, and this one is `vllm
 is driven through `vllm.benchmarks.serve` (`add_cli_args`, `main`) in the server's own venv; that venv
 has no pandas, which vLLM's custom data set reads JSON lines with, so the client reads them with json.
 
+With `--benchmark gpt-oss-120b` (issue 41) the prompts are the embedded gpt-oss accuracy set's
+(token ids, given to vllm bench as their text, the chat template already in it), and both sides
+sample as gpt-oss-120b does (temperature 1, top_p 1; the harness with its per-sample seeds, vllm
+bench with its own), answers capped at 128 tokens as the embedded run caps them.
+
 Run from the repository root with the embedded model and a python that has vLLM:
     CM_EMBEDDED_MODEL_PATH=... CM_VLLM_PYTHON=... python benchmarks/harness_vs_vllm_bench.py [--prompts 32]
+        [--benchmark gpt-oss-120b]
 A side that fails is named and no ratio is printed for it (exit 1).
 """
 from __future__ import annotations
@@ -66,11 +72,19 @@ print("RESULT " + json.dumps({k: result.get(k) for k in ("completed", "output_th
 """
 
 
-def harness(url: str, dataset: str, n: int, work: Path, scenario: str, mode: str, qps: float | None = None) -> dict:
-    req = HarnessRequest(model="llama2-70b-99", round="6.0", results_dir=str(work), dataset_path=dataset,
+# what each benchmark's side runs: the harness's model and round, its cap, and vllm bench's sampling
+SETUPS = {"llama2-70b-99": {"round": "6.0", "max_tokens": None, "sampling": ["--temperature=0"]},
+          "gpt-oss-120b": {"round": "6.1", "max_tokens": 128, "sampling": ["--temperature=1", "--top-p=1"]}}
+
+
+def harness(url: str, dataset: str, n: int, work: Path, scenario: str, mode: str, qps: float | None = None,
+            benchmark: str = "llama2-70b-99") -> dict:
+    setup = SETUPS[benchmark]
+    req = HarnessRequest(model=benchmark, round=setup["round"], results_dir=str(work), dataset_path=dataset,
                          scenarios=(scenario,), modes=(mode,), api_servers=(url,), api_model_name=NAME,
                          total_sample_count=n, test_query_count=n, accuracy_sample_count=n,
-                         server_target_qps=qps, progress=False, skip_tokenizer_check=True)
+                         server_target_qps=qps, progress=False, skip_tokenizer_check=True,
+                         max_tokens=setup["max_tokens"])
     (out,) = run_all(req)
     if out.verdict == "FAILED":
         raise RuntimeError(f"the harness's {scenario} {mode} test failed: {'; '.join(out.reasons[:2])}")
@@ -99,11 +113,12 @@ def query_span_s(test_dir: Path) -> float:
     return span
 
 
-def vllm_bench(python: str, url: str, model: str, prompts: Path, n: int, rate: str, work: Path) -> dict:
+def vllm_bench(python: str, url: str, model: str, prompts: Path, n: int, rate: str, work: Path,
+               benchmark: str = "llama2-70b-99") -> dict:
     argv = [python, "-c", CLIENT, "--backend=vllm", f"--base-url={url}", "--endpoint=/v1/completions",
             f"--model={NAME}", f"--tokenizer={model}", "--dataset-name=custom", f"--dataset-path={prompts}",
             "--custom-output-len=-1", "--skip-chat-template", f"--num-prompts={n}", f"--request-rate={rate}",
-            "--ignore-eos", "--seed=0", "--disable-tqdm"]
+            "--ignore-eos", "--seed=0", "--disable-tqdm", *SETUPS[benchmark]["sampling"]]
     env = {**os.environ, "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
     res = subprocess.run(argv, capture_output=True, text=True, cwd=work, env=env, stdin=subprocess.DEVNULL)
     lines = [line for line in res.stdout.splitlines() if line.startswith("RESULT ")]
@@ -119,9 +134,18 @@ def vllm_bench(python: str, url: str, model: str, prompts: Path, n: int, rate: s
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--prompts", type=int, default=32)
+    ap.add_argument("--benchmark", choices=list(SETUPS), default="llama2-70b-99")
     a, work, dataset = embedded_server.parse(ap, "harness-vs-vllm-bench-")
+    bench = a.benchmark
+    if bench == "gpt-oss-120b":         # its accuracy set (token ids alone): the text given to vllm bench
+        from mlperf_llm.datasets.gptoss_embedded import build_embedded
+        dataset = str(build_embedded(a.model, work / "gpt-oss")["accuracy"])
     ds = load_dataset(dataset)
     n = min(a.prompts, len(ds.tok_input))
+    if not ds.inputs:
+        from mlperf_llm.datasets.tokenizer import ModelTokenizer
+        tok = ModelTokenizer.from_folder(a.model)
+        ds.inputs = [tok.decode(ids, skip_special_tokens=False) for ids in ds.tok_input]
     env = {**embedded_server.server_env(a, work, concurrency=64), "CM_VLLM_PORT": str(server.free_port("127.0.0.1"))}
     started = service.start_from_env(env, work, log=lambda m: print(f"  {m}") if "ready" in m else None)
     url, failed, rows = started["CM_VLLM_SERVER_URL"], [], {}
@@ -136,13 +160,13 @@ def main() -> int:
                                        + "\n" for i in range(n)))
         write_prompts()
         try:
-            vllm_bench(a.vllm_python, url, a.model, prompts, min(n, 8), "inf", work)
+            vllm_bench(a.vllm_python, url, a.model, prompts, min(n, 8), "inf", work, bench)
         except Exception as e:
             failed.append(f"warm-up: {e}")
         offline_failed = False
         for turn in (1, 2):
             try:
-                h = harness(url, dataset, n, work / f"offline-{turn}", "Offline", "accuracy")
+                h = harness(url, dataset, n, work / f"offline-{turn}", "Offline", "accuracy", benchmark=bench)
                 h["output_tok_s"] = h["tokens"] / h["seconds"]
                 print(f"  turn {turn}: harness, Offline (each of {n} prompts once): {h['tokens']} tokens in "
                       f"{h['seconds']:.1f} s = {h['output_tok_s']:.1f} output tok/s")
@@ -156,7 +180,7 @@ def main() -> int:
                 offline_failed = True
                 break
             try:
-                v = vllm_bench(a.vllm_python, url, a.model, prompts, n, "inf", work)
+                v = vllm_bench(a.vllm_python, url, a.model, prompts, n, "inf", work, bench)
                 print(f"  turn {turn}: vllm bench serve, unbounded rate: {v['total_output_tokens']} tokens in "
                       f"{v['duration']:.1f} s = {v['output_throughput']:.1f} output tok/s")
                 if v["output_throughput"] > rows.get("vllm offline", {}).get("output_throughput", 0):
@@ -169,9 +193,9 @@ def main() -> int:
         if "harness offline" in rows:
             qps = round(0.5 * rows["harness offline"]["completed"] / rows["harness offline"]["seconds"], 2)
             for label, fn in (("harness server", lambda: harness(url, dataset, n, work / "server", "Server",
-                                                                 "performance", qps)),
+                                                                 "performance", qps, bench)),
                               ("vllm server", lambda: vllm_bench(a.vllm_python, url, a.model, prompts, n, str(qps),
-                                                                 work))):
+                                                                 work, bench))):
                 try:
                     rows[label] = fn()
                     print(f"  {label.split()[0]}, Server at {qps:g} QPS: median TTFT "
