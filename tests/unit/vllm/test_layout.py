@@ -113,7 +113,7 @@ DOC_NODES = {"8x H100 80 GB": H100, "4x H100 80 GB": GpuNode(4, 81559 / 1024, "N
              "8x H200 141 GB": GpuNode(8, 143771 / 1024, "NVIDIA H200"), "8x L40S 48 GB": L40S,
              "8x MI300X 192 GB": MI300X, "8x MI325X 256 GB": GpuNode(8, 262144 / 1024, "AMD Instinct MI325X")}
 DOC_SOURCES = {"Krai v5.1": "Krai v5.1", "Neural Magic v4.1": "Neural Magic v4.1", "Vultr v5.1": "Vultr v5.1",
-               "Red Hat v5.1": "Red Hat v5.1", "weights": "GB of weights over"}
+               "Red Hat v5.1": "Red Hat v5.1", "Red Hat v6.0": "Red Hat v6.0", "weights": "GB of weights over"}
 
 
 def test_the_table_in_docs_gpu_is_what_the_code_chooses():
@@ -121,8 +121,8 @@ def test_the_table_in_docs_gpu_is_what_the_code_chooses():
     lines = GPU_DOC.read_text().split("## Defaults per benchmark and GPU")[1].splitlines()
     header = next(line for line in lines if line.startswith("| benchmark |"))
     nodes = [c.strip() for c in header.strip("|").split("|")][1:]
-    rows = [line for line in lines if line.startswith("| llama")]
-    assert len(rows) == 2 and set(nodes) == set(DOC_NODES)
+    rows = [line for line in lines if line.startswith(("| llama", "| gpt-oss"))]
+    assert len(rows) == 3 and set(nodes) == set(DOC_NODES)
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         bench = BENCHMARKS[cells[0].split(",")[0].split(" ")[0]]
