@@ -20,6 +20,7 @@ ACCURACY_PATTERNS = {          # metric -> pattern (the checker's ACC_PATTERN, v
     "ROUGELSUM": r".*'rougeLsum':\s+'?([\d.]+)'?.*",
     "GEN_LEN": r".*'gen_len':\s([\d.]+).*",
     "TOKENS_PER_SAMPLE": r".*'tokens_per_sample':\s([\d.]+).*",
+    "exact_match": r".*'exact_match':\s([\d.]+).*",          # gpt-oss-120b (the checker's pattern, master)
 }
 HASH_PATTERN = r"^hash=([\w\d]+)$"
 
@@ -93,7 +94,7 @@ def read_accuracy_txt(path: str) -> AccuracyResult:
         if m:
             hash_val = m.group(1)
     if not values:
-        raise SubmissionError(path, "holds no ROUGE, tokens_per_sample or gen_len values",
+        raise SubmissionError(path, "holds no ROUGE, exact_match, tokens_per_sample or gen_len values",
                               "run process-mlperf-accuracy on this accuracy log")
     return AccuracyResult(values, hash_val, text)
 

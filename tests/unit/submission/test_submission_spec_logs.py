@@ -1,4 +1,6 @@
 import os
+import re
+from pathlib import Path
 
 import pytest
 
@@ -7,6 +9,8 @@ from mlperf_llm.submission.errors import SubmissionError
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "submission")
 RUN = os.path.join(FIX, "results-v5.1", "llama2-70b-99")
+CHECKER_CONSTANTS = (Path(__file__).resolve().parents[4] / "shared" / "mlcommons-inference" / "master-b66003e" / "tools"
+                     / "submission" / "submission_checker" / "constants.py")
 
 
 def test_targets_are_the_checkers_and_print_as_seed_003():
@@ -60,6 +64,11 @@ def test_accuracy_txt_with_the_checkers_patterns(tmp_path):
                  "'gen_len': 8167000, 'gen_num': 13368}\n\nhash=ff00\n")
     assert logs.read_accuracy_txt(str(p)).values == {"ROUGE1": 38.9, "ROUGE2": 16.0, "ROUGEL": 24.5,
                                                      "ROUGELSUM": 35.9, "GEN_LEN": 8167000.0}
+    # gpt-oss-120b: what reasoning_eval's result prints, the checker's 'exact_match' among it
+    p.write_text("\nResults\n\n{'exact_match': 12.183, 'tokens_per_sample': 71.2, 'gen_num': 8}\n\nhash=ab12\n")
+    assert logs.read_accuracy_txt(str(p)).values == {"exact_match": 12.183, "TOKENS_PER_SAMPLE": 71.2}
+    checker = (CHECKER_CONSTANTS.read_text())
+    assert re.search(r'"exact_match": r"' + re.escape(logs.ACCURACY_PATTERNS["exact_match"]) + '"', checker)
     p.write_text("nothing\n")
     with pytest.raises(SubmissionError, match="process-mlperf-accuracy"):
         logs.read_accuracy_txt(str(p))
