@@ -85,6 +85,12 @@ def settle_for_benchmark(env: dict, inputs: dict) -> dict:
         settled["CM_MLPERF_SIZE_TO_HOST"] = "yes"      # a test run sized to the host (harness/sizing.py)
     if not inputs.get("scenario") and not inputs.get("scenarios"):
         settled["CM_MLPERF_LOADGEN_SCENARIO"] = ",".join(alt[0] for alt in rnd.required(bench))
+    for s in [x.strip() for x in str(inputs.get("scenario") or inputs.get("scenarios") or "").split(",")]:
+        if s in SCENARIOS:                   # SingleStream of a datacenter benchmark: named before anything runs
+            try:
+                bench.check_scenario(s)
+            except BenchmarkError as e:
+                return {"return": 1, "error": f"--{e}"}
     return {"return": 0, "variations": variations, "note": "; ".join(notes), "env": settled}
 
 
@@ -164,11 +170,7 @@ def check_inputs(env: dict) -> list[str]:
         if s not in SCENARIOS and s != "all":
             problems.append(f"--scenario={s} is not a LoadGen scenario; use one of "
                             f"{', '.join(SCENARIOS)}" + _closest(s, SCENARIOS))
-        elif s in SCENARIOS and model in BENCHMARKS:
-            try:
-                BENCHMARKS[model].check_scenario(s)
-            except BenchmarkError as e:       # SingleStream of a datacenter benchmark: named before anything runs
-                problems.append(f"--{e}")
+
     for key, flag in NUMBERS.items():
         value = env.get(key, "")
         if value == "":

@@ -39,8 +39,8 @@ def test_a_model_the_round_lacks_is_refused_before_anything_runs(runner, tmp_pat
                    results_dir=str(tmp_path / "results"))
     assert r["return"] == 2
     assert r["error"].startswith("run-mlperf-inference-app: round v6.1 has no llama2-70b-99")
-    assert "(its benchmarks: llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b (not run by this tool yet)); " \
-        "fix: choose one of llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge with _r6.1" in r["error"]
+    assert "(its benchmarks: llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b); " \
+        "fix: choose one of llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b with _r6.1" in r["error"]
     assert "_r6.0" in r["error"]
     assert "Traceback" not in r["error"] and not (tmp_path / "results").exists()
 

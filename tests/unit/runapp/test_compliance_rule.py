@@ -92,8 +92,9 @@ def test_gpt_oss_runs_its_own_compliance_tests_and_the_closing_screen_shows_them
 
 
 def test_a_scenario_the_benchmark_does_not_run_is_named_before_anything_runs():
-    problems = check_inputs(env(CM_MLPERF_MODEL="gpt-oss-120b", CM_MLPERF_LOADGEN_SCENARIOS="Offline,SingleStream"))
-    assert ("--scenario 'SingleStream': gpt-oss-120b runs Offline, Server, Interactive; fix: --scenario=Offline "
-            "(or _all-scenarios)") in problems, problems
-    assert not [p for p in check_inputs(env(CM_MLPERF_MODEL="llama3.1-8b-edge", CM_MLPERF_LOADGEN_SCENARIOS="SingleStream"))
-                if "scenario" in p]
+    base = env(CM_MLPERF_MODEL="gpt-oss-120b", CM_MLPERF_INFERENCE_VERSION="6.1")
+    refused = runapp.settle_for_benchmark(base, {"scenario": "Offline,SingleStream"})
+    assert refused == {"return": 1, "error": "--scenario 'SingleStream': gpt-oss-120b runs Offline, Server, "
+                                             "Interactive; fix: --scenario=Offline (or _all-scenarios)"}
+    assert runapp.settle_for_benchmark(base, {"scenario": "Offline"})["return"] == 0
+    assert runapp.settle_for_benchmark(base, {})["return"] == 0       # the default: the benchmark's own
