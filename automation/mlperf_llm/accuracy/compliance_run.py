@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from cmcontract.yesno import is_yes
+
 from ..outcomes import ComplianceVerdict
 from .compliance_audit import TESTS, AuditError, write_audits
 from .compliance_verify import ComplianceError, verify_test07, verify_test09
@@ -65,7 +67,7 @@ class ComplianceRequest:
             results_dir=env.get("CM_MLPERF_RESULTS_DIR", ""), model=model, round=rnd.name, scenarios=scenarios,
             inference_src=env.get("CM_MLPERF_INFERENCE_SOURCE", ""),
             execution_mode=env.get("CM_MLPERF_EXECUTION_MODE", "test"), query_count=int(given) if given else None,
-            sized=env.get("CM_MLPERF_SIZE_TO_HOST", "") == "yes", test_query_count=int(tqc) if tqc.isdigit() else None,
+            sized=is_yes(env.get("CM_MLPERF_SIZE_TO_HOST")), test_query_count=int(tqc) if tqc.isdigit() else None,
             targets=tuple((s, float(env[f"CM_MLPERF_LOADGEN_{s.upper()}_TARGET_QPS"])) for s in scenarios
                           if env.get(f"CM_MLPERF_LOADGEN_{s.upper()}_TARGET_QPS")),
             rows=(("TEST07", rows("CM_DATASET_COMPLIANCE_ROWS")), ("TEST09", rows("CM_DATASET_PERFORMANCE_ROWS"))),
