@@ -9,7 +9,6 @@ has rows (the audit.config issues each sample once).
 """
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from cmcontract.yesno import is_yes
 
 from ..outcomes import ComplianceVerdict
+from ..sysinfo.pyenv import with_path
 from .compliance_audit import TESTS, AuditError, write_audits
 from .compliance_verify import ComplianceError, verify_test07, verify_test09
 
@@ -129,7 +129,7 @@ def verify_all(env: dict) -> list[ComplianceVerdict]:
     command = " ".join(shlex.quote(a) for a in (
         req.python, "-m", "mlperf_llm.accuracy.reasoning_eval", "--dataset", req.compliance_dataset,
         "--tokenizer", req.tokenizer)) + " --log {accuracy_log}"
-    env_path = {"PYTHONPATH": os.pathsep.join(p for p in (AUTOMATION_DIR, os.environ.get("PYTHONPATH", "")) if p)}
+    env_path = with_path(AUTOMATION_DIR)       # the scorer importable in the verification's process
     out = []
     for scenario in req.scenarios:
         base = Path(scenario_dir(req.results_dir, req.model, scenario, req.round))

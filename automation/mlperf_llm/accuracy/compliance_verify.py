@@ -16,7 +16,6 @@ and the fix.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -51,8 +50,7 @@ def _script_and_audit(inference_src: str | Path, test: str, benchmark: str) -> t
 
 def _verify(test: str, argv: list[str], output_dir: Path, env: dict | None = None) -> Verified:
     with tempfile.TemporaryDirectory(prefix=f"cm4mlperf-{test.lower()}-") as scratch:
-        proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True,
-                              env={**os.environ, **env} if env else None)
+        proc = subprocess.run(argv, cwd=scratch, capture_output=True, text=True, env=env)
     text = (proc.stdout + proc.stderr).strip()
     verify = output_dir / test / VERIFY_FILES[test]
     if not verify.is_file():
@@ -72,7 +70,7 @@ def verify_test09(inference_src: str | Path, benchmark: str, compliance_dir: str
 def verify_test07(inference_src: str | Path, benchmark: str, compliance_dir: str | Path, output_dir: str | Path,
            accuracy_command: str, python: str = sys.executable, env: dict | None = None) -> Verified:
     """`accuracy_command`: a shell command with `{accuracy_log}` where the log's path goes, printing
-    `'exact_match': X` (the scorer's line); `env`: what it needs beside this process's environment."""
+    `'exact_match': X` (the scorer's line); `env`: the environment it runs in (None: this process's)."""
     if "{accuracy_log}" not in accuracy_command:
         raise ComplianceError("TEST07: the accuracy command must hold {accuracy_log}, the place of the log's path")
     script, audit = _script_and_audit(inference_src, "TEST07", benchmark)

@@ -78,9 +78,17 @@ def score_log(accuracy_log: str, rows: list[Row], decode: Callable[[Sequence[int
               workers: int | None = None) -> tuple[list[Marked], reasoning.Tally]:
     """The accuracy log's answers (the first entry of each sample, decoded by `decode`, which must keep
     the special tokens: the harmony channels are read from them) marked against `rows`."""
+    return _mark_entries(_entries(accuracy_log, dtype), rows, decode, workers)
+
+
+def _entries(accuracy_log: str, dtype: str):
     entries = first_per_sample(accuracy_log, dtype)
     if not entries:
         raise AccuracyLogError(f"accuracy log {accuracy_log} has no entries: nothing to score")
+    return entries
+
+
+def _mark_entries(entries, rows: list[Row], decode: Callable[[Sequence[int]], str], workers: int | None):
     answers = [(e.qsl_idx, decode([int(t) for t in e.token_ids])) for e in entries]
     return mark_all(answers, rows, workers)
 
@@ -133,9 +141,9 @@ def evaluate_log(accuracy_log: str, dataset_file: str, tokenizer_path: str, dtyp
         problem = problems.get(p.ground_truth) if reasoning.source_of(p.dataset) == "livecodebench" else None
         rows.append(Row(p.dataset, p.ground_truth, problem.tests if problem else (), problem.fn_name if problem else ""))
     tokenizer = tokenizer or load_tokenizer(tokenizer_path)
-    entries = first_per_sample(accuracy_log, dtype)
-    marked, tally = score_log(accuracy_log, rows, lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
-                              dtype, workers)
+    entries = _entries(accuracy_log, dtype)      # read once: marked, and counted for tokens_per_sample
+    marked, tally = _mark_entries(entries, rows, lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
+                                  workers)
     n_tokens = sum(len(e.token_ids) for e in entries)
     by_source: dict = {}
     for m in marked:
