@@ -38,17 +38,24 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _score_range(bounds: Tuple[int, int]) -> Tuple[List[Tuple[float, ...]], List[int]]:
+def _scorer() -> RougeScorer:
+    """The process's scorer, made once (its tokenizer loads nltk's stemmer: ~2 s on the slow kind of
+    host). Made before the workers are forked, so each inherits it instead of loading its own."""
     global _SCORER
     if _SCORER is None:
         _SCORER = RougeScorer()
+    return _SCORER
+
+
+def _score_range(bounds: Tuple[int, int]) -> Tuple[List[Tuple[float, ...]], List[int]]:
+    scorer = _scorer()
     targets, predictions, splitter = _JOB
     rows, lengths = [], []
     for i in range(*bounds):
         target, prediction = targets[i], predictions[i]
         if splitter is not None:
             target, prediction = splitter.postprocess(target), splitter.postprocess(prediction)
-        rows.append(_SCORER.score(target, prediction).as_tuple())
+        rows.append(scorer.score(target, prediction).as_tuple())
         lengths.append(len(prediction))
     return rows, lengths
 
@@ -75,6 +82,7 @@ def _map_in_workers(chunks: list, workers: int) -> list:
     a SIGTERM that reaches a worker between its fork and Python's after-fork reset is lost, leaving
     that worker waiting on the task queue and terminate() joining it forever (seen in a replay,
     2026-11-25). Only a map that failed or was interrupted terminates the pool."""
+    _scorer()                   # loaded once here, not once per worker
     pool = multiprocessing.get_context("fork").Pool(workers, initializer=_worker_signals)
     finished = False
     try:
