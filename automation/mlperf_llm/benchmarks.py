@@ -101,6 +101,7 @@ class Benchmark:
     performance_rows: int | None = None         # rows of a performance set of its own (None: the accuracy set's)
     model_revision: str = ""                    # the checkpoint's commit the reference names (verified, not assumed)
     keep_special_tokens: bool = False           # answers decoded with their special tokens (harmony channels)
+    interactive_since: str = ""                 # the first round with its Interactive scenario ("": any that has one)
 
     def lg_key(self, scenario: str) -> str:
         """LoadGen's model name for a scenario (Interactive runs as LoadGen's Server under its own key)."""
@@ -203,6 +204,34 @@ _GPT_OSS = Benchmark(
     model_revision="b5c939de8f754692c1647ca79fbf85e8c1e70f8a", keep_special_tokens=True,
 )
 
+# deepseek-r1: language/deepseek-r1 (README.md, utils/backend_registry.py, eval_accuracy.py, mlperf/user.conf),
+# loadgen/mlperf.conf and the submission_checker package of mlcommons/inference master b66003e; v5.1's
+# checker (v5.1.1) requires Offline and Server and has no Interactive for it
+_DEEPSEEK_PROMPT = ("the question (`text_input`) as one user message in DeepSeek-R1's chat template, "
+                    "add_generation_prompt=True, rendered into token ids by the data step")
+_DEEPSEEK_REFERENCE_VLLM = ("the reference's vLLM settings (language/deepseek-r1/utils/backend_registry.py: TP 8, "
+                            "64 sequences, 3,136 + 20,000 + 4 tokens of context, chunked prefill, 0.90 of the memory), "
+                            "plus expert parallelism for its MoE layers (vLLM's DeepSeek recipe); no vLLM result of "
+                            "deepseek-r1 is published")
+_DEEPSEEK_SETTINGS = (("max_num_seqs", 64), ("max_model_len", 23140), ("enable_chunked_prefill", True),
+                      ("gpu_memory_utilization", 0.90), ("enable_expert_parallel", True))
+_DEEPSEEK_R1 = Benchmark(
+    name="deepseek-r1", family="deepseek-r1", loadgen_key="deepseek-r1", interactive_key="deepseek-r1-interactive",
+    category="datacenter", scenarios=("Offline", "Server", "Interactive"), required=(("Offline",), ("Server", "Interactive")),
+    dataset_tags="get,dataset,deepseek-r1", dataset_rows=4388, performance_sample_count=4388,
+    prompt=_DEEPSEEK_PROMPT, max_new_tokens=20000, min_new_tokens=1,
+    accuracy=AccuracySpec((("exact_match", 81.3582),), 0.99, "TOKENS_PER_SAMPLE", 3886.2274),
+    latency_limits_ms={"Server": (2000, 80), "Interactive": (1500, 15)},
+    compliance=("TEST06",), eos_token_id=1, model_tags="get,ml-model,deepseek-r1",
+    hf_model="deepseek-ai/DeepSeek-R1",
+    embedded=("SmolLM2-135M-Instruct (greedy) on the embedded deepseek-r1 set: AIME, MATH500, GPQA, MMLU-Pro and "
+              "LiveCodeBench rows in the reference's schema, a think section opened as R1's template does"),
+    gpu=GpuServing(checkpoint="DeepSeek-R1 in FP8 (its own weights)", weights_gb=690.0, published=(
+        PublishedLayout("h200", 8, 8, _DEEPSEEK_SETTINGS, _DEEPSEEK_REFERENCE_VLLM),
+        PublishedLayout("mi355x", 8, 8, _DEEPSEEK_SETTINGS, _DEEPSEEK_REFERENCE_VLLM))),
+    model_revision="56d4cbbb4d29f4355bab4b9a39ccb717a14ad5ad", interactive_since="6.0",
+)
+
 BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
     _llama2("llama2-70b-99", 0.99),
     _llama2("llama2-70b-99.9", 0.999),
@@ -231,6 +260,7 @@ BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in (
         embedded="SmolLM2-135M-Instruct on the embedded summarisation set's edge subset (112 rows)",
         gpu=_LLAMA31_GPU),
     _GPT_OSS,
+    _DEEPSEEK_R1,
 )}
 
 
@@ -264,8 +294,8 @@ def get_benchmark(name: str) -> Benchmark:
 def required_in(bench: Benchmark, interactive: str) -> tuple[tuple[str, ...], ...]:
     """The closed-division scenario requirements of `bench` in a round whose Interactive is
     `interactive` ("none": no Interactive; "model": a benchmark of its own, as in v5.0; "scenario":
-    a scenario of the benchmark, v5.1 on): Server or Interactive becomes Server where Interactive is
-    not a scenario."""
+    a scenario of the benchmark, v5.1 on; Round.interactive_of says which a benchmark has): Server or
+    Interactive becomes Server where Interactive is not a scenario."""
     if interactive == "scenario":
         return bench.required
     return tuple(tuple(s for s in alt if s != "Interactive") for alt in bench.required)

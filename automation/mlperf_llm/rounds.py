@@ -76,9 +76,16 @@ class Round:
         llama2-70b-99's Interactive runs)."""
         return model.replace("-interactive", "") in self.benchmarks
 
+    def interactive_of(self, bench: Benchmark) -> str:
+        """How this round has `bench`'s Interactive runs: the round's way, or "none" before the round
+        the benchmark's Interactive came in (deepseek-r1: v6.0; v5.1 requires its Server)."""
+        if bench.interactive_since and _order(self.name) < _order(bench.interactive_since):
+            return "none"
+        return self.interactive
+
     def required(self, bench: Benchmark) -> tuple[tuple[str, ...], ...]:
         """The closed division's scenario requirements of `bench` in this round."""
-        return required_in(bench, self.interactive)
+        return required_in(bench, self.interactive_of(bench))
 
     def missing_scenarios(self, bench: Benchmark, present) -> list[str]:
         """The closed-division requirements not met by the scenarios `present` ("Server or
@@ -91,7 +98,8 @@ class Round:
 
     def scenarios_of(self, bench: Benchmark) -> tuple[str, ...]:
         """What `_all-scenarios` runs for `bench`: its scenarios, Interactive only from v6.0."""
-        return tuple(s for s in bench.scenarios if s != "Interactive" or s in self.all_scenarios)
+        return tuple(s for s in bench.scenarios
+                     if s != "Interactive" or (s in self.all_scenarios and self.interactive_of(bench) != "none"))
 
     def loadgen_in_range(self, version: str) -> bool:
         from cmcontract.versions import compare
@@ -101,6 +109,7 @@ class Round:
 _LLAMA2 = ("llama2-70b-99", "llama2-70b-99.9")
 _LLAMA31 = ("llama3.1-8b", "llama3.1-8b-edge")
 _REASONING = ("gpt-oss-120b",)                  # from v6.0 (the v6.0 and master checkers' MODEL_CONFIG)
+_DEEPSEEK = ("deepseek-r1",)                    # from v5.1 (the v5.1.1 checker; Interactive from v6.0)
 
 # LoadGen wheels, measured on the PyPI wheels (TestSettings.FromConfig with an empty user.conf,
 # llama2-70b Offline, the seed LoadGen applies):
@@ -123,23 +132,27 @@ ROUNDS: dict[str, Round] = {r.name: r for r in (
           "5.0.9", "5.0.21", "5.0.20", "v5.0", "v5.0", "script", "v4",
           mlperf_conf_in_measurements=False, calibration_doc=False, interactive="model",
           test06_dir="compliance/nvidia/TEST06"),
-    Round("5.1", _LLAMA2 + _LLAMA31,             # the v5.1 checker already takes Interactive for Server
+    Round("5.1", _LLAMA2 + _LLAMA31 + _DEEPSEEK,             # the v5.1 checker already takes Interactive for Server
           Seeds(1780908523862526354, 14771362308971278857, 18209322760996052031),
           "5.1.0", "5.1.999", "5.1.2", "v5.1", "v5.1.1", "script", "v4",
           mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario"),
-    Round("6.0", _LLAMA2 + _LLAMA31 + _REASONING,
+    Round("6.0", _LLAMA2 + _LLAMA31 + _REASONING + _DEEPSEEK,
           Seeds(2465351861681999779, 14276810075590677512, 3936089224930324775),
           "6.0.5", "6.0.15", "6.0.15", MASTER_B66003E, "master-b66003e", "package", "v6",
           mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario",
           all_scenarios=("Offline", "Server", "Interactive")),
     # v6.1 dropped llama2-70b-99 (mlcommons/inference 44cc3a3 "Remove llama2-70b-99")
-    Round("6.1", ("llama2-70b-99.9",) + _LLAMA31 + _REASONING,
+    Round("6.1", ("llama2-70b-99.9",) + _LLAMA31 + _REASONING + _DEEPSEEK,
           Seeds(2085463073848966840, 2747215439041700203, 16159082839903944936),
           "6.0.16", "6.0.17", "6.0.17", MASTER_B66003E, "master-b66003e", "package", "v6",
           mlperf_conf_in_measurements=False, calibration_doc=True, interactive="scenario",
           all_scenarios=("Offline", "Server", "Interactive")),
 )}
-NEWEST = max(ROUNDS.values(), key=lambda r: tuple(int(x) for x in r.name.split(".")))
+def _order(name: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in name.split("."))
+
+
+NEWEST = max(ROUNDS.values(), key=lambda r: _order(r.name))
 
 
 def _known() -> str:

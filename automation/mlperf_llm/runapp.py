@@ -91,6 +91,10 @@ def settle_for_benchmark(env: dict, inputs: dict) -> dict:
                 bench.check_scenario(s)
             except BenchmarkError as e:
                 return {"return": 1, "error": f"--{e}"}
+            if s == "Interactive" and rnd.interactive_of(bench) == "none":
+                return {"return": 1, "error": f"--scenario=Interactive: round {rnd.name} has no Interactive scenario for "
+                                              f"{bench.name} (its checker requires Offline and Server); fix: "
+                                              "--scenario=Server, or a later round"}
     return {"return": 0, "variations": variations, "note": "; ".join(notes), "env": settled}
 
 

@@ -37,7 +37,9 @@ _LANG_TAG = re.compile(r"^(?:python|py)\s*\n", re.IGNORECASE)
 
 # the accuracy set's sources and how many times each problem is in it (eval_mlperf_accuracy.py)
 REPEATS = {"aime25": 8, "gpqa_diamond": 5, "livecodebench_v6": 3}
-SOURCES = ("gpqa", "aime", "livecodebench")          # matched in this order, by substring of the name
+# every source a reasoning set has (gpt-oss-120b: the first three; deepseek-r1: all five), matched in
+# this order by substring of a row's `dataset` name; which a benchmark scores is its rules' (reasoning_eval)
+SOURCES = ("gpqa", "aime", "livecodebench", "math500", "mmlu_pro")
 
 
 def final_channel(text: str) -> str:
@@ -150,13 +152,13 @@ def parse_boxed(text: str) -> str | None:
 
 
 def source_of(dataset: str) -> str:
-    """'aime' | 'gpqa' | 'livecodebench' for a row's `dataset` name (lower case, by substring);
-    ValueError for another."""
+    """'aime' | 'gpqa' | 'livecodebench' | 'math500' | 'mmlu_pro' for a row's `dataset` name (lower
+    case, by substring); ValueError for another."""
     name = str(dataset or "").lower()
     for source in SOURCES:
         if source in name:
             return source
-    raise ValueError(f"dataset {dataset!r}: not a source this benchmark scores ({', '.join(SOURCES)})")
+    raise ValueError(f"dataset {dataset!r}: not a source of a reasoning set ({', '.join(SOURCES)})")
 
 
 @dataclass

@@ -27,8 +27,10 @@ RESULT_KEYS = {"ROUGE1": "rouge1", "ROUGE2": "rouge2", "ROUGEL": "rougeL", "ROUG
 # The models the OpenOrca pipeline (evaluate.py, process.py, cli.py) scores (those whose length
 # metric is tokens per sample: llama2-70b's), also under v5.0's names for their Interactive runs
 # (a benchmark of their own then), with their scale.
+# deepseek-r1's length metric is tokens per sample too, but exact_match marks its answers (reasoning_eval).
 SCALE = {name: b.accuracy.scale
-         for b in BENCHMARKS.values() if b.accuracy.length_metric == "TOKENS_PER_SAMPLE"
+         for b in BENCHMARKS.values()
+         if b.accuracy.length_metric == "TOKENS_PER_SAMPLE" and "exact_match" not in b.accuracy.metrics
          for name in (b.name, b.interactive_benchmark)}
 
 

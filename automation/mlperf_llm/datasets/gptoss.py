@@ -92,9 +92,15 @@ def _ids(value, where: str) -> tuple[int, ...]:
     return ids
 
 
-def read_set(path, kind: str, expect_rows: int | None = None) -> list[Prompt]:
-    """Every row of a gpt-oss data set file, checked for the columns its kind needs (and, with
-    `expect_rows`, its row count); DatasetError names the file, the column or row, and the fix."""
+# the sources of gpt-oss-120b's sets; a token set of deepseek-r1 (datasets/deepseek.py) has all five
+GPT_OSS_SOURCES = ("aime", "gpqa", "livecodebench")
+
+
+def read_set(path, kind: str, expect_rows: int | None = None,
+             sources: tuple[str, ...] = GPT_OSS_SOURCES) -> list[Prompt]:
+    """Every row of a token set file (gpt-oss-120b's layout, which deepseek-r1's rendered set shares),
+    checked for the columns its kind needs, its rows' sources (scored sets) and, with `expect_rows`,
+    its row count; DatasetError names the file, the column or row, and the fix."""
     spec, path = SETS[kind], Path(path)
     df = _frame(path)
     columns = list(getattr(df, "columns", ()))
@@ -117,7 +123,8 @@ def read_set(path, kind: str, expect_rows: int | None = None) -> list[Prompt]:
         source, truth = str(rec.get("dataset") or ""), str(rec.get("ground_truth") or "").strip()
         if spec.scored:
             try:
-                source_of(source)
+                if source_of(source) not in sources:
+                    raise ValueError(f"dataset {source!r} is not a source of this set ({', '.join(sources)})")
             except ValueError as e:
                 raise DatasetError(f"{where}: {e}") from None
             if not truth:

@@ -43,9 +43,11 @@ def loadgen_model_and_dirs(model: str, scenario: str, rnd: Round) -> tuple[str, 
         raise RoundError(str(e)) from None
     if scenario != "Interactive":
         return bench.loadgen_key, scenario, model, scenario
-    if rnd.interactive == "none":
-        later = [r.name for r in ROUNDS.values() if r.interactive != "none"]
-        raise RoundError(f"scenario Interactive does not exist in round {rnd.name}; use {later[0]} or later")
-    if rnd.interactive == "model":      # v5.0: a benchmark of its own, run as its Server
+    way = rnd.interactive_of(bench)
+    if way == "none":
+        later = [r.name for r in ROUNDS.values() if r.interactive_of(bench) != "none" and r.has_model(model)]
+        raise RoundError(f"scenario Interactive does not exist for {model} in round {rnd.name}; "
+                         f"use {later[0] if later else 'a later round'} or later, or --scenario=Server")
+    if way == "model":      # v5.0: a benchmark of its own, run as its Server
         return bench.interactive_key, "Server", bench.interactive_benchmark, "Server"
     return bench.interactive_key, "Server", model, "Interactive"

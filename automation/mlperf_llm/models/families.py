@@ -1,4 +1,4 @@
-"""The checkpoints the model steps get (Llama-2, Llama-3.1, gpt-oss), one entry per family: which hub repository a (size,
+"""The checkpoints the model steps get (Llama-2, Llama-3.1, gpt-oss, DeepSeek-R1), one entry per family: which hub repository a (size,
 precision) selection means, the revision a repository is pinned to, and which selection
 MLCommons' R2 copy is. The R2 metadata URIs are the steps' default_env (users see and override
 them there).
@@ -74,7 +74,16 @@ GPT_OSS = ModelFamily(
     r2=("120b", "mxfp4"),
     pinned={"openai/gpt-oss-120b": "b5c939de8f754692c1647ca79fbf85e8c1e70f8a"})
 
-FAMILIES = {f.step: f for f in (LLAMA2, LLAMA3, GPT_OSS)}
+# language/deepseek-r1/README.md: deepseek-ai/DeepSeek-R1 at this commit (its own FP8 weights), not
+# DeepSeek-R1-0528, which MLCommons storage once served in its place (mlcommons/inference#2593): the
+# hub route verifies the files against this commit's checksums
+DEEPSEEK_R1 = ModelFamily(
+    name="DeepSeek-R1", step="get-ml-model-deepseek-r1", path_key="CM_ML_MODEL_DEEPSEEK_R1_PATH",
+    repos={("671b", "fp8"): "deepseek-ai/DeepSeek-R1"},
+    r2=("671b", "fp8"),
+    pinned={"deepseek-ai/DeepSeek-R1": "56d4cbbb4d29f4355bab4b9a39ccb717a14ad5ad"})
+
+FAMILIES = {f.step: f for f in (LLAMA2, LLAMA3, GPT_OSS, DEEPSEEK_R1)}
 
 
 def family_of(step: str) -> ModelFamily:

@@ -1,4 +1,4 @@
-"""The model steps' hooks (get-ml-model-llama2, get-ml-model-llama3, get-ml-model-gpt-oss), which differ only in
+"""The model steps' hooks (get-ml-model-llama2, get-ml-model-llama3, get-ml-model-gpt-oss, get-ml-model-deepseek-r1), which differ only in
 their family (families.py), found by the script's alias.
 
 preprocess picks the route and hands run.sh its arguments (`CM_ML_MODEL_GET_ARGS` for

@@ -53,6 +53,7 @@ class ServeConfig:
     host: str | None = None
     port: int | None = None
     enforce_eager: bool = False
+    enable_expert_parallel: bool = False        # MoE experts spread over the GPUs instead of split (DeepSeek)
     disable_log_requests: bool = False
     extra_args: tuple[str, ...] = field(default_factory=tuple)
 
@@ -158,6 +159,8 @@ def _flags(cfg: ServeConfig, vllm_version: str | None) -> list[str]:
     opt('port', cfg.port)
     if cfg.enforce_eager:
         out.append('--enforce-eager')
+    if cfg.enable_expert_parallel:
+        out.append('--enable-expert-parallel')
     if cfg.disable_log_requests and (version is None or version < LOG_REQUESTS_DEFAULT_OFF_FROM):
         out.append('--disable-log-requests')
     out.extend(cfg.extra_args)

@@ -44,7 +44,7 @@ def _parse_float(key, text):
 _INTS = {'tensor_parallel_size', 'pipeline_parallel_size', 'max_num_seqs', 'max_model_len',
          'max_num_batched_tokens', 'port'}
 _FLOATS = {'gpu_memory_utilization'}
-_BOOLS = {'enable_chunked_prefill', 'enforce_eager', 'disable_log_requests'}
+_BOOLS = {'enable_chunked_prefill', 'enforce_eager', 'enable_expert_parallel', 'disable_log_requests'}
 
 
 def config_from_env(env: dict, **overrides) -> ServeConfig:

@@ -39,8 +39,8 @@ def test_a_model_the_round_lacks_is_refused_before_anything_runs(runner, tmp_pat
                    results_dir=str(tmp_path / "results"))
     assert r["return"] == 2
     assert r["error"].startswith("run-mlperf-inference-app: round v6.1 has no llama2-70b-99")
-    assert "(its benchmarks: llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b); " \
-        "fix: choose one of llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b with _r6.1" in r["error"]
+    assert "(its benchmarks: llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b, deepseek-r1); " \
+        "fix: choose one of llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b, deepseek-r1 with _r6.1" in r["error"]
     assert "_r6.0" in r["error"]
     assert "Traceback" not in r["error"] and not (tmp_path / "results").exists()
 
@@ -50,7 +50,7 @@ def test_no_model_plans_the_rounds_first_benchmark_and_says_why(runner, capsys):
     assert r["return"] == 0, r.get("error")
     err = capsys.readouterr().err
     assert ("benchmark llama2-70b-99.9: no --model given, so the first of round v6.1's benchmarks "
-            "(llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b) that this tool runs") in err
+            "(llama2-70b-99.9, llama3.1-8b, llama3.1-8b-edge, gpt-oss-120b, deepseek-r1) that this tool runs") in err
     assert "run-mlperf-inference-app _embedded,_full,_model.llama2-70b-99.9,_r6.1" in runner.output
     r = runner.plan(MAIN + ",_r5.0", division="open")
     assert r["return"] == 0 and "_model.llama2-70b-99,_r5.0" in runner.output

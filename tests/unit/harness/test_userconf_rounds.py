@@ -99,7 +99,7 @@ def test_interactive_layout_follows_the_round():
         "llama2-70b-interactive", "Server", "llama2-70b-99", "Interactive")
     assert loadgen_model_and_dirs("llama2-70b-99.9", "Interactive", get_round("5.0")) == (
         "llama2-70b-interactive", "Server", "llama2-70b-interactive-99.9", "Server")
-    with pytest.raises(RoundError, match="Interactive does not exist in round 4.1"):
+    with pytest.raises(RoundError, match="Interactive does not exist for llama2-70b-99 in round 4.1"):
         loadgen_model_and_dirs("llama2-70b-99", "Interactive", get_round("4.1"))
     with pytest.raises(RoundError, match="model 'gpt-j'"):
         loadgen_model_and_dirs("gpt-j", "Offline", get_round("5.1"))
