@@ -19,10 +19,20 @@ for path in (STANDIN, AUTOMATION, E2E_DIR):
 
 E2E = E2E_DIR + os.sep
 GPU = os.path.join(ROOT, "tests", "gpu") + os.sep
-# units that leave in the session's cache what an e2e test then takes (the v4.1 LoadGen build seed
-# 003's command copies instead of compiling: sysinfo/loadgen_src.build_kept): assigned first, so they
-# are done long before the e2e tests start
-FIRST = ("tests/integration/sysinfo/test_loadgen_source_build.py",)
+# folders whose modules are one unit, run by one worker in order: they share something costly that
+# one module builds and the next takes (the model steps' ml venv, ~40 s: tests/integration/models/
+# conftest.py), which a second worker would otherwise wait for, idle, on the cache entry's lock
+GROUPED = ("tests/integration/models/",)
+# assigned first, in this order: units that leave in the session's cache what an e2e test then takes
+# (the v4.1 LoadGen build seed 003's command copies instead of compiling: sysinfo/loadgen_src.
+# build_kept), then the longest (50-150 s each on the slow kind of host, 2026-11-28), so the last
+# units both workers run are short ones and neither waits long, idle, for the other before the e2e
+# unit starts
+FIRST = ("tests/integration/sysinfo/test_loadgen_source_build.py",
+         "tests/integration/engine/test_cm4mlops_both_engines.py",
+         "tests/integration/models/",
+         "tests/integration/engine/test_cmind_coexistence.py",
+         "tests/integration/harness/test_harness_standin.py")
 
 
 def pytest_configure(config):
@@ -63,9 +73,12 @@ def pytest_collection_modifyitems(config, items):
 
 
 def work_unit(nodeid: str) -> str:
-    """What one pytest-xdist worker runs whole, in order: "e2e" (tests/e2e), else the test's module."""
+    """What one pytest-xdist worker runs whole, in order: "e2e" (tests/e2e), a GROUPED folder, else
+    the test's module."""
     path = nodeid.split("::", 1)[0]
-    return "e2e" if path.startswith("tests/e2e/") else path
+    if path.startswith("tests/e2e/"):
+        return "e2e"
+    return next((folder for folder in GROUPED if path.startswith(folder)), path)
 
 
 @pytest.hookimpl(optionalhook=True)

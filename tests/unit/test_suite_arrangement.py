@@ -1,4 +1,4 @@
-"""How the suite is spread over pytest-xdist workers (tests/conftest.py: work_unit)."""
+"""How the suite is spread over pytest-xdist workers (tests/conftest.py: work_unit, GROUPED, FIRST)."""
 import importlib.util
 from pathlib import Path
 
@@ -15,3 +15,12 @@ def test_every_e2e_test_is_one_unit_and_other_modules_are_their_own():
     assert conftest.work_unit("tests/unit/vllm/test_command.py::test_a[x::y]") == "tests/unit/vllm/test_command.py"
     assert conftest.work_unit("tests/integration/engine/test_engine_runs.py::TestX::test_b") == \
         "tests/integration/engine/test_engine_runs.py"
+
+
+def test_a_grouped_folder_is_one_unit_and_every_first_unit_exists():
+    root = Path(__file__).resolve().parents[2]
+    for name in ("test_models_llama2_script.py::test_a", "test_models_llama3_script.py::test_b[x]"):
+        assert conftest.work_unit(f"tests/integration/models/{name}") == "tests/integration/models/"
+    # a unit named first that no longer exists would silently drop out of the order
+    assert all((root / unit).exists() for unit in conftest.FIRST), conftest.FIRST
+    assert len(set(conftest.FIRST)) == len(conftest.FIRST)

@@ -14,15 +14,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 @pytest.fixture(scope="package")
 def cache_dir(tmp_path_factory):
     """One cache for the model steps' tests: their ml venv (torch-free: huggingface_hub, transformers)
-    is built once, not once per step's module (25-40 s each on 2 cores). Under pytest-xdist the
-    modules run in different workers: the cache is in the folder the session's workers share, and
-    the engine's lock on each entry makes the second worker wait for the first one's venv and take it."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent          # .../pytest-N, above each worker's popen-gwK
-    path = base / "models-cache"
-    path.mkdir(exist_ok=True)
-    return str(path)
+    is built once, not once per step's module (25-40 s each on 2 cores). The folder's modules are one
+    unit of work (tests/conftest.py: GROUPED), run by one worker one after the other, so the first
+    builds the venv and the others take it; no worker waits on another's."""
+    return str(tmp_path_factory.mktemp("models-cache"))
 
 
 @pytest.fixture
