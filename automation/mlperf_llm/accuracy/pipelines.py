@@ -6,7 +6,8 @@
 | TOKENS_PER_SAMPLE | the processed OpenOrca pickle      | evaluate.evaluate (llama2-70b's evaluate-accuracy.py)   |
 | GEN_LEN           | a cnn_eval.json-layout JSON file   | summarization.evaluate_summaries (llama3.1-8b's evaluation.py) |
 
-A benchmark judged by `exact_match` (gpt-oss-120b) is marked by reasoning_eval.evaluate_log instead,
+A benchmark judged by `exact_match` (gpt-oss-120b, deepseek-r1) is marked by reasoning_eval.evaluate_log
+by its own rules (reasoning_eval.RULES) instead,
 whatever its length metric: its answers are parsed and run, not compared with reference texts, so it
 has no reference answers of rows either (`reference_rows` None), and it reads the LiveCodeBench tests
 file (`takes_tests`).
@@ -17,12 +18,13 @@ keys of reference.json. Both results are a ScoredResult, which is all process.py
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Callable, Dict, List, Protocol, Tuple
 
 from ..benchmarks import BenchmarkError, get_benchmark
 from .evaluate import EvaluationError, evaluate, score_texts
-from .reasoning_eval import evaluate_log
+from .reasoning_eval import evaluate_log, rules_for
 from .splitter import SentenceSplitter
 from .summarization import evaluate_summaries, score_summaries
 
@@ -98,5 +100,5 @@ def pipeline_for(model: str) -> Pipeline:
     except BenchmarkError as e:
         raise EvaluationError(str(e)) from None
     if "exact_match" in bench.accuracy.metrics:
-        return REASONING
+        return replace(REASONING, score_log=partial(evaluate_log, rules=rules_for(bench.name)))
     return PIPELINES[bench.accuracy.length_metric]

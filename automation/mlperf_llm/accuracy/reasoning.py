@@ -163,9 +163,11 @@ def source_of(dataset: str) -> str:
 
 @dataclass
 class Tally:
-    """Right and total answers per `dataset` name, and the checker's figure."""
+    """Right and total answers per `dataset` name, and the checker's figure: weighted by `repeats`
+    (gpt-oss-120b's REPEATS; {} for deepseek-r1, whose figure is the plain mean of 0-or-100 marks)."""
     correct: dict[str, int] = field(default_factory=dict)
     total: dict[str, int] = field(default_factory=dict)
+    repeats: dict[str, int] = field(default_factory=lambda: dict(REPEATS))
 
     def add(self, dataset: str, right: bool) -> None:
         name = str(dataset).lower()
@@ -174,8 +176,8 @@ class Tally:
 
     def exact_match(self) -> float:
         """sum over sources of correct/repeats over sum of total/repeats, x 100 (0.0 for no answers)."""
-        score = sum(c / REPEATS.get(d, 1) for d, c in self.correct.items())
-        best = sum(t / REPEATS.get(d, 1) for d, t in self.total.items())
+        score = sum(c / self.repeats.get(d, 1) for d, c in self.correct.items())
+        best = sum(t / self.repeats.get(d, 1) for d, t in self.total.items())
         return 100.0 * score / best if best else 0.0
 
     def checker_line(self) -> str:

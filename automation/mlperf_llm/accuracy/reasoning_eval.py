@@ -1,25 +1,65 @@
 """Marking a reasoning benchmark's answers: each answer against its row of the accuracy set (its
 source, its ground truth, for LiveCodeBench its tests), right or wrong with what was read and why,
-and the repeat-weighted figure (reasoning.Tally).
+and the figure (reasoning.Tally).
+
+Each benchmark reads its answers by its reference evaluator's rules (`Rules`, `RULES`):
+
+| | gpt-oss-120b | deepseek-r1 |
+|---|---|---|
+| decoded | with special tokens (the harmony channels) | without (`skip_special_tokens=True`) |
+| AIME | `parse_aime` | `parse_aime` |
+| GPQA | `parse_choice`: the final channel first | `parse_choice_anywhere(D)`: the last `ANSWER: X` |
+| MMLU-Pro | - | `parse_choice_anywhere(J)`, a lone letter as the fall-back |
+| MATH500 | - | `parse_boxed`, graded by `math_equiv` (PRM800K's rules) |
+| LiveCodeBench | `parse_code`: the final channel's last python block | `parse_first_python` |
+| figure | weighted by each source's repeats | the plain mean |
 
 Programs run in the sandbox, several at once (`workers`, default the CPUs this process may use);
-the other sources are parsed here. A row whose source is not one of the benchmark's is an error
-naming the row, not a silent wrong.
+MATH500's answers are graded together in one limited child (math_equiv.grade_many); the others are
+parsed here. A row whose source is not one of the benchmark's is an error naming the row, not a
+silent wrong.
 """
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from . import livecodebench, reasoning
+from ..benchmarks import get_benchmark
+from ..datasets.gptoss import GPT_OSS_SOURCES
+from . import livecodebench, math_equiv, reasoning
 from .log import AccuracyLogError, first_per_sample
 
 
 @dataclass(frozen=True)
+class Rules:
+    """How one benchmark's answers are read and its figure made (its reference evaluator's rules)."""
+    benchmark: str
+    sources: tuple[str, ...]                        # the sources its set may hold (reasoning.source_of's)
+    repeats: dict = field(default_factory=dict)     # dataset name -> repeats (the figure's weights)
+
+    @property
+    def keep_special_tokens(self) -> bool:
+        """Whether answers are decoded with their special tokens (the benchmark table says)."""
+        return get_benchmark(self.benchmark).keep_special_tokens
+
+
+GPT_OSS = Rules("gpt-oss-120b", GPT_OSS_SOURCES, dict(reasoning.REPEATS))
+DEEPSEEK_R1 = Rules("deepseek-r1", reasoning.SOURCES)
+RULES = {r.benchmark: r for r in (GPT_OSS, DEEPSEEK_R1)}
+
+
+def rules_for(model: str) -> Rules:
+    """The rules of the benchmark `model` (ValueError for one that is not a reasoning benchmark)."""
+    if model not in RULES:
+        raise ValueError(f"{model} is not a reasoning benchmark ({', '.join(RULES)})")
+    return RULES[model]
+
+
+@dataclass(frozen=True)
 class Row:
-    dataset: str                                    # aime25 | gpqa_diamond | livecodebench_v6 (as the set names it)
+    dataset: str                                    # the source as the set names it (aime25, gpqa_diamond, math500, ...)
     ground_truth: str                               # the integer, the letter, or the problem's id
     tests: tuple[livecodebench.Test, ...] = ()      # LiveCodeBench: the problem's tests
     fn_name: str = ""                               # LiveCodeBench: the method functional tests call
@@ -34,8 +74,20 @@ class Marked:
     why: str                                        # why it is wrong ('' when right)
 
 
-def _mark_one(index: int, text: str, row: Row) -> Marked:
+def _choice(index: int, text: str, row: Row, letter: str | None, letters: str) -> Marked:
+    want = str(row.ground_truth).strip().upper()
+    right = letter is not None and letter in letters and letter == want
+    return Marked(index, row.dataset, right, letter or "",
+                  "" if right else ("no choice found" if letter is None else f"{letter} is not {want}"))
+
+
+def _mark_one(index: int, text: str, row: Row, rules: Rules = GPT_OSS) -> Marked:
+    """One answer marked, MATH500's excepted (grade_math marks those, all at once)."""
     source = reasoning.source_of(row.dataset)
+    if source not in rules.sources:
+        raise ValueError(f"row {index}: dataset {row.dataset!r} is not a source of {rules.benchmark}'s set "
+                         f"({', '.join(rules.sources)})")
+    deepseek = rules is DEEPSEEK_R1
     if source == "aime":
         value = reasoning.parse_aime(text)
         try:
@@ -46,39 +98,58 @@ def _mark_one(index: int, text: str, row: Row) -> Marked:
         return Marked(index, row.dataset, right, "" if value is None else str(value),
                       "" if right else ("no integer answer found" if value is None else f"{value} is not {want}"))
     if source == "gpqa":
-        letter = reasoning.parse_choice(text, "D")
-        want = str(row.ground_truth).strip().upper()
-        right = letter is not None and letter in "ABCD" and letter == want
-        return Marked(index, row.dataset, right, letter or "",
-                      "" if right else ("no choice found" if letter is None else f"{letter} is not {want}"))
+        parse = reasoning.parse_choice_anywhere if deepseek else reasoning.parse_choice
+        return _choice(index, text, row, parse(text, "D"), "ABCD")
+    if source == "mmlu_pro":
+        return _choice(index, text, row, reasoning.parse_choice_anywhere(text, "J"), "ABCDEFGHIJ")
+    if source == "math500":
+        raise ValueError(f"row {index}: MATH500 answers are graded together (grade_math), not one by one")
     if not row.tests:
         raise ValueError(f"row {index}: LiveCodeBench problem {row.ground_truth!r} has no tests in the data set")
-    program = reasoning.parse_code(text)
+    program = reasoning.parse_first_python(text) if deepseek else reasoning.parse_code(text)
     verdict = livecodebench.run_tests(program, list(row.tests), row.fn_name)
     return Marked(index, row.dataset, verdict.passed, "program" if program else "", verdict.why)
 
 
-def mark_all(answers: list[tuple[int, str]], rows: list[Row], workers: int | None = None
-             ) -> tuple[list[Marked], reasoning.Tally]:
-    """Each (row index, answer text) marked against rows[index], in the answers' order; the tally."""
+def grade_math(answers: list[tuple[int, str]], rows: list[Row]) -> list[Marked]:
+    """MATH500's answers: the last `\\boxed{}` of each, graded against its row's truth by PRM800K's
+    rules (math_equiv), every pair in one limited child process."""
+    boxed = [reasoning.parse_boxed(text) for _, text in answers]
+    verdicts = math_equiv.grade_many([(b, rows[i].ground_truth) for (i, _), b in zip(answers, boxed)])
+    return [Marked(i, rows[i].dataset, v.equal, b or "",
+                   "" if v.equal else ("no \\boxed{} answer (none closed, or the answer was cut at the output cap)"
+                                       if b is None else v.why))
+            for (i, _), b, v in zip(answers, boxed, verdicts)]
+
+
+def mark_all(answers: list[tuple[int, str]], rows: list[Row], workers: int | None = None,
+             rules: Rules = GPT_OSS) -> tuple[list[Marked], reasoning.Tally]:
+    """Each (row index, answer text) marked against rows[index] by `rules`, in the answers' order;
+    the tally."""
     for index, _ in answers:
         if not 0 <= index < len(rows):
             raise ValueError(f"answer for row {index}: the accuracy set has {len(rows)} rows")
     if not workers:
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    is_math = [reasoning.source_of(rows[i].dataset) == "math500" and "math500" in rules.sources
+               for i, _ in answers]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:        # programs: one process each
-        marked = list(pool.map(lambda pair: _mark_one(pair[0], pair[1], rows[pair[0]]), answers))
-    tally = reasoning.Tally()
+        others = list(pool.map(lambda pair: _mark_one(pair[0], pair[1], rows[pair[0]], rules),
+                               [a for a, m in zip(answers, is_math) if not m]))
+    maths = iter(grade_math([a for a, m in zip(answers, is_math) if m], rows))
+    rest = iter(others)
+    marked = [next(maths) if m else next(rest) for m in is_math]
+    tally = reasoning.Tally(repeats=dict(rules.repeats))
     for m in marked:
         tally.add(m.dataset, m.right)
     return marked, tally
 
 
 def score_log(accuracy_log: str, rows: list[Row], decode: Callable[[Sequence[int]], str], dtype: str = "int32",
-              workers: int | None = None) -> tuple[list[Marked], reasoning.Tally]:
-    """The accuracy log's answers (the first entry of each sample, decoded by `decode`, which must keep
-    the special tokens: the harmony channels are read from them) marked against `rows`."""
-    return _mark_entries(_entries(accuracy_log, dtype), rows, decode, workers)
+              workers: int | None = None, rules: Rules = GPT_OSS) -> tuple[list[Marked], reasoning.Tally]:
+    """The accuracy log's answers (the first entry of each sample, decoded by `decode` as `rules` say:
+    gpt-oss-120b's harmony channels are read from the special tokens) marked against `rows`."""
+    return _mark_entries(_entries(accuracy_log, dtype), rows, decode, workers, rules)
 
 
 def _entries(accuracy_log: str, dtype: str):
@@ -88,9 +159,10 @@ def _entries(accuracy_log: str, dtype: str):
     return entries
 
 
-def _mark_entries(entries, rows: list[Row], decode: Callable[[Sequence[int]], str], workers: int | None):
+def _mark_entries(entries, rows: list[Row], decode: Callable[[Sequence[int]], str], workers: int | None,
+                  rules: Rules = GPT_OSS):
     answers = [(e.qsl_idx, decode([int(t) for t in e.token_ids])) for e in entries]
-    return mark_all(answers, rows, workers)
+    return mark_all(answers, rows, workers, rules)
 
 
 @dataclass
@@ -124,14 +196,15 @@ class ReasoningResult:
 
 
 def evaluate_log(accuracy_log: str, dataset_file: str, tokenizer_path: str, dtype: str = "int32",
-                 workers: int | None = None, splitter=None, tokenizer=None, tests: str = "") -> ReasoningResult:
-    """The accuracy step's entry (pipelines.py): the log decoded with its special tokens, marked
-    against the accuracy set `dataset_file` (gptoss.py's layout) and the LiveCodeBench tests file."""
+                 workers: int | None = None, splitter=None, tokenizer=None, tests: str = "",
+                 rules: Rules = GPT_OSS) -> ReasoningResult:
+    """The accuracy step's entry (pipelines.py): the log decoded as `rules` say, marked against the
+    accuracy set `dataset_file` (gptoss.py's layout) and the LiveCodeBench tests file."""
     from ..datasets import gptoss
     from ..datasets.schema import DatasetError
     from .evaluate import EvaluationError, load_tokenizer
     try:
-        prompts = gptoss.read_set(dataset_file, "accuracy")
+        prompts = gptoss.read_set(dataset_file, "accuracy", sources=rules.sources)
         problems = gptoss.read_tests(tests) if any(
             reasoning.source_of(p.dataset) == "livecodebench" for p in prompts) else {}
     except DatasetError as e:
@@ -142,8 +215,9 @@ def evaluate_log(accuracy_log: str, dataset_file: str, tokenizer_path: str, dtyp
         rows.append(Row(p.dataset, p.ground_truth, problem.tests if problem else (), problem.fn_name if problem else ""))
     tokenizer = tokenizer or load_tokenizer(tokenizer_path)
     entries = _entries(accuracy_log, dtype)      # read once: marked, and counted for tokens_per_sample
-    marked, tally = _mark_entries(entries, rows, lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
-                                  workers)
+    keep = rules.keep_special_tokens
+    marked, tally = _mark_entries(entries, rows, lambda ids: tokenizer.decode(ids, skip_special_tokens=not keep),
+                                  workers, rules)
     n_tokens = sum(len(e.token_ids) for e in entries)
     by_source: dict = {}
     for m in marked:
@@ -152,7 +226,8 @@ def evaluate_log(accuracy_log: str, dataset_file: str, tokenizer_path: str, dtyp
     return ReasoningResult(exact_match=round(tally.exact_match(), 3), gen_num=len(marked),
                            tokens_per_sample=round(n_tokens / max(1, len(entries)), 1),
                            by_source={k: list(v) for k, v in sorted(by_source.items())}, marked=marked,
-                           tokenizer=f"{type(tokenizer).__name__} from {tokenizer_path} (special tokens kept)",
+                           tokenizer=f"{type(tokenizer).__name__} from {tokenizer_path} "
+                                     f"(special tokens {'kept' if keep else 'skipped'})",
                            tally=tally)
 
 
@@ -166,10 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokenizer", required=True, help="the model folder (its tokenizer decodes the answers)")
     p.add_argument("--tests", default="", help="the LiveCodeBench tests file (the data step's)")
     p.add_argument("--dtype", default="int32")
+    p.add_argument("--benchmark", default=GPT_OSS.benchmark, choices=sorted(RULES),
+                   help="whose rules read the answers (default gpt-oss-120b)")
     args = p.parse_args(argv)
     from .evaluate import EvaluationError
     try:
-        result = evaluate_log(args.log, args.dataset, args.tokenizer, args.dtype, tests=args.tests)
+        result = evaluate_log(args.log, args.dataset, args.tokenizer, args.dtype, tests=args.tests,
+                              rules=RULES[args.benchmark])
     except (EvaluationError, AccuracyLogError, ValueError) as e:
         print(f"ERROR: {e}")
         return 1

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..accuracy import reasoning
 from ..accuracy.reasoning import source_of
 from . import gptoss
 from .schema import DatasetError
@@ -41,9 +42,9 @@ MAX_TEMPLATE_TOKENS = 4      # utils/backend_registry.py MAX_TEMPLATE_TOKS: what
 # (vLLM's max_input_len = MAX_ISL + MAX_TEMPLATE_TOKS)
 MAX_PROMPT_TOKENS = MAX_INPUT_TOKENS + MAX_TEMPLATE_TOKENS
 TRUTHS = ("ground_truth", "gt_output")
-# the scored set's sources (reasoning.source_of's names), in the order the embedded rows take turns;
-# gptoss.read_set(path, kind, sources=SOURCES) reads the rendered set with all five
-SOURCES = ("aime", "math500", "gpqa", "mmlu_pro", "livecodebench")
+# the scored set's sources: all five of reasoning.source_of's; gptoss.read_set(path, kind,
+# sources=SOURCES) reads the rendered set with them
+SOURCES = reasoning.SOURCES
 LETTERS = {"gpqa": "ABCD", "mmlu_pro": "ABCDEFGHIJ"}
 
 

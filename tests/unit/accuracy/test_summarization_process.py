@@ -13,7 +13,7 @@ from mlperf_llm import outcomes
 from mlperf_llm.accuracy.evaluate import EvaluationError, evaluate
 from mlperf_llm.accuracy.log import encode_ids
 from mlperf_llm.accuracy.pipelines import PIPELINES, REASONING, pipeline_for
-from mlperf_llm.accuracy.reasoning_eval import evaluate_log
+from mlperf_llm.accuracy.reasoning_eval import RULES, evaluate_log
 from mlperf_llm.accuracy.process import (AccuracyRequest, accuracy_verdict, process_accuracy, target_models)
 from mlperf_llm.accuracy.report import sha256_file
 from mlperf_llm.accuracy.summarization import SummaryScores, evaluate_summaries, score_summaries
@@ -68,11 +68,13 @@ def run(tmp_path):
 
 def test_the_accuracy_spec_picks_the_pipeline():
     for b in BENCHMARKS.values():
-        if "exact_match" in b.accuracy.metrics:      # gpt-oss-120b: marked, not compared with texts
-            assert pipeline_for(b.name) is REASONING and REASONING.takes_tests
+        if "exact_match" in b.accuracy.metrics:      # gpt-oss-120b, deepseek-r1: marked by their own rules
+            p = pipeline_for(b.name)
+            assert (p.name, p.takes_tests) == (REASONING.name, True)
+            assert p.score_log.func is evaluate_log and p.score_log.keywords["rules"] is RULES[b.name]
             continue
         assert pipeline_for(b.name) is PIPELINES[b.accuracy.length_metric]
-    assert pipeline_for("gpt-oss-120b").score_log is evaluate_log
+    assert {b for b in BENCHMARKS if "exact_match" in BENCHMARKS[b].accuracy.metrics} == set(RULES)
     assert SUMMARISATION and {pipeline_for(m).score_log for m in SUMMARISATION} == {evaluate_summaries}
     assert pipeline_for("llama2-70b-interactive-99").score_log is evaluate
     with pytest.raises(EvaluationError, match="not a benchmark this tool knows"):

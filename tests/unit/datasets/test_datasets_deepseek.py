@@ -97,7 +97,7 @@ def bad_row(rows, i, **change):
 
 @pytest.mark.parametrize("row, change, words", [
     (3, {"dataset": "hellaswag"}, r"dataset 'hellaswag' is not a source of the deepseek-r1 set \(its sources: "
-                                  r"aime, math500, gpqa, mmlu_pro, livecodebench\); the file is damaged or another "
+                                  r"gpqa, aime, livecodebench, math500, mmlu_pro\); the file is damaged or another "
                                   r"benchmark's: pass mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl"),
     (0, {"ground_truth": "twelve"}, r"an AIME row's ground_truth 'twelve' is not an integer; .*download it again"),
     (0, {"ground_truth": "1.5"}, r"an AIME row's ground_truth '1.5' is not an integer"),
@@ -206,7 +206,7 @@ def test_the_embedded_questions_hold_every_source_taking_turns():
     problems = emb.load()
     assert len(problems) == 28 == emb.expected_rows()["accuracy"]
     assert {p.source for p in problems} == set(deepseek.SOURCES)
-    order = deepseek.SOURCES
+    order = ("aime", "math500", "gpqa", "mmlu_pro", "livecodebench")     # the file's turns (its README)
     assert [p.source for p in problems] == [order[i % len(order)] for i in range(len(problems))]
     assert all(p.dataset == p.source for p in problems)             # named as the reference names them
     code = [p for p in problems if p.source == "livecodebench"]
