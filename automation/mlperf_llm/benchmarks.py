@@ -209,7 +209,8 @@ _GPT_OSS = Benchmark(
 # checker (v5.1.1) requires Offline and Server and has no Interactive for it
 _DEEPSEEK_PROMPT = ("the question (`text_input`) as one user message in DeepSeek-R1's chat template, "
                     "add_generation_prompt=True, rendered into token ids by the data step")
-_DEEPSEEK_REFERENCE_VLLM = ("the reference's vLLM settings (language/deepseek-r1/utils/backend_registry.py: TP 8, "
+_DEEPSEEK_REFERENCE_VLLM = ("the reference implementation's vLLM settings, published in mlcommons/inference "
+                            "(language/deepseek-r1/utils/backend_registry.py: TP 8, "
                             "64 sequences, 3,136 + 20,000 + 4 tokens of context, chunked prefill, 0.90 of the memory), "
                             "plus expert parallelism for its MoE layers (vLLM's DeepSeek recipe); no vLLM result of "
                             "deepseek-r1 is published")

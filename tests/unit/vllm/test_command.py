@@ -54,13 +54,15 @@ def test_every_flag_in_order():
                       max_num_seqs=64, max_model_len=4096, enable_chunked_prefill=True, max_num_batched_tokens=512,
                       gpu_memory_utilization=0.9, quantization='gptq', kv_cache_dtype='fp8', dtype='bfloat16',
                       distributed_executor_backend='ray', ray_address='10.0.0.1', api_key='s3cret', host='0.0.0.0',
-                      port=8001, enforce_eager=True, disable_log_requests=True, extra_args=('--seed', '7'))
+                      port=8001, enforce_eager=True, enable_expert_parallel=True, disable_log_requests=True,
+                      extra_args=('--seed', '7'))
     assert serve_argv(cfg) == [
         'vllm', 'serve', '/m', '--served-model-name=llama2-70b', '--tensor-parallel-size=2',
         '--pipeline-parallel-size=2', '--max-num-seqs=64', '--max-model-len=4096', '--enable-chunked-prefill',
         '--max-num-batched-tokens=512', '--gpu-memory-utilization=0.9', '--quantization=gptq',
         '--kv-cache-dtype=fp8', '--dtype=bfloat16', '--distributed-executor-backend=ray', '--api-key=s3cret',
-        '--host=0.0.0.0', '--port=8001', '--enforce-eager', '--disable-log-requests', '--seed', '7']
+        '--host=0.0.0.0', '--port=8001', '--enforce-eager', '--enable-expert-parallel', '--disable-log-requests',
+        '--seed', '7']
     assert api_server_argv(cfg, '/venv/bin/python')[:4] == [
         '/venv/bin/python', '-m', 'vllm.entrypoints.openai.api_server', '--model=/m']
     assert api_server_argv(cfg)[4:] == serve_argv(cfg)[3:]

@@ -26,6 +26,9 @@ L40S = GpuNode(8, 46068 / 1024, "NVIDIA L40S")
     ("llama2-70b-99", MI300X, 1, 8, "server_mi300x.yaml"),
     ("llama2-70b-99", L40S, 4, 2, "70 GB of weights over 4 GPU(s)"),
     ("llama2-70b-99", GpuNode(8, 256, "AMD Instinct MI325X"), 1, 8, "server_mi325x.yaml"),
+    ("deepseek-r1", GpuNode(8, 143771 / 1024, "NVIDIA H200"), 8, 1, "the reference implementation's vLLM settings"),
+    ("deepseek-r1", GpuNode(8, 294896 / 1024, "AMD Instinct MI355X"), 8, 1, "backend_registry.py: TP 8"),
+    ("deepseek-r1", MI300X, 8, 1, "690 GB of weights over 8 GPU(s)"),
 ])
 def test_each_benchmark_gets_its_layout_with_its_source(bench, node, tp, replicas, source):
     chosen = choose(BENCHMARKS[bench], node, {})
@@ -37,6 +40,15 @@ def test_each_benchmark_gets_its_layout_with_its_source(bench, node, tp, replica
     placed = place(Machine(cpus=(0,), numa_nodes=1, mem_available_bytes=1, flags=frozenset(), gpus=node.count),
                    chosen.replicas, chosen.tensor_parallel_size)
     assert sorted(g for p in placed for g in p.gpus) == list(range(node.count))
+
+
+def test_deepseek_r1_on_8_h200_gets_the_reference_s_settings_and_expert_parallelism():
+    chosen = choose(BENCHMARKS["deepseek-r1"], GpuNode(8, 143771 / 1024, "NVIDIA H200"), {})
+    assert (chosen.value("max_num_seqs"), chosen.value("max_model_len")) == (64, 3136 + 20000 + 4)
+    assert chosen.value("enable_expert_parallel") is True and chosen.value("gpu_memory_utilization") == 0.90
+    assert chosen.env()["CM_VLLM_ENABLE_EXPERT_PARALLEL"] == "yes"
+    # 8x H100 cannot hold 690 GB of FP8 weights: planned on the whole node, and said
+    assert "need more than 8 GPU(s)" in choose(BENCHMARKS["deepseek-r1"], H100, {}).describe()
 
 
 def test_published_settings_are_taken_and_the_rest_are_the_gpu_defaults():
