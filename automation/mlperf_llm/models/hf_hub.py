@@ -13,6 +13,7 @@ rest) and the folder passes `checkpoint.check_checkpoint` is it renamed to `<des
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -84,6 +85,18 @@ def _ignore_patterns(api, req: HubRequest, token) -> list[str]:
     return REDUNDANT_WEIGHTS if any(f.endswith(".safetensors") for f in files) else []
 
 
+def _check_commit(req: HubRequest, commit: str, endpoint: str) -> None:
+    """A revision asked for by its commit must come back as that commit: a mirror that answers with
+    another (as MLCommons storage once served DeepSeek-R1-0528 for R1: mlcommons/inference#2593) would
+    otherwise hand over another model under the pinned name."""
+    asked = req.revision.lower()
+    if re.fullmatch(r"[0-9a-f]{40}", asked) and (commit or "").lower() != asked:
+        raise ModelError(f"{req.repo_id}: asked {endpoint} for commit {asked}, it answered with commit {commit}: "
+                         "another revision, not the one pinned; nothing was downloaded. Fix: use the Hugging Face "
+                         "hub (unset HF_ENDPOINT) or a mirror that has that commit, or pass --revision= to take "
+                         "another one on purpose.")
+
+
 def _verify(api, req: HubRequest, commit: str, folder: Path, ignore: list[str], token) -> int:
     from huggingface_hub.utils import filter_repo_objects
     result = api.verify_repo_checksums(req.repo_id, revision=commit, local_dir=folder, token=token)
@@ -118,6 +131,7 @@ def download_snapshot(req: HubRequest, log=print) -> ModelResult:
     api = HfApi(endpoint=endpoint, token=token)
     try:
         commit = api.model_info(req.repo_id, revision=req.revision, token=token).sha
+        _check_commit(req, commit, endpoint)
         ignore = _ignore_patterns(api, req, token)
         log(f"downloading {req.repo_id}@{commit[:12]} from {endpoint} into {partial}"
             f"{' (token from ' + TOKEN_ENV + ')' if token else ' (no token)'}")

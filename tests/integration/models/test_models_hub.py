@@ -46,6 +46,22 @@ def test_success_through_hf_endpoint(env, tmp_path):
     assert again.reused
 
 
+def test_a_commit_answered_with_another_is_refused_before_any_download(env, tmp_path):
+    pinned, served = "a" * 40, FakeRepo({}).commit
+    with hub() as h:                                        # it has FakeRepo's commit, not the pinned one
+        with pytest.raises(ModelError, match=rf"asked .* for commit {pinned}, it answered with commit "
+                                             rf"{served}: another revision"):
+            hf_hub.download_snapshot(hf_hub.HubRequest(REPO, str(tmp_path / "model"), revision=pinned,
+                                                       endpoint=h.url), log=lambda m: None)
+        assert not [r for r in h.requests if "/resolve/" in r["path"]]
+    assert not (tmp_path / "model").exists() and not (tmp_path / "model.partial").exists()
+    # a branch or tag is resolved to its commit, as before
+    with hub() as h:
+        res = hf_hub.download_snapshot(hf_hub.HubRequest(REPO, str(tmp_path / "m2"), revision="main",
+                                                         endpoint=h.url), log=lambda m: None)
+    assert res.source.endswith(served)
+
+
 def test_checksum_mismatch_is_refused_and_nothing_is_published(env, tmp_path):
     good = checkpoint_files()[SHARD]
     bad = good[:-4] + bytes(b ^ 0xFF for b in good[-4:])       # same size, other bytes

@@ -7,7 +7,7 @@ import yaml
 
 from mlperf_llm.benchmarks import BENCHMARKS
 from mlperf_llm.models.errors import ModelError
-from mlperf_llm.models.families import FAMILIES, GPT_OSS, LLAMA2, LLAMA3, family_of
+from mlperf_llm.models.families import DEEPSEEK_R1, FAMILIES, GPT_OSS, LLAMA2, LLAMA3, family_of
 from mlperf_llm.models.step import LOCAL_PREFIX
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -77,6 +77,15 @@ def test_gpt_oss_is_pinned_to_the_revision_the_benchmark_table_names():
     assert GPT_OSS.revision(repo) == bench.model_revision and len(bench.model_revision) == 40
     assert GPT_OSS.revision(repo, "main") == "main"
     GPT_OSS.check_r2("120b", "mxfp4")
+
+
+def test_deepseek_r1_is_pinned_to_the_revision_the_benchmark_table_names():
+    bench = BENCHMARKS["deepseek-r1"]
+    repo = DEEPSEEK_R1.repo("671b", "fp8")
+    assert repo == bench.hf_model == "deepseek-ai/DeepSeek-R1"
+    assert DEEPSEEK_R1.revision(repo) == bench.model_revision == "56d4cbbb4d29f4355bab4b9a39ccb717a14ad5ad"
+    DEEPSEEK_R1.check_r2("671b", "fp8")
+    assert family_of("get-ml-model-deepseek-r1") is DEEPSEEK_R1
 
 
 def test_an_unknown_step_names_the_known_ones():
