@@ -6,7 +6,6 @@ inputs of the step and of the steps before it).
 
 from __future__ import annotations
 
-import os
 import platform
 import shlex
 import sys
