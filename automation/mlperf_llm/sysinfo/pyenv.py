@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from cmcontract.publish import replace_dir
 from cmcontract.versions import compare          # the project's one version ordering (0.32.0rc1 < 0.32.0)
 
+from . import envlock
+
 PIP_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?$")
 VENV_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 DONE_MARK = "cm-venv-complete"
@@ -139,7 +141,8 @@ if __name__ == "__main__" and files:
 def pip_install(python: str, req: PackageRequest, extra_args: tuple[str, ...] = (),
                 timeout: float = 3600) -> str:
     """Install req unless an allowed version is already there; returns the installed version. pip
-    installs without compiling; what it installed is then byte-compiled on every core (_COMPILE)."""
+    installs without compiling; what it installed is then byte-compiled on every core (_COMPILE), and
+    merged into the venv's lock (envlock.py: versions and the archives' sha256, from pip's report)."""
     have = installed_version(python, req.dist_name)
     if have and req.allows(have):
         return have
@@ -151,6 +154,10 @@ def pip_install(python: str, req: PackageRequest, extra_args: tuple[str, ...] = 
         if res.returncode != 0:
             raise _pip_failed(req, f"into {python}", res)
         compile_installed(python, installed_by(report), timeout)
+        try:
+            envlock.record_install(python, report)      # the venv's lock: versions and archive hashes
+        except envlock.LockError as e:
+            raise PyEnvError(str(e)) from None
     have = installed_version(python, req.dist_name)
     if not have or not req.allows(have):
         raise PyEnvError(f"after pip install {req.pip_spec()}, {req.dist_name} is {have or 'missing'}: "

@@ -120,3 +120,28 @@ def test_pip_install_byte_compiles_what_it_installed_in_parallel(tmp_path):
     site = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
     source = site / "six.py"
     assert source.is_file() and os.path.isfile(importlib.util.cache_from_source(str(source)))
+
+
+def test_an_install_writes_the_venv_s_lock_with_the_archive_s_hash_and_the_system_python_gets_none(tmp_path):
+    """envlock.py: pip's report of the install merged into the venv's lock file (in the venv's folder:
+    its cache entry); the whole lock lists every distribution, the ones this project did not install
+    (pip of `python -m venv`) without a hash and saying why; an interpreter that is not a venv of
+    ours is never written into."""
+    import hashlib
+    import json
+    from mlperf_llm.sysinfo import envlock
+    from mlperf_llm.sysinfo.pyenv import PackageRequest, create_venv, pip_install
+    python = create_venv(sys.executable, str(tmp_path / "venv"))
+    pip_install(python, PackageRequest("six", version_min="1.10"))
+    lock = json.loads((tmp_path / "venv" / envlock.LOCK_NAME).read_text())
+    (six,) = [d for d in lock["distributions"] if d["name"] == "six"]
+    assert len(six["sha256"]) == 64 and six["version"]
+    if six["url"].startswith("file://"):                  # an archive on this disk: its hash is that file's
+        with open(six["url"][len("file://"):], "rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == six["sha256"]
+    whole = {d.name: d for d in envlock.read(python)}
+    assert whole["six"].sha256 == six["sha256"] and whole["pip"].sha256 == "" and whole["pip"].note == envlock.NO_HASH
+    text = envlock.requirements(list(whole.values()))
+    assert f"six=={six['version']} --hash=sha256:{six['sha256']}\n" in text and "# pip==" in text
+    assert envlock.venv_dir_of(sys.executable) is None or os.path.isfile(
+        os.path.join(envlock.venv_dir_of(sys.executable), "cm-venv-complete"))

@@ -1,0 +1,141 @@
+"""An environment's lock: every distribution a venv of ours holds, with its exact version and, for
+what this project installed into it, the sha256 of the archive pip installed it from: what a replay
+(or an image built for the run) needs to install the same environment instead of resolving a new one.
+
+The lock is written at install time (`record_install`, called by pyenv.pip_install after pip
+succeeded) from pip's own `--report`, merged into `LOCK_NAME` in the venv's folder, so it lives in
+the venv's cache entry. `read` gives the whole lock: every distribution the interpreter sees
+(importlib.metadata), with the hash and source where an install of ours recorded one; a
+distribution nothing of ours installed (pip and setuptools of `python -m venv`, or one installed by
+hand) has its version and no hash, and says so. `requirements` writes it as pip's `--require-hashes`
+input.
+
+Only a venv this project made (pyenv.DONE_MARK in its folder) gets a lock file: the system's or
+the user's interpreter is never written into.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import asdict, dataclass
+
+from cmcontract.publish import staged_file
+
+LOCK_NAME = "cm4mlperf-lock.json"
+LOCK_FORMAT = 1
+NO_HASH = "not installed by this project (the venv's own, or by hand): version only"
+
+
+class LockError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Locked:
+    name: str                   # the distribution's name as its metadata says it
+    version: str
+    sha256: str = ""            # of the archive pip installed it from ("" where none is known)
+    url: str = ""               # where that archive came from (an index, a file on disk)
+    note: str = ""              # why there is no hash
+
+    def requirement(self) -> str:
+        line = f"{self.name}=={self.version}"
+        return f"{line} --hash=sha256:{self.sha256}" if self.sha256 else line
+
+
+def venv_dir_of(python: str) -> str | None:
+    """The folder of the venv `python` belongs to, when this project made it; else None."""
+    from .pyenv import DONE_MARK
+    folder = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    return folder if os.path.isfile(os.path.join(folder, DONE_MARK)) else None
+
+
+def from_report(report_path: str) -> list[Locked]:
+    """The distributions a `pip install --report` installed, with the archives' sha256 and sources."""
+    try:
+        with open(report_path, encoding="utf-8") as f:
+            items = json.load(f).get("install", [])
+    except (OSError, ValueError) as e:
+        raise LockError(f"pip's install report {report_path} is unreadable ({e}); install again") from None
+    out = []
+    for item in items:
+        meta, info = item.get("metadata") or {}, item.get("download_info") or {}
+        hashes = (info.get("archive_info") or {}).get("hashes") or {}
+        sha = hashes.get("sha256", "")
+        if not sha:                         # pip's older single "hash": "sha256=..."
+            algo, _, value = str((info.get("archive_info") or {}).get("hash", "")).partition("=")
+            sha = value if algo == "sha256" else ""
+        note = "" if sha else ("a folder, not an archive" if "dir_info" in info else "pip reported no sha256")
+        out.append(Locked(str(meta.get("name", "")), str(meta.get("version", "")), sha, str(info.get("url", "")),
+                          note))
+    return [d for d in out if d.name and d.version]
+
+
+def _key(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503)."""
+    return "-".join(name.lower().replace("_", "-").replace(".", "-").split("-"))
+
+
+def load(path: str) -> dict[str, Locked]:
+    """A lock file's entries by normalised name ({} when there is no file)."""
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = json.load(f)
+        return {_key(d["name"]): Locked(**d) for d in raw.get("distributions", [])}
+    except (OSError, ValueError, TypeError, KeyError) as e:
+        raise LockError(f"{path} is not a lock file of this project ({e}); remove it and install again, or "
+                        "clean the cache entry of that venv (cm rm cache)") from None
+
+
+def save(path: str, entries: dict[str, Locked]) -> None:
+    """Written whole or not at all (staged beside it, then renamed)."""
+    body = {"format": LOCK_FORMAT, "distributions": [asdict(entries[k]) for k in sorted(entries)]}
+    with staged_file(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(body, f, indent=1, sort_keys=True)
+            f.write("\n")
+
+
+def record_install(python: str, report_path: str) -> str | None:
+    """Merge what pip installed (its report) into the lock of `python`'s venv; the lock's path, or
+    None for an interpreter whose venv this project did not make (nothing is written)."""
+    folder = venv_dir_of(python)
+    if folder is None:
+        return None
+    path = os.path.join(folder, LOCK_NAME)
+    entries = load(path)
+    for d in from_report(report_path):
+        entries[_key(d.name)] = d           # a newer install of the same name replaces the older one
+    save(path, entries)
+    return path
+
+
+_LIST = ("import importlib.metadata as m, json\n"
+         "print(json.dumps(sorted({(d.metadata['Name'], d.version) for d in m.distributions() "
+         "if d.metadata['Name']})))\n")
+
+
+def read(python: str, timeout: float = 120) -> list[Locked]:
+    """The whole lock of `python`: every distribution it sees, each with the hash an install of ours
+    recorded, else its version and why there is no hash."""
+    res = subprocess.run([python, "-c", _LIST], capture_output=True, text=True, timeout=timeout)
+    if res.returncode != 0:
+        raise LockError(f"{python} could not list its distributions:\n{res.stderr.strip()[-800:]}")
+    folder = venv_dir_of(python)
+    recorded = load(os.path.join(folder, LOCK_NAME)) if folder else {}
+    out = []
+    for name, version in json.loads(res.stdout):
+        got = recorded.get(_key(name))
+        out.append(got if got and got.version == version else Locked(name, version, note=NO_HASH))
+    return sorted(out, key=lambda d: _key(d.name))
+
+
+def requirements(entries: list[Locked]) -> str:
+    """The lock as pip's requirements (`name==version --hash=sha256:...`); distributions without a
+    hash are listed apart, in comments, since `--require-hashes` refuses a line without one."""
+    hashed = [d.requirement() for d in entries if d.sha256]
+    bare = [f"# {d.requirement()}  ({d.note or NO_HASH})" for d in entries if not d.sha256]
+    return "\n".join(hashed + bare) + "\n"

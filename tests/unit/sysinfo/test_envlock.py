@@ -1,0 +1,60 @@
+"""sysinfo/envlock.py without a subprocess: pip's install report read (hashes in both of pip's
+forms, a folder install without one), merged into a venv's lock file, refused where the venv is not
+ours, a damaged lock named, and written as pip's --require-hashes requirements."""
+import json
+
+import pytest
+
+from mlperf_llm.sysinfo import envlock
+from mlperf_llm.sysinfo.pyenv import DONE_MARK
+
+SHA = "ab" * 32
+
+
+def report(tmp_path, *items, name="report.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps({"version": "1", "install": list(items)}))
+    return str(path)
+
+
+def item(name, version, **info):
+    return {"metadata": {"name": name, "version": version}, "download_info": info}
+
+
+def test_a_report_gives_each_installed_distribution_its_version_hash_and_source(tmp_path):
+    got = envlock.from_report(report(
+        tmp_path,
+        item("six", "1.17.0", url="file:///opt/pypi/six.whl", archive_info={"hashes": {"sha256": SHA}}),
+        item("old-style", "2.0", url="https://x/o.whl", archive_info={"hash": "sha256=" + "cd" * 32}),
+        item("mine", "0.1", url="file:///src/mine", dir_info={}),
+        {"metadata": {"name": ""}}))
+    assert got == [envlock.Locked("six", "1.17.0", SHA, "file:///opt/pypi/six.whl"),
+                   envlock.Locked("old-style", "2.0", "cd" * 32, "https://x/o.whl"),
+                   envlock.Locked("mine", "0.1", "", "file:///src/mine", "a folder, not an archive")]
+    with pytest.raises(envlock.LockError, match="unreadable .*install again"):
+        envlock.from_report(str(tmp_path / "missing.json"))
+
+
+def test_installs_merge_into_the_lock_of_a_venv_of_ours_and_never_elsewhere(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = str(venv / "bin" / "python")
+    assert envlock.record_install(python, report(tmp_path, item("a", "1", archive_info={"hashes": {"sha256": SHA}})))\
+        is None and not (venv / envlock.LOCK_NAME).exists()          # no completion mark: not our venv
+    (venv / DONE_MARK).write_text("/usr/bin/python3\n")
+    path = envlock.record_install(python, report(tmp_path, item("A_b", "1", archive_info={"hashes": {"sha256": SHA}})))
+    envlock.record_install(python, report(tmp_path, item("a.b", "2", archive_info={"hashes": {"sha256": "ef" * 32}}),
+                                          item("c", "3", archive_info={"hashes": {"sha256": SHA}}), name="r2.json"))
+    entries = envlock.load(path)
+    assert {k: (d.name, d.version, d.sha256) for k, d in entries.items()} == {
+        "a-b": ("a.b", "2", "ef" * 32), "c": ("c", "3", SHA)}            # the newer install of a-b replaced it
+    assert json.loads((venv / envlock.LOCK_NAME).read_text())["format"] == envlock.LOCK_FORMAT
+    (venv / envlock.LOCK_NAME).write_text("{not json")
+    with pytest.raises(envlock.LockError, match="is not a lock file of this project .*install again"):
+        envlock.load(path)
+
+
+def test_the_lock_as_requirements_puts_what_has_no_hash_apart():
+    text = envlock.requirements([envlock.Locked("six", "1.17.0", SHA), envlock.Locked("pip", "23.2.1", note=envlock.NO_HASH)])
+    assert text == (f"six==1.17.0 --hash=sha256:{SHA}\n"
+                    f"# pip==23.2.1  ({envlock.NO_HASH})\n")
