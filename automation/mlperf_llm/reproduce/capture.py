@@ -12,6 +12,7 @@ import os
 import platform
 import re
 import shlex
+import subprocess
 import sys
 from typing import Callable, Optional
 
@@ -226,9 +227,12 @@ def dataset_section(env: dict, memo_path: Optional[str]) -> dict:
     return {k: v for k, v in out.items() if v != "" or k == "sha256"}
 
 
-def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = None) -> dict:
+def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = None,
+                     lock_reader: Optional[Callable[[str], list]] = None) -> dict:
     """Python (this run's), vLLM, torch and transformers (the server's interpreter, asked through
-    `probe(python, packages)`), LoadGen, the inference source."""
+    `probe(python, packages)`), LoadGen, the inference source; with `lock_reader(python)`
+    (sysinfo/envlock.read), the server's whole environment: every distribution's version and the
+    sha256 of the archive it was installed from, and one digest of it all."""
     out = {"python": env.get("CM_PYTHON_VERSION", "") or platform.python_version(),
            "vllm": env.get("CM_VLLM_VERSION", ""), "torch": env.get("CM_TORCH_VERSION", ""),
            "transformers": env.get("CM_TRANSFORMERS_VERSION", ""),
@@ -247,7 +251,22 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
         out["server_torch"] = found.get("torch", "")
         out["server_transformers"] = found.get("transformers", "")
         out["server_python"] = found.get("python", "")
+    if lock_reader is not None and server_python:
+        out.update(environment_lock(server_python, lock_reader))
     return {k: v for k, v in out.items() if v}
+
+
+def environment_lock(python: str, lock_reader: Callable[[str], list]) -> dict:
+    """{"server_environment": {name: {"version", "sha256"}}, "server_environment_sha256": the
+    digest of its requirements text}; {} where the interpreter cannot list itself (said nowhere
+    else: the record then has the versions above only)."""
+    from ..sysinfo import envlock
+    try:
+        entries = lock_reader(python)
+    except (envlock.LockError, OSError, subprocess.SubprocessError, ValueError):
+        return {}
+    return {"server_environment": {d.name: {"version": d.version, "sha256": d.sha256} for d in entries},
+            "server_environment_sha256": hashlib.sha256(envlock.requirements(entries).encode()).hexdigest()}
 
 
 def _server_python(command: str) -> str:
@@ -398,12 +417,13 @@ def known_secrets(environ: dict) -> dict:
 
 def build(*, request: dict, variations: list[str], steps: list[dict], env: dict, results_dir: str,
           argv: list[str], project: dict, memo_path: Optional[str] = None,
-          probe: Optional[Callable[[str, list], dict]] = None, environ: Optional[dict] = None) -> Record:
+          probe: Optional[Callable[[str, list], dict]] = None, environ: Optional[dict] = None,
+          lock_reader: Optional[Callable[[str], list]] = None) -> Record:
     req, secrets = request_section(request, variations)
     secrets = {**known_secrets(environ if environ is not None else {}), **secrets}
     return Record(format=RECORD_FORMAT, project=project, command=command_section(argv, request),
                   request=req, steps=steps_section(steps), model=model_section(env, memo_path),
-                  dataset=dataset_section(env, memo_path), versions=versions_section(env, probe),
+                  dataset=dataset_section(env, memo_path), versions=versions_section(env, probe, lock_reader),
                   loadgen=loadgen_section(env, results_dir), server=server_section(env, results_dir),
                   user_conf=user_conf_section(results_dir), targets=targets_section(results_dir),
                   sizes=sizes_section(results_dir),
@@ -425,4 +445,9 @@ def this_run(i: dict) -> Record:
                  variations=list(i.get("variation_tags") or []), steps=list(i.get("steps") or []),
                  env=env, results_dir=env.get("CM_MLPERF_RESULTS_DIR", ""), argv=list(sys.argv),
                  project=project_section(root, version, git_runner(root)), memo_path=memo,
-                 probe=package_probe, environ=dict(os.environ))
+                 probe=package_probe, environ=dict(os.environ), lock_reader=_read_lock)
+
+
+def _read_lock(python: str) -> list:
+    from ..sysinfo import envlock
+    return envlock.read(python)

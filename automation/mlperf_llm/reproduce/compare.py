@@ -35,6 +35,8 @@ INPUTS = (
     ("versions", "vllm", "vLLM version", "other kernels, scheduler and sampling code", True),
     ("versions", "server_torch", "torch (server)", "other kernels: float results can differ", True),
     ("versions", "server_transformers", "transformers (server)", "other tokenizer code", True),
+    ("versions", "server_environment_sha256", "the server's environment (every package's version and archive)",
+     "another version or build of some package beside vLLM (reproduce/compare: which ones)", True),
     ("versions", "python", "Python (harness)", "rarely matters", False),
     ("versions", "loadgen", "LoadGen version", "other scheduling; the accuracy set is the same", False),
     ("loadgen", "seeds", "LoadGen seeds", "another query order and sample choice in performance runs", False),
@@ -113,6 +115,8 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
             if section == "project" and same_files:   # another commit, the same installed files
                 why, acc = "the same automation/ and script/ files (the commits differ elsewhere)", False
             out.append(Difference(label, a, b, why, acc))
+    out += _package_differences(_get(recorded, "versions", "server_environment"),
+                                _get(here, "versions", "server_environment"))
     rf = {k: v for k, v in (recorded.server.get("flags") or {}).items() if k not in PLACE_FLAGS}
     hf = {k: v for k, v in (here.server.get("flags") or {}).items() if k not in PLACE_FLAGS}
     for d in _dict_diff("server flag", rf, hf, "", False, ignore_paths=True):
@@ -210,6 +214,22 @@ def _kept_keys(steps: list) -> dict:
     return {(s["script"] + (" _" + ",_".join(s["variations"]) if s.get("variations") else ""),
              tuple(sorted((s.get("env") or {}).items()))): s["key"]
             for s in steps if s.get("key") and s.get("kept")}
+
+
+def _package_differences(recorded: dict | None, here: dict | None) -> list:
+    """Each package of the server's environment whose version or archive differs (both records must
+    carry the environment: an older record has none, and then only the digest row above can differ)."""
+    if not isinstance(recorded, dict) or not isinstance(here, dict):
+        return []
+
+    def spell(entry) -> str | None:
+        if not isinstance(entry, dict):
+            return None
+        sha = str(entry.get("sha256") or "")
+        return f"{entry.get('version', '')}" + (f" (sha256 {sha[:12]})" if sha else "")
+    return _dict_diff("server package", {k: spell(v) for k, v in recorded.items()},
+                      {k: spell(v) for k, v in here.items()},
+                      "another version or build of a package the server imports or installs beside vLLM", True)
 
 
 def _dict_diff(prefix: str, a: dict, b: dict, why: str, acc: bool, ignore_paths: bool = False) -> list:

