@@ -344,3 +344,15 @@ def test_a_programs_row_without_tests_is_named(tokdir, tmp_path, monkeypatch):
                                            r"accuracy set have no tests \(first: q1\)"):
         get_deepseek(DeepSeekRequest(dataset_path=str(folder), tokenizer_dir=str(tokdir),
                                      out_dir=str(tmp_path / "out"), lcb_tests=(str(other),)))
+
+
+def test_a_chat_template_is_compiled_once_and_its_refusal_is_a_dataset_error(tmp_path):
+    from mlperf_llm.datasets import tokenizer as tk
+    refusing = tk.ModelTokenizer(tmp_path, None, {}, "{% if messages[0].role == 'system' %}"
+                                 "{{ raise_exception('no system role') }}{% endif %}{{ messages[0].content }}")
+    with pytest.raises(DatasetError, match="chat template refused the messages: no system role"):
+        refusing.chat_prompt("sys", "q")
+    assert refusing.chat_prompt("", "q") == "q"
+    before = tk._compiled.cache_info().hits
+    refusing.chat_prompt("", "again")
+    assert tk._compiled.cache_info().hits == before + 1          # the same template: not compiled again
