@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from dataclasses import asdict, dataclass
 
@@ -73,8 +74,8 @@ def from_report(report_path: str) -> list[Locked]:
 
 
 def _key(name: str) -> str:
-    """A distribution name as pip compares them (PEP 503)."""
-    return "-".join(name.lower().replace("_", "-").replace(".", "-").split("-"))
+    """A distribution name as pip compares them (PEP 503: runs of '-', '_', '.' are one '-')."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def load(path: str) -> dict[str, Locked]:

@@ -49,6 +49,9 @@ def test_installs_merge_into_the_lock_of_a_venv_of_ours_and_never_elsewhere(tmp_
     assert {k: (d.name, d.version, d.sha256) for k, d in entries.items()} == {
         "a-b": ("a.b", "2", "ef" * 32), "c": ("c", "3", SHA)}            # the newer install of a-b replaced it
     assert json.loads((venv / envlock.LOCK_NAME).read_text())["format"] == envlock.LOCK_FORMAT
+    envlock.record_install(python, report(tmp_path, item("C__", "4", archive_info={"hashes": {"sha256": SHA}}),
+                                          item("a_-.B", "5", archive_info={"hashes": {"sha256": SHA}}), name="r3.json"))
+    assert {k: d.version for k, d in envlock.load(path).items()} == {"a-b": "5", "c": "3", "c-": "4"}   # PEP 503 names
     (venv / envlock.LOCK_NAME).write_text("{not json")
     with pytest.raises(envlock.LockError, match="is not a lock file of this project .*install again"):
         envlock.load(path)
