@@ -73,7 +73,7 @@ def from_report(report_path: str) -> list[Locked]:
     return [d for d in out if d.name and d.version]
 
 
-def _key(name: str) -> str:
+def dist_key(name: str) -> str:
     """A distribution name as pip compares them (PEP 503: runs of '-', '_', '.' are one '-')."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -85,7 +85,7 @@ def load(path: str) -> dict[str, Locked]:
     try:
         with open(path, encoding="utf-8") as f:
             raw = json.load(f)
-        return {_key(d["name"]): Locked(**d) for d in raw.get("distributions", [])}
+        return {dist_key(d["name"]): Locked(**d) for d in raw.get("distributions", [])}
     except (OSError, ValueError, TypeError, KeyError) as e:
         raise LockError(f"{path} is not a lock file of this project ({e}); remove it and install again, or "
                         "clean the cache entry of that venv (cm rm cache)") from None
@@ -109,7 +109,7 @@ def record_install(python: str, report_path: str) -> str | None:
     path = os.path.join(folder, LOCK_NAME)
     entries = load(path)
     for d in from_report(report_path):
-        entries[_key(d.name)] = d           # a newer install of the same name replaces the older one
+        entries[dist_key(d.name)] = d           # a newer install of the same name replaces the older one
     save(path, entries)
     return path
 
@@ -129,9 +129,9 @@ def read(python: str, timeout: float = 120) -> list[Locked]:
     recorded = load(os.path.join(folder, LOCK_NAME)) if folder else {}
     out = []
     for name, version in json.loads(res.stdout):
-        got = recorded.get(_key(name))
+        got = recorded.get(dist_key(name))
         out.append(got if got and got.version == version else Locked(name, version, note=NO_HASH))
-    return sorted(out, key=lambda d: _key(d.name))
+    return sorted(out, key=lambda d: dist_key(d.name))
 
 
 def requirements(entries: list[Locked]) -> str:

@@ -1,0 +1,179 @@
+"""The container engine a host has: podman (preferred: rootful or rootless, no daemon) or the docker
+CLI (Docker's daemon, or podman's Docker-API service behind it).
+
+podman gets a containers.conf of ours (`write_conf`): runc as the runtime where it is installed
+(crun fails on some cgroup layouts, this project's build hosts among them) and nofile/nproc limits
+the host's own hard limits allow. A private store (`root`, `runroot`) keeps a test's images and
+containers apart from the user's and is removed whole afterwards.
+
+Every call goes through `Engine.run`, which turns the engine's failures a user can act on (no
+engine, a full or busy image store, a missing image) into `ContainerError` naming the fix.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, replace
+from typing import Callable, Optional
+
+from cmcontract.publish import write_text
+
+KINDS = ("podman", "docker")
+CONF_NAME = "containers.conf"
+NOFILE, NPROC = 20000, 32768        # the most the build hosts' limits allow a container
+
+
+class ContainerError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Engine:
+    kind: str                       # "podman" or "docker"
+    binary: str
+    conf: str = ""                  # podman: our containers.conf ("" : the host's)
+    root: str = ""                  # podman: a private image store ("" : the user's)
+    runroot: str = ""
+
+    def argv(self, *args: str) -> list[str]:
+        out = [self.binary]
+        if self.kind == "podman" and self.root:
+            out += ["--root", self.root, "--runroot", self.runroot or self.root + "-run"]
+        return out + list(args)
+
+    def environ(self, base: Optional[dict] = None) -> dict:
+        env = dict(os.environ if base is None else base)
+        if self.kind == "podman" and self.conf:
+            env["CONTAINERS_CONF"] = self.conf
+        return env
+
+    def with_store(self, root: str) -> "Engine":
+        """The same engine with a private image store under `root` (podman only)."""
+        if self.kind != "podman":
+            raise ContainerError("a private image store needs podman; docker keeps one store per daemon")
+        return replace(self, root=os.path.join(root, "storage"), runroot=os.path.join(root, "run"))
+
+    def run(self, *args: str, timeout: float = 3600, what: str = "", check: bool = True,
+            runner: Callable = subprocess.run) -> subprocess.CompletedProcess:
+        argv = self.argv(*args)
+        try:
+            res = runner(argv, capture_output=True, text=True, timeout=timeout, env=self.environ(),
+                         stdin=subprocess.DEVNULL)
+        except FileNotFoundError:
+            raise ContainerError(f"{self.binary} is gone; install podman (Debian: apt-get install podman runc) "
+                                 "or docker, or name another with --container_engine") from None
+        except subprocess.TimeoutExpired:
+            raise ContainerError(f"{what or ' '.join(argv[:3])} took longer than {timeout:.0f} s and was stopped")
+        if check and res.returncode != 0:
+            raise failure(what or " ".join(argv[:3]), res.returncode, res.stderr or res.stdout)
+        return res
+
+
+_KNOWN = (
+    ("no space left on device", "the image store is full: free space where it lives "
+     "(podman system df; podman image prune) and build again"),
+    ("database is locked", "the image store is busy (another podman holds its lock): wait for it to end "
+     "and run again"),
+    ("timeout waiting for lock", "the image store is busy (another podman holds its lock): wait for it to end "
+     "and run again"),
+    ("image not known", "the image is not in this store: build it (cm run script --tags=build,mlperf,image) "
+     "or load its archive"),
+    ("no such image", "the image is not in this store: build it (cm run script --tags=build,mlperf,image) "
+     "or load its archive"),
+    ("cannot connect to the docker daemon", "no Docker daemon answers: start it (or podman system service), "
+     "or use podman"),
+)
+
+
+def failure(what: str, rc: int, output: str) -> ContainerError:
+    """A ContainerError for a failed engine command: the cause a user can act on, where known, and
+    the tail of what the engine said."""
+    low = output.lower()
+    fix = next((fix for needle, fix in _KNOWN if needle in low), "")
+    tail = "\n".join(output.strip().splitlines()[-12:])
+    return ContainerError(f"{what} failed (exit {rc})" + (f": {fix}" if fix else "") + f"\n{tail}")
+
+
+def find(prefer: str = "", which: Callable[[str], Optional[str]] = shutil.which) -> Engine:
+    """The engine to use: `prefer` ("podman", "docker", or a path to either) when given, else podman,
+    else docker; ContainerError naming what to install when there is none."""
+    if prefer:
+        kind = os.path.basename(prefer)
+        kind = next((k for k in KINDS if kind.startswith(k)), "")
+        if not kind:
+            raise ContainerError(f"--container_engine={prefer}: not podman or docker; give one of {', '.join(KINDS)} "
+                                 "or the path of either")
+        binary = prefer if os.sep in prefer else which(prefer)
+        if not binary or not os.access(binary, os.X_OK):
+            raise ContainerError(f"--container_engine={prefer}: not found or not executable; install it "
+                                 "(Debian: apt-get install podman runc) or leave the option out to take "
+                                 "whichever the host has")
+        return Engine(kind, binary)
+    for kind in KINDS:
+        binary = which(kind)
+        if binary:
+            return Engine(kind, binary)
+    raise ContainerError("neither podman nor docker is installed, and a container run needs one: install podman "
+                         "(Debian/Ubuntu: apt-get install podman runc; it needs no daemon) or docker, or run "
+                         "without --docker")
+
+
+def conf_text(runc: Optional[str], hard_nofile: int, hard_nproc: int) -> str:
+    """containers.conf: limits no higher than the host's hard limits allow; runc where present."""
+    nofile = min(NOFILE, hard_nofile) if hard_nofile > 0 else NOFILE
+    nproc = min(NPROC, hard_nproc) if hard_nproc > 0 else NPROC
+    lines = ["# written by cm4mlperf-llm (mlperf_llm/containers/engine.py)", "[containers]",
+             f'default_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]']
+    if runc:
+        lines += ["", "[engine]", 'runtime = "runc"']
+    return "\n".join(lines) + "\n"
+
+
+def _hard_limit(which: int) -> int:
+    import resource
+    hard = resource.getrlimit(which)[1]
+    return -1 if hard == resource.RLIM_INFINITY else hard
+
+
+def write_conf(folder: str, which: Callable[[str], Optional[str]] = shutil.which) -> str:
+    """Our containers.conf in `folder`; its path."""
+    import resource
+    path = os.path.join(folder, CONF_NAME)
+    write_text(path, conf_text(which("runc"), _hard_limit(resource.RLIMIT_NOFILE),
+                               _hard_limit(resource.RLIMIT_NPROC)))
+    return path
+
+
+def configured(engine: Engine, folder: str) -> Engine:
+    """podman with our containers.conf (written in `folder`); docker as it is."""
+    if engine.kind != "podman":
+        return engine
+    return replace(engine, conf=write_conf(folder))
+
+
+def discard_store(engine: Engine, folder: str) -> list[str]:
+    """A private store (Engine.with_store(folder)) gone whole: its containers, images and mounts,
+    then the folder. Returns what was still mounted and had to be unmounted by force (a leak to
+    report). A store's overlay mounts must go before its files: removing a mounted image's files
+    would reach into the image's layers."""
+    if engine.root:
+        engine.run("rm", "-af", "-t", "0", check=False, timeout=300)
+        engine.run("image", "unmount", "--all", check=False, timeout=300)
+        engine.run("rmi", "-af", check=False, timeout=300)
+    leaked = mounts_under(folder)
+    for point in sorted(leaked, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, timeout=60)
+    if not mounts_under(folder):
+        shutil.rmtree(folder, ignore_errors=True)
+    return leaked
+
+
+def mounts_under(folder: str, table: str = "/proc/self/mounts") -> list[str]:
+    top = os.path.abspath(folder).rstrip("/") + "/"
+    try:
+        with open(table, encoding="utf-8") as f:
+            points = [line.split()[1].replace("\\040", " ") for line in f if len(line.split()) > 1]
+    except OSError:
+        return []
+    return [p for p in points if (p + "/").startswith(top)]

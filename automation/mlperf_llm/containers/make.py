@@ -1,0 +1,99 @@
+"""The route from a run's environments to its image: the recipe from the venvs' locks (`recipe_here`)
+or from a record (recipe.from_json), the archives it names (wheels.py), the base (base.py), the
+build (image.py). Caches: the base tarball by its spec, the wheelhouse by archive, both under
+`<cache>/containers`; the image by its recipe's tag in the engine's store.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from ..sysinfo import envlock
+from . import base as basemod
+from . import image as imagemod
+from . import wheels
+from .engine import Engine
+from .recipe import RUN_VENV, Recipe, VenvLock, files_sha256, project_files, write_context
+
+PROJECT_DIST = "cm4mlperf-llm"
+# the image's build venv, pinned: the pip that installs every venv, and what builds a wheel of this
+# project (setup.py's setuptools commands) and of a package published only as a source archive
+BUILD_TOOLS = (envlock.Locked("pip", "25.0.1"), envlock.Locked("setuptools", "75.8.0"),
+               envlock.Locked("wheel", "0.45.1"))
+
+
+@dataclass(frozen=True)
+class Places:
+    root: str                                   # <cache>/containers
+
+    @property
+    def wheels(self) -> str:
+        return os.path.join(self.root, "wheels")
+
+    def base_tar(self, spec: basemod.BaseSpec) -> str:
+        return os.path.join(self.root, f"base-{spec.suite}-{spec.key()[:16]}.tar")
+
+    def context(self, recipe: Recipe) -> str:
+        return os.path.join(self.root, f"context-{recipe.digest()[:16]}")
+
+
+def venv_entries(python: str, reader=envlock.read) -> list[envlock.Locked]:
+    """A venv's distributions for an image: all but this project (built from its files) and what
+    came from a folder (an editable or local install has no archive to pin)."""
+    out = []
+    for d in reader(python):
+        if envlock.dist_key(d.name) == PROJECT_DIST or d.note == "a folder, not an archive":
+            continue
+        out.append(d)
+    return out
+
+
+def recipe_here(base: basemod.Base, venvs: dict, project_root: str, places: Places, project: dict,
+                python: str = sys.executable, reader=envlock.read, download=wheels.download) -> Recipe:
+    """The recipe for this host's environments: `venvs` maps a venv name to its interpreter
+    (RUN_VENV: the one `cm` runs in); every archive is fetched into the wheelhouse and hashed."""
+    if RUN_VENV not in venvs:
+        raise ValueError(f"no {RUN_VENV!r} venv given")
+    locks = []
+    for name in [RUN_VENV] + sorted(n for n in venvs if n != RUN_VENV):
+        entries = download(venv_entries(venvs[name], reader), places.wheels, python=python)
+        locks.append(VenvLock(name, tuple(entries)))
+    tools = VenvLock("build", tuple(download(list(BUILD_TOOLS), places.wheels, python=python)))
+    digest = files_sha256(project_root, project_files(project_root))
+    return Recipe(base.facts(), tuple(locks), tools, digest, project)
+
+
+def fetch_for(recipe: Recipe, places: Places, python: str = sys.executable, download=wheels.download) -> None:
+    """Every archive a recipe names, into the wheelhouse (checked by hash)."""
+    for v in recipe.venvs + (recipe.build_tools,):
+        download(list(v.entries), places.wheels, python=python)
+
+
+def base_for(recipe: Recipe, places: Places, runner=None) -> basemod.Base:
+    """The recipe's base, built (or found) and checked against the recipe's tarball hash."""
+    b = recipe.base
+    spec = basemod.BaseSpec(b["mirror"], b["suite"], tuple(b["included"]), int(b["source_date_epoch"]),
+                            b.get("variant", basemod.VARIANT), b.get("snapshot", ""))
+    got = basemod.build(spec, places.base_tar(spec), **({"runner": runner} if runner else {}))
+    if got.sha256 != b["tar_sha256"]:
+        raise basemod.BaseError(f"the base built from {spec.mirror} ({spec.suite}) has sha256 {got.sha256[:12]}, the "
+                                f"recipe's {b['tar_sha256'][:12]}: the mirror has moved on since (give the recipe's "
+                                f"snapshot with --base_mirror={b.get('snapshot') or 'URL'})")
+    return got
+
+
+def build(engine: Engine, recipe: Recipe, base: basemod.Base, places: Places, project_root: str,
+          timeout: float = 3600) -> imagemod.ImageFacts:
+    """The image of `recipe` in the engine's store (built unless an image of its tag is there); its
+    facts. The build context is removed afterwards, built or not."""
+    tag = imagemod.tag_for(recipe)
+    if imagemod.inspect(engine, tag) is None:
+        context = places.context(recipe)
+        try:
+            write_context(recipe, context, base.tar, {v.name: places.wheels for v in recipe.venvs + (recipe.build_tools,)},
+                          project_root)
+            imagemod.build(engine, recipe, context, timeout)
+        finally:
+            imagemod.clear_context(context)
+    return imagemod.facts(engine, recipe, tag)

@@ -1,0 +1,219 @@
+"""An image's recipe: the base (base.py), each venv as a lock (every distribution with its exact
+version and archive sha256), the tools that build this project's wheel, and the project's files;
+written out as a Containerfile and a build context whose every byte is pinned.
+
+`Recipe` is what a record carries (`to_json`/`from_json`): built again from it, on another machine
+with the same mirrors and the same project commit, it gives the same image ID. The Containerfile
+installs offline (`--no-index --require-hashes` from the context's wheelhouse), writes no byte
+code, and turns every usage report off; the build itself runs with `--network none`.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+
+from ..sysinfo.envlock import Locked
+from .base import file_sha256
+
+FORMAT = 1
+PREFIX = "/opt/cm4mlperf"               # the image's venvs: PREFIX/<name>, their locks PREFIX/locks/<name>.txt
+RUN_VENV = "run"                        # the venv `cm` runs in: this project and what it needs
+PROJECT_FILES = ("automation", "script", "cmr.yaml", "setup.py")
+SKIP = {"__pycache__", ".git", ".pytest_cache", "build", "dist"}
+# the image's environment: no byte code written and no pip cache kept (they would carry build
+# times), nothing asked of an index, no usage report from vLLM, Ray or the hub client; the recipe
+# adds SOURCE_DATE_EPOCH, which dates the wheels built inside
+ENV = (("LANG", "C.UTF-8"), ("PYTHONDONTWRITEBYTECODE", "1"), ("PIP_NO_INDEX", "1"),
+       ("PIP_DISABLE_PIP_VERSION_CHECK", "1"), ("PIP_NO_CACHE_DIR", "1"), ("VLLM_NO_USAGE_STATS", "1"), ("DO_NOT_TRACK", "1"),
+       ("RAY_USAGE_STATS_ENABLED", "0"), ("HF_HUB_DISABLE_TELEMETRY", "1"),
+       ("PATH", f"{PREFIX}/{RUN_VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"))
+_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+
+
+class RecipeError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class VenvLock:
+    name: str                           # "run", "vllm", ...: the venv's folder under PREFIX
+    entries: tuple = ()                 # Locked, each with its sha256
+
+    def __post_init__(self):
+        if not _NAME.match(self.name):
+            raise RecipeError(f"venv name {self.name!r}: lower-case letters, digits, '-' and '_' only")
+        bare = [d.name for d in self.entries if not d.sha256]
+        if bare:
+            raise RecipeError(f"the {self.name} venv's lock has no archive hash for {', '.join(bare[:8])}: an "
+                              "image installs only what a hash pins")
+
+    def requirements(self) -> str:
+        return "".join(d.requirement() + "\n" for d in sorted(self.entries, key=lambda d: d.name.lower()))
+
+    def path(self) -> str:
+        return f"{PREFIX}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    base: dict                          # base.Base.facts(): suite, mirror, epoch, tar_sha256, packages
+    venvs: tuple                        # VenvLock, RUN_VENV first
+    build_tools: VenvLock               # setuptools and wheel, pinned, to build this project's wheel
+    project_sha256: str                 # of the project's files (PROJECT_FILES) in the context
+    project: dict = field(default_factory=dict)     # the record's project section (commit, version)
+
+    @property
+    def epoch(self) -> int:
+        return int(self.base["source_date_epoch"])
+
+    def containerfile(self) -> str:
+        env = " \\\n    ".join(f"{k}={v}" for k, v in ENV + (("SOURCE_DATE_EPOCH", str(self.epoch)),))
+        build = f"{PREFIX}/build/bin/python -m pip"
+        offline = "-q --no-index --no-deps"
+        # venvs are made without pip (ensurepip would byte-compile it, stamping the build's time);
+        # the build venv's pip is run from its own locked wheel, then installs into each venv with
+        # --python. Each venv's archives are checked by hash and turned into wheels by the pinned
+        # build tools (a wheel is taken as it is, a source archive is built), then installed with
+        # no byte code.
+        wheel = (f"{build} wheel {offline} --no-build-isolation --require-hashes --find-links /wheels "
+                 "-w /tmp/wheels -r {lock}")
+        install = f"{build} --python {{venv}}/bin/python install {offline} --no-compile /tmp/wheels/*.whl && rm -rf /tmp/wheels"
+        lines = ["# cm4mlperf-llm image (mlperf_llm/containers/recipe.py); every input is pinned:",
+                 f"# base {self.base.get('suite')} from {self.base.get('mirror')}, tar sha256 {self.base['tar_sha256']}",
+                 "FROM scratch", "ADD base.tar /", f"ENV {env}", f"COPY locks {PREFIX}/locks",
+                 f"RUN --mount=type=bind,source=wheels/build,target=/wheels python3 -m venv --without-pip {PREFIX}/build && "
+                 "PIP_WHEEL=$(echo /wheels/pip-*.whl) && "
+                 f"{PREFIX}/build/bin/python $PIP_WHEEL/pip install {offline} --no-compile --require-hashes "
+                 f"--find-links /wheels -r {PREFIX}/locks/build.txt"]
+        for v in self.venvs:
+            lines.append(f"RUN --mount=type=bind,source=wheels/{v.name},target=/wheels "
+                         f"python3 -m venv --without-pip {v.path()} && "
+                         + wheel.format(lock=f"{PREFIX}/locks/{v.name}.txt") + " && " + install.format(venv=v.path()))
+        lines.append(f"RUN --mount=type=bind,source=project,target=/project cp -r /project /tmp/src && "
+                     f"{build} wheel {offline} --no-build-isolation -w /tmp/wheels /tmp/src && rm -rf /tmp/src && "
+                     + install.format(venv=f"{PREFIX}/{RUN_VENV}"))
+        lines += ["WORKDIR /root", 'CMD ["/bin/bash"]']
+        return "\n".join(lines) + "\n"
+
+    def to_json(self) -> dict:
+        def venv(v: VenvLock) -> dict:
+            return {"name": v.name, "distributions": [{"name": d.name, "version": d.version, "sha256": d.sha256}
+                                                      for d in sorted(v.entries, key=lambda d: d.name.lower())]}
+        return {"format": FORMAT, "base": copy.deepcopy(self.base), "venvs": [venv(v) for v in self.venvs],
+                "build_tools": venv(self.build_tools), "project_sha256": self.project_sha256,
+                "project": self.project, "containerfile_sha256": hashlib.sha256(self.containerfile().encode()).hexdigest()}
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
+
+
+def from_json(data: dict, where: str = "the record") -> Recipe:
+    """A recipe a record carries, checked: RecipeError naming the field when it is not one."""
+    try:
+        if data.get("format") != FORMAT:
+            raise RecipeError(f"recipe format {data.get('format')!r}, this version reads {FORMAT}")
+
+        def venv(v: dict) -> VenvLock:
+            return VenvLock(str(v["name"]), tuple(Locked(str(d["name"]), str(d["version"]), str(d["sha256"]))
+                                                  for d in v["distributions"]))
+        base = dict(data["base"])
+        for key in ("suite", "mirror", "source_date_epoch", "tar_sha256", "included"):
+            if key not in base:
+                raise RecipeError(f"the base has no {key!r}")
+        recipe = Recipe(base, tuple(venv(v) for v in data["venvs"]), venv(data["build_tools"]),
+                        str(data["project_sha256"]), dict(data.get("project") or {}))
+    except RecipeError as e:
+        raise RecipeError(f"{where}: its image recipe is not one this version can build ({e})") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise RecipeError(f"{where}: its image recipe is incomplete or malformed ({e.__class__.__name__}: {e}); "
+                          "it cannot be built from") from None
+    if not recipe.venvs or recipe.venvs[0].name != RUN_VENV:
+        raise RecipeError(f"{where}: its image recipe has no {RUN_VENV!r} venv first")
+    return recipe
+
+
+def project_files(root: str) -> list[str]:
+    """The project's files an image installs from (relative paths, sorted); RecipeError when `root`
+    is not a checkout of this project (an installed package has no setup.py)."""
+    missing = [p for p in PROJECT_FILES if not os.path.exists(os.path.join(root, p))]
+    if missing:
+        raise RecipeError(f"{root} is not a checkout of cm4mlperf-llm (no {', '.join(missing)}): an image is built "
+                          "from a clone of the project (git clone ...; give its folder with --project_src)")
+    out = []
+    for part in PROJECT_FILES:
+        top = os.path.join(root, part)
+        if os.path.isfile(top):
+            out.append(part)
+            continue
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP and not d.startswith(".") and not d.endswith(".egg-info"))
+            rel = os.path.relpath(folder, root)
+            out += [os.path.join(rel, f) for f in sorted(files) if not f.endswith((".pyc", ".pyo"))]
+    return sorted(out)
+
+
+def files_sha256(root: str, files: list[str]) -> str:
+    h = hashlib.sha256()
+    for rel in files:
+        with open(os.path.join(root, rel), "rb") as f:
+            h.update(f"{rel}\0{hashlib.sha256(f.read()).hexdigest()}\n".encode())
+    return h.hexdigest()
+
+
+def write_context(recipe: Recipe, dest: str, base_tar: str, wheelhouses: dict, project_root: str) -> str:
+    """The build context in `dest` (emptied first): Containerfile, base.tar (a hard link where the
+    file system allows), locks/, wheels/<venv>/ (from `wheelhouses`: venv name -> folder of the
+    locked archives), project/. Every archive is checked against its lock. Returns the Containerfile."""
+    if os.path.exists(dest):
+        shutil.rmtree(dest)
+    os.makedirs(os.path.join(dest, "locks"))
+    try:
+        os.link(base_tar, os.path.join(dest, "base.tar"))
+    except OSError:
+        shutil.copyfile(base_tar, os.path.join(dest, "base.tar"))
+    with open(os.path.join(dest, "locks", "project.sha256"), "w", encoding="utf-8") as f:
+        f.write(recipe.project_sha256 + "\n")     # in a layer, so the project's step is rebuilt when it changes
+    for v in recipe.venvs + (recipe.build_tools,):
+        with open(os.path.join(dest, "locks", f"{v.name}.txt"), "w", encoding="utf-8") as f:
+            f.write(v.requirements())
+        _copy_wheelhouse(v, wheelhouses.get(v.name, ""), os.path.join(dest, "wheels", v.name))
+    files = project_files(project_root)
+    got = files_sha256(project_root, files)
+    if got != recipe.project_sha256:
+        raise RecipeError(f"the project's files at {project_root} (sha256 {got[:12]}) are not those the recipe "
+                          f"names ({recipe.project_sha256[:12]}"
+                          + (f", git commit {recipe.project['git_commit'][:12]}" if recipe.project.get("git_commit") else "")
+                          + "): check that commit out and build from it")
+    for rel in files:
+        target = os.path.join(dest, "project", rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(os.path.join(project_root, rel), target)
+    path = os.path.join(dest, "Containerfile")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(recipe.containerfile())
+    return path
+
+
+def _copy_wheelhouse(venv: VenvLock, source: str, dest: str) -> None:
+    """Exactly the locked archives, each checked by its sha256; RecipeError naming those missing."""
+    os.makedirs(dest)
+    have = {}
+    if source and os.path.isdir(source):
+        for name in sorted(os.listdir(source)):
+            path = os.path.join(source, name)
+            if os.path.isfile(path):
+                have[file_sha256(path)] = path
+    missing = [d for d in venv.entries if d.sha256 not in have]
+    if missing:
+        raise RecipeError(f"the {venv.name} venv's wheelhouse {source or '(none)'} lacks the locked archive of "
+                          + ", ".join(f"{d.name}=={d.version}" for d in missing[:10])
+                          + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+                          + ": download them (containers/wheels.py) with the network on")
+    for d in venv.entries:
+        src = have[d.sha256]
+        shutil.copyfile(src, os.path.join(dest, os.path.basename(src)))

@@ -1,0 +1,100 @@
+"""Running a command in an image: one named container, removed when the command ends however it
+ends (its exit, Ctrl-C, SIGTERM, SIGHUP), with only what is mounted of the host, the network off
+unless asked, no usage reports, and the GPUs passed through where the host has them.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+from .engine import Engine
+from .recipe import ENV
+
+NAME_PREFIX = "cm4mlperf-"
+
+
+@dataclass(frozen=True)
+class Mount:
+    host: str
+    target: str
+    read_only: bool = True
+
+    def arg(self) -> str:
+        return f"type=bind,source={os.path.abspath(self.host)},target={self.target}" + (",ro" if self.read_only else "")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    image: str
+    argv: tuple
+    mounts: tuple = ()
+    network: bool = False               # off unless a step needs to download
+    gpus: str = ""                      # "", "nvidia" or "amd"
+    user: str = ""                      # "uid:gid" ("" : the image's, root)
+    env: dict = field(default_factory=dict)
+    workdir: str = ""
+    name: str = ""
+
+    def container_name(self) -> str:
+        return self.name or NAME_PREFIX + uuid.uuid4().hex[:12]
+
+
+def gpu_args(kind: str, engine: Engine) -> list[str]:
+    """The engine's arguments that pass the host's GPUs through."""
+    if kind == "nvidia":           # podman: CDI (nvidia-ctk cdi generate); docker: the NVIDIA runtime
+        return ["--device", "nvidia.com/gpu=all"] if engine.kind == "podman" else ["--gpus", "all"]
+    if kind == "amd":              # ROCm: the kernel driver's and the render nodes, as AMD documents
+        return ["--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video",
+                "--security-opt", "seccomp=unconfined"]
+    if kind:
+        raise ValueError(f"GPU kind {kind!r}: nvidia, amd or none")
+    return []
+
+
+def run_args(spec: RunSpec, engine: Engine, name: str) -> list[str]:
+    args = ["run", "--rm", "--name", name, "--pull=never",
+            "--network", "host" if spec.network else "none", "--init"]
+    usage_off = {k: v for k, v in ENV if k in ("VLLM_NO_USAGE_STATS", "DO_NOT_TRACK", "RAY_USAGE_STATS_ENABLED",
+                                               "HF_HUB_DISABLE_TELEMETRY")}
+    for key, value in sorted({**usage_off, **spec.env}.items()):
+        args += ["-e", f"{key}={value}"]
+    for m in spec.mounts:
+        args += ["--mount", m.arg()]
+    if spec.user:
+        args += ["--user", spec.user]
+    if spec.workdir:
+        args += ["--workdir", spec.workdir]
+    return args + gpu_args(spec.gpus, engine) + [spec.image, *spec.argv]
+
+
+def remove(engine: Engine, name: str) -> None:
+    """The container gone (stopped first); nothing said when it is already gone."""
+    engine.run("rm", "-f", "-t", "5", name, check=False, timeout=120)
+
+
+def run(engine: Engine, spec: RunSpec, timeout: Optional[float] = None, capture: bool = True) -> subprocess.CompletedProcess:
+    """The command's result. The container is removed when it ends, and also when this process is
+    interrupted (Ctrl-C) or told to stop (SIGTERM, SIGHUP) while it runs."""
+    name = spec.container_name()
+    argv = engine.argv(*run_args(spec, engine, name))
+    previous = {}
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[sig] = signal.signal(sig, stop)
+        except ValueError:          # not the main thread: the caller's own handling stands
+            pass
+    try:
+        return subprocess.run(argv, capture_output=capture, text=True, timeout=timeout, env=engine.environ(),
+                              stdin=subprocess.DEVNULL)
+    finally:
+        remove(engine, name)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

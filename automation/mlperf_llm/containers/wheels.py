@@ -1,0 +1,112 @@
+"""The archives a lock names, downloaded into a wheelhouse an image installs from offline.
+
+A lock entry with a sha256 is fetched with pip's `--require-hashes`, so a mirror serving another
+file is refused; an entry without one (a venv we did not make: the user's own, where `cm` runs) is
+fetched by exact version and hashed here, and the image's lock then carries that hash. Wheels are
+preferred; a package published only as a source archive (rouge-score) is taken as one and built
+into a wheel inside the image by the recipe's pinned build tools. Whatever could not be had is
+named, one package at a time.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import replace
+from typing import Callable
+
+from ..sysinfo.envlock import Locked, dist_key
+from .base import file_sha256
+
+
+class WheelError(RuntimeError):
+    pass
+
+
+def _pip(python: str, args: list[str], runner: Callable, timeout: float) -> subprocess.CompletedProcess:
+    return runner([python, "-m", "pip", "download", "-q", "--no-deps", "--prefer-binary",
+                   "--disable-pip-version-check", *args], capture_output=True, text=True, timeout=timeout,
+                  stdin=subprocess.DEVNULL)
+
+
+def _archive_key(filename: str) -> tuple[str, str]:
+    """(normalised name, version) of a wheel's or a source archive's file name."""
+    if filename.endswith(".whl"):
+        parts = filename[:-4].split("-")
+        return dist_key(parts[0]), parts[1] if len(parts) > 1 else ""
+    for ext in (".tar.gz", ".zip", ".tar.bz2"):
+        if filename.endswith(ext):
+            name, _, version = filename[:-len(ext)].rpartition("-")
+            return dist_key(name), version
+    return "", ""
+
+
+def download(entries: list[Locked], dest: str, python: str = sys.executable, runner: Callable = subprocess.run,
+             timeout: float = 3600) -> tuple[Locked, ...]:
+    """Each entry's wheel in `dest` (already there: kept); the entries, each with its archive's
+    sha256. WheelError naming every package that could not be had, and why."""
+    os.makedirs(dest, exist_ok=True)
+    hashed = [d for d in entries if d.sha256]
+    bare = [d for d in entries if not d.sha256]
+    failed: list[str] = []
+    if hashed:
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("".join(d.requirement() + "\n" for d in hashed))
+        try:
+            res = _pip(python, ["--require-hashes", "-r", f.name, "-d", dest], runner, timeout)
+        finally:
+            os.unlink(f.name)
+        if res.returncode != 0:                 # one at a time, to name each that cannot be had
+            failed += _one_by_one(hashed, dest, python, runner, timeout)
+    if bare:
+        res = _pip(python, [f"{d.name}=={d.version}" for d in bare] + ["-d", dest], runner, timeout)
+        if res.returncode != 0:
+            for d in bare:
+                one = _pip(python, [f"{d.name}=={d.version}", "-d", dest], runner, timeout)
+                if one.returncode != 0:
+                    failed.append(f"{d.name}=={d.version} ({_why(one)})")
+    if failed:
+        raise WheelError(f"{len(failed)} package(s) of the lock could not be had: " + "; ".join(failed)
+                         + ". Is the index reachable (PIP_INDEX_URL, a proxy), and does it carry those exact "
+                         "versions for this Python and platform?")
+    by_name: dict[tuple[str, str], list[str]] = {}
+    for name in sorted(os.listdir(dest)):
+        by_name.setdefault(_archive_key(name), []).append(os.path.join(dest, name))
+    out = []
+    for d in entries:
+        if d.sha256:
+            out.append(d)
+            continue
+        files = by_name.get((dist_key(d.name), _norm_version(d.version)), []) or by_name.get((dist_key(d.name), d.version), [])
+        if not files:
+            raise WheelError(f"pip downloaded {d.name}=={d.version} but no wheel of that name is in {dest}")
+        out.append(replace(d, sha256=file_sha256(files[0]), url="", note=""))
+    return tuple(out)
+
+
+def _norm_version(version: str) -> str:
+    return re.sub(r"[-_.]+", ".", version)
+
+
+def _one_by_one(entries: list[Locked], dest: str, python: str, runner: Callable, timeout: float) -> list[str]:
+    failed = []
+    for d in entries:
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write(d.requirement() + "\n")
+        try:
+            res = _pip(python, ["--require-hashes", "-r", f.name, "-d", dest], runner, timeout)
+        finally:
+            os.unlink(f.name)
+        if res.returncode != 0:
+            failed.append(f"{d.name}=={d.version} ({_why(res)})")
+    return failed
+
+
+def _why(res: subprocess.CompletedProcess) -> str:
+    text = (res.stderr or res.stdout or "").strip()
+    if "THESE PACKAGES DO NOT MATCH THE HASHES" in text:
+        return "the index serves a file whose sha256 is not the locked one"
+    m = re.search(r"(No matching distribution found for [^\n]+|Could not find a version[^\n]+)", text)
+    return m.group(1) if m else (text.splitlines()[-1][:200] if text else f"pip exit {res.returncode}")

@@ -1,0 +1,168 @@
+"""Images with the real podman, mmdebstrap and Charliecloud (installed by .ci/run from Debian): a
+base built from the host's apt mirror, an image of a small locked venv and this project built in
+two separate stores with the same ID, `cm` run in it as a non-root uid with the network off, the
+image saved and loaded with its ID, the same image as a SquashFS run unprivileged by ch-run, and
+nothing left behind (containers, images, mounts). Skips, saying why, where the tools cannot run."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from mlperf_llm.containers import base, engine, image, make, recipe, run, squash
+from mlperf_llm.reproduce.capture import git_runner, project_section
+from mlperf_llm.sysinfo import envlock
+
+ROOT = Path(__file__).resolve().parents[3]
+# what `cm` needs to start (cmind and what it requires, jinja2 for our templates): a small venv that
+# builds in seconds; the whole run venv is built the same way (benchmarks/container_overhead.py)
+SMALL = {"cmind", "pyyaml", "requests", "charset-normalizer", "idna", "urllib3", "certifi", "setuptools", "wheel",
+         "giturlparse", "tabulate", "jinja2", "markupsafe"}
+
+
+def _why_not() -> str:
+    missing = [t for t in ("podman", "mmdebstrap", "runc") if not shutil.which(t)]
+    if missing:
+        return f"{', '.join(missing)} not installed (.ci/run installs them from Debian as root)"
+    if os.geteuid() != 0:
+        return "the image tests use rootful podman with a private store; run them as root (CI does)"
+    try:
+        base.host_mirror()
+    except base.BaseError as e:
+        return str(e)
+    return ""
+
+
+pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("images")
+
+
+@pytest.fixture(scope="module")
+def stores(work):
+    """Private podman stores, each discarded at the end and checked for leaks."""
+    made = []
+
+    def store(name):
+        folder = work / name
+        e = engine.configured(engine.find("podman"), str(work)).with_store(str(folder))
+        made.append((e, folder))
+        return e
+    yield store
+    leaks = []
+    for e, folder in made:
+        left = e.run("ps", "-a", "--format", "{{.Names}}", check=False).stdout.split()
+        leaks += [f"container {n} in {folder.name}" for n in left]
+        leaks += engine.discard_store(e, str(folder))
+        leaks += [f"{folder} not removed"] if folder.exists() else []
+    assert not leaks, leaks
+
+
+@pytest.fixture(scope="module")
+def built(work, stores):
+    places = make.Places(str(work / "cache"))
+    mirror, snapshot = base.host_mirror()
+    b = base.build(base.BaseSpec(mirror, snapshot=snapshot), places.base_tar(base.BaseSpec(mirror)))
+    reader = lambda python: [d for d in envlock.read(python) if envlock.dist_key(d.name) in SMALL]  # noqa: E731
+    r = make.recipe_here(b, {"run": sys.executable}, str(ROOT), places,
+                         project_section(str(ROOT), "0.1.0", git_runner(str(ROOT))), reader=reader)
+    first = make.build(stores("a"), r, b, places, str(ROOT))
+    return r, b, places, first
+
+
+def test_the_same_recipe_builds_the_same_image_id_in_another_store(built, stores):
+    r, b, places, first = built
+    assert {v.name for v in r.venvs} == {"run"} and len(r.venvs[0].entries) == len(SMALL)
+    assert b.facts()["packages"] and any(p.startswith("python3=") for p in b.facts()["packages"])
+    again = make.build(stores("b"), r, b, places, str(ROOT))
+    assert again.image_id == first.image_id and again.layers == first.layers
+    image.check(first.to_json(), again)
+    assert [s for _, s in first.layers] == image.layer_steps(r)
+    assert not os.path.exists(places.context(r))            # the build context is not kept
+
+
+def test_cm_runs_in_the_image_as_a_non_root_uid_with_the_network_off(built, stores):
+    r, _, _, first = built
+    e = stores("a")
+    res = run.run(e, run.RunSpec(first.tag, ("sh", "-c", "cm run script --tags=detect,os --quiet && "
+                                             "python -c 'import urllib.request as u; u.urlopen(\"http://1.1.1.1\", timeout=3)'"),
+                                 user="1000:1000", workdir="/tmp", env={"CM_REPOS": "/tmp/CM", "HOME": "/tmp"}),
+                  timeout=600)
+    assert "CM_HOST_OS" in res.stdout + res.stderr or "detect-os" in res.stdout + res.stderr, res.stdout + res.stderr
+    assert res.returncode != 0 and "Network is unreachable" in res.stderr, res.stderr[-2000:]
+    assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""     # removed after it ended
+
+
+STOPPED_CHILD = """
+import sys, time
+sys.path.insert(0, {auto!r})
+from mlperf_llm.containers import engine, run
+e = engine.Engine("podman", "/usr/bin/podman", conf={conf!r}, root={root!r}, runroot={runroot!r})
+print("started", flush=True)
+run.run(e, run.RunSpec({tag!r}, ("sleep", "300"), name="cm4mlperf-stopped"), capture=False)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_run_stopped_by_a_signal_leaves_no_container(built, stores, sig):
+    e = stores("a")
+    code = STOPPED_CHILD.format(auto=str(ROOT / "automation"), conf=e.conf, root=e.root, runroot=e.runroot,
+                                tag=built[3].tag)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "started"
+    for _ in range(100):                                     # the container is up
+        if "cm4mlperf-stopped" in e.run("ps", "--format", "{{.Names}}").stdout:
+            break
+        time.sleep(0.2)
+    else:
+        child.kill()
+        pytest.fail("the container never started")
+    child.send_signal(sig)
+    child.wait(timeout=120)
+    assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
+
+
+def test_a_saved_image_loads_with_its_id_into_another_store(built, stores, work):
+    r, _, _, first = built
+    archive = work / "image.tar"
+    image.save(stores("a"), first.tag, str(archive))
+    assert archive.is_file() and not (work / "image.tar.partial").exists()
+    assert image.load(stores("c"), str(archive)) == first.image_id
+    with pytest.raises(engine.ContainerError, match="no such file"):
+        image.load(stores("c"), str(work / "missing.tar"))
+
+
+def test_a_store_without_the_image_is_told_to_build_it(stores):
+    with pytest.raises(engine.ContainerError, match="build it"):
+        stores("d").run("image", "tree", "localhost/cm4mlperf-llm:nothing", what="inspecting")
+
+
+@pytest.mark.skipif(bool(_why_not()) or not shutil.which("ch-run") or not shutil.which("setpriv"),
+                    reason="Charliecloud (ch-run) or setpriv not installed")
+def test_the_image_as_squashfs_runs_cm_unprivileged(built, stores, request):
+    r, _, _, first = built
+    # the uid that runs it must reach the file: a folder of its own outside pytest's 0700 base
+    shared = Path(tempfile.mkdtemp(prefix="cm4mlperf-sq-"))
+    request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
+    shared.chmod(0o755)
+    sqfs = squash.export(stores("a"), first.tag, str(shared / "image.sqfs"), r.epoch)
+    scratch = shared / "scratch"
+    scratch.mkdir()
+    shutil.chown(scratch, 1000, 1000)
+    argv = squash.run_argv(sqfs, ["sh", "-c", "id -u && CM_REPOS=/mnt/CM HOME=/mnt cm run script "
+                                              "--tags=detect,os --quiet"], binds=((str(scratch), "/mnt"),), workdir="/mnt")
+    res = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", *argv], capture_output=True,
+                         text=True, timeout=600, env={"PATH": os.environ["PATH"], "USER": "cmuser", "HOME": str(scratch)})
+    if res.returncode != 0 and "user namespace" in res.stderr.lower():
+        pytest.skip(f"this kernel gives no unprivileged user namespaces: {res.stderr.strip()[-300:]}")
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert res.stdout.splitlines()[0] == "1000"
+    assert not engine.mounts_under(str(shared))                                # squashfuse unmounted

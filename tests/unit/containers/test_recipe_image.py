@@ -1,0 +1,168 @@
+"""containers/recipe.py, wheels.py and image.py without a process: the Containerfile installs only
+what a hash pins, offline and without byte code; a record's recipe is read back or refused naming
+what is wrong; the build context holds exactly the locked archives and the project's files at the
+recipe's digest; a lock's packages that cannot be had are named one by one; a rebuilt image that
+differs names the layer and its step."""
+import hashlib
+import os
+import subprocess
+
+import pytest
+
+from mlperf_llm.containers import image, recipe, wheels
+from mlperf_llm.sysinfo.envlock import Locked
+
+BASE = {"suite": "bookworm", "mirror": "http://m/debian", "source_date_epoch": 1700000000, "tar_sha256": "t" * 64,
+        "included": ["python3"], "packages": ["python3=3.11.2-1+b1"], "variant": "minbase", "snapshot": ""}
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def project(root):
+    for rel, text in (("cmr.yaml", "alias: cm4mlperf-llm\n"), ("setup.py", "# setup\n"),
+                      ("automation/a.py", "A = 1\n"), ("script/s/_cm.yaml", "alias: s\n"),
+                      ("automation/__pycache__/a.cpython-311.pyc", "x"), ("automation/x.egg-info/PKG-INFO", "y")):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return str(root)
+
+
+def a_recipe(tmp_path, wheel_bytes=b"six wheel"):
+    root = project(tmp_path / "project")
+    run = recipe.VenvLock("run", (Locked("six", "1.17.0", sha(wheel_bytes)),))
+    tools = recipe.VenvLock("build", (Locked("pip", "25.0.1", sha(b"pip wheel")),))
+    digest = recipe.files_sha256(root, recipe.project_files(root))
+    return recipe.Recipe(BASE, (run,), tools, digest, {"git_commit": "c" * 40}), root
+
+
+def test_the_containerfile_starts_from_scratch_and_installs_only_hashed_archives_offline(tmp_path):
+    r, _ = a_recipe(tmp_path)
+    text = r.containerfile()
+    assert text.splitlines()[2:4] == ["FROM scratch", "ADD base.tar /"]
+    assert "SOURCE_DATE_EPOCH=1700000000" in text and "VLLM_NO_USAGE_STATS=1" in text
+    assert "PYTHONDONTWRITEBYTECODE=1" in text and "PIP_NO_CACHE_DIR=1" in text
+    runs = [line for line in text.splitlines() if line.startswith("RUN ")]
+    assert len(runs) == 3 and all("--no-index" in line for line in runs)
+    assert all("--require-hashes" in line for line in runs[:2]) and all("--without-pip" in line for line in runs[:2])
+    assert text.count("--no-compile") == 3 and "FROM " + "scratch" in text and "docker.io" not in text
+    assert image.layer_steps(r)[0] == "ADD base.tar /" and len(image.layer_steps(r)) == 5
+
+
+def test_a_lock_without_a_hash_cannot_go_into_an_image():
+    with pytest.raises(recipe.RecipeError, match="no archive hash for six"):
+        recipe.VenvLock("run", (Locked("six", "1.17.0"),))
+    with pytest.raises(recipe.RecipeError, match="venv name"):
+        recipe.VenvLock("../etc", ())
+
+
+def test_a_recipe_goes_into_a_record_and_comes_back_the_same(tmp_path):
+    r, _ = a_recipe(tmp_path)
+    back = recipe.from_json(r.to_json())
+    assert back == r and back.digest() == r.digest() and back.containerfile() == r.containerfile()
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda d: d.update(format=9), "recipe format 9"),
+    (lambda d: d["base"].pop("tar_sha256"), "the base has no 'tar_sha256'"),
+    (lambda d: d["venvs"][0]["distributions"][0].update(sha256=""), "no archive hash for six"),
+    (lambda d: d.pop("build_tools"), "incomplete or malformed"),
+    (lambda d: d["venvs"].reverse() or d["venvs"].insert(0, {"name": "vllm", "distributions": []}), "no 'run' venv first"),
+])
+def test_a_damaged_recipe_in_a_record_is_refused_naming_what_is_wrong(tmp_path, change, said):
+    data = a_recipe(tmp_path)[0].to_json()
+    change(data)
+    with pytest.raises(recipe.RecipeError, match=said):
+        recipe.from_json(data, where="rec.json")
+
+
+def test_the_context_holds_the_locked_archives_and_the_projects_files_and_nothing_else(tmp_path):
+    r, root = a_recipe(tmp_path)
+    wheels_dir = tmp_path / "wheels"
+    wheels_dir.mkdir()
+    (wheels_dir / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"six wheel")
+    (wheels_dir / "pip-25.0.1-py3-none-any.whl").write_bytes(b"pip wheel")
+    (wheels_dir / "other-1.0-py3-none-any.whl").write_bytes(b"not locked")
+    (tmp_path / "base.tar").write_bytes(b"rootfs")
+    ctx = tmp_path / "ctx"
+    recipe.write_context(r, str(ctx), str(tmp_path / "base.tar"), {"run": str(wheels_dir), "build": str(wheels_dir)},
+                         root)
+    files = sorted(os.path.relpath(os.path.join(d, f), ctx) for d, _, fs in os.walk(ctx) for f in fs)
+    assert files == ["Containerfile", "base.tar", "locks/build.txt", "locks/project.sha256", "locks/run.txt",
+                     "project/automation/a.py", "project/cmr.yaml", "project/script/s/_cm.yaml", "project/setup.py",
+                     "wheels/build/pip-25.0.1-py3-none-any.whl", "wheels/run/six-1.17.0-py2.py3-none-any.whl"]
+    assert (ctx / "locks/run.txt").read_text() == f"six==1.17.0 --hash=sha256:{sha(b'six wheel')}\n"
+
+
+def test_a_missing_archive_or_other_project_files_stop_the_context_naming_why(tmp_path):
+    r, root = a_recipe(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "base.tar").write_bytes(b"rootfs")
+    with pytest.raises(recipe.RecipeError, match=r"lacks the locked archive of six==1.17.0"):
+        recipe.write_context(r, str(tmp_path / "ctx"), str(tmp_path / "base.tar"), {"run": str(empty)}, root)
+    (wheels_dir := tmp_path / "w").mkdir()
+    (wheels_dir / "six.whl").write_bytes(b"six wheel")
+    (wheels_dir / "pip.whl").write_bytes(b"pip wheel")
+    (tmp_path / "project/automation/a.py").write_text("A = 2\n")
+    with pytest.raises(recipe.RecipeError, match=r"not those the recipe names .*git commit cccccccccccc"):
+        recipe.write_context(r, str(tmp_path / "ctx"), str(tmp_path / "base.tar"),
+                             {"run": str(wheels_dir), "build": str(wheels_dir)}, root)
+    with pytest.raises(recipe.RecipeError, match="not a checkout of cm4mlperf-llm"):
+        recipe.project_files(str(tmp_path / "w"))
+
+
+def fake_pip(served: dict, refuse: set):
+    """pip download: writes the served file for each asked name==version, fails for those in refuse."""
+    def run(argv, **kw):
+        dest = argv[argv.index("-d") + 1]
+        if "-r" in argv:
+            asked = [line.split(" ")[0] for line in open(argv[argv.index("-r") + 1]).read().splitlines()]
+        else:
+            asked = [a for a in argv if "==" in a]
+        bad = [a for a in asked if a in refuse]
+        if bad:
+            return subprocess.CompletedProcess(argv, 1, "", f"ERROR: No matching distribution found for {bad[0]}")
+        for a in asked:
+            name, data = served[a]
+            open(os.path.join(dest, name), "wb").write(data)
+        return subprocess.CompletedProcess(argv, 0, "", "")
+    return run
+
+
+def test_archives_are_downloaded_and_a_lock_entry_without_a_hash_gets_the_archives(tmp_path):
+    served = {"six==1.17.0": ("six-1.17.0-py2.py3-none-any.whl", b"six"),
+              "rouge_score==0.1.2": ("rouge_score-0.1.2.tar.gz", b"sdist")}
+    got = wheels.download([Locked("six", "1.17.0", sha(b"six")), Locked("rouge_score", "0.1.2", note="by hand")],
+                          str(tmp_path), runner=fake_pip(served, set()))
+    assert [(d.name, d.sha256) for d in got] == [("six", sha(b"six")), ("rouge_score", sha(b"sdist"))]
+
+
+def test_each_package_that_cannot_be_had_is_named(tmp_path):
+    served = {"six==1.17.0": ("six-1.17.0-py2.py3-none-any.whl", b"six"),
+              "idna==3.10": ("idna-3.10-py3-none-any.whl", b"idna")}
+    entries = [Locked("six", "1.17.0", sha(b"six")), Locked("gone", "9.9", sha(b"x")), Locked("idna", "3.10"),
+               Locked("nope", "0.1")]
+    with pytest.raises(wheels.WheelError, match=r"2 package\(s\) of the lock could not be had: gone==9.9 \(No matching "
+                                                r"distribution found for gone==9.9\); nope==0.1"):
+        wheels.download(entries, str(tmp_path), runner=fake_pip(served, {"gone==9.9", "nope==0.1"}))
+
+
+def built(layers, ident="sha256:" + "b" * 64):
+    return image.ImageFacts(ident, "localhost/cm4mlperf-llm:x", "podman version 4.3.1", tuple(layers))
+
+
+def test_a_rebuilt_image_that_differs_names_the_first_layer_and_step_that_differ():
+    recorded = {"image_id": "sha256:" + "a" * 64, "engine": "podman version 4.3.1",
+                "layers": [{"diff_id": "sha256:1", "step": "ADD base.tar /"}, {"diff_id": "sha256:2", "step": "COPY locks"},
+                           {"diff_id": "sha256:3", "step": "RUN ... venv /opt/cm4mlperf/vllm"}]}
+    image.check(recorded, built([("sha256:1", "")], "sha256:" + "a" * 64))           # the same ID: nothing to say
+    with pytest.raises(image.ImageMismatch, match=r"layer 3 differs \(RUN ... venv /opt/cm4mlperf/vllm\): a package"):
+        image.check(recorded, built([("sha256:1", "ADD base.tar /"), ("sha256:2", "COPY locks"),
+                                     ("sha256:9", "RUN ... venv /opt/cm4mlperf/vllm")]))
+    with pytest.raises(image.ImageMismatch, match=r"layer 1 differs \(ADD base.tar /\): the base differs"):
+        image.check(recorded, built([("sha256:0", "ADD base.tar /")]))
+    with pytest.raises(image.ImageMismatch, match="every layer is the same, so its configuration differs"):
+        image.check(recorded, built([("sha256:1", ""), ("sha256:2", ""), ("sha256:3", "")]))

@@ -1,0 +1,38 @@
+"""containers/run.py's command line: the network off unless asked, usage reports off, only what is
+mounted of the host (read-only unless said), GPUs passed the way each engine and vendor wants."""
+import pytest
+
+from mlperf_llm.containers import engine, run
+
+PODMAN = engine.Engine("podman", "/usr/bin/podman")
+DOCKER = engine.Engine("docker", "/usr/bin/docker")
+
+
+def test_a_run_has_the_network_off_usage_reports_off_and_its_own_name():
+    args = run.run_args(run.RunSpec("img", ("cm", "run")), PODMAN, "cm4mlperf-x")
+    assert args[:4] == ["run", "--rm", "--name", "cm4mlperf-x"] and args[-3:] == ["img", "cm", "run"]
+    assert args[args.index("--network") + 1] == "none"
+    for setting in ("VLLM_NO_USAGE_STATS=1", "DO_NOT_TRACK=1", "RAY_USAGE_STATS_ENABLED=0", "HF_HUB_DISABLE_TELEMETRY=1"):
+        assert setting in args
+    networked = run.run_args(run.RunSpec("img", (), network=True), PODMAN, "n")
+    assert networked[networked.index("--network") + 1] == "host"
+    assert run.RunSpec("img", ()).container_name().startswith("cm4mlperf-")
+
+
+def test_mounts_are_read_only_unless_said_and_the_user_and_folder_are_passed(tmp_path):
+    spec = run.RunSpec("img", ("true",), mounts=(run.Mount(str(tmp_path), "/data"),
+                                                  run.Mount(str(tmp_path / "out"), "/results", read_only=False)),
+                       user="1000:1000", workdir="/results")
+    args = run.run_args(spec, PODMAN, "n")
+    assert f"type=bind,source={tmp_path},target=/data,ro" in args
+    assert f"type=bind,source={tmp_path}/out,target=/results" in args
+    assert args[args.index("--user") + 1] == "1000:1000" and args[args.index("--workdir") + 1] == "/results"
+
+
+def test_gpus_are_passed_as_each_engine_and_vendor_expects():
+    assert run.gpu_args("nvidia", PODMAN) == ["--device", "nvidia.com/gpu=all"]
+    assert run.gpu_args("nvidia", DOCKER) == ["--gpus", "all"]
+    assert run.gpu_args("amd", DOCKER)[:4] == ["--device", "/dev/kfd", "--device", "/dev/dri"]
+    assert run.gpu_args("", PODMAN) == []
+    with pytest.raises(ValueError, match="nvidia, amd or none"):
+        run.gpu_args("intel", PODMAN)
