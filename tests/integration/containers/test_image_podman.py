@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mlperf_llm.containers import base, engine, image, make, recipe, run, squash
+from mlperf_llm.containers import base, engine, image, make, run, squash
 from mlperf_llm.reproduce.capture import git_runner, project_section
 from mlperf_llm.sysinfo import envlock
 
