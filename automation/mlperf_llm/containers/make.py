@@ -97,3 +97,63 @@ def build(engine: Engine, recipe: Recipe, base: basemod.Base, places: Places, pr
         finally:
             imagemod.clear_context(context)
     return imagemod.facts(engine, recipe, tag)
+
+
+MAX_FACTS_BYTES = 16 << 20          # an image's facts file from elsewhere: its recipe lists a few hundred packages
+
+
+def read_facts(path: str) -> tuple[dict, Recipe]:
+    """An image's facts (image.ImageFacts.to_json, as a run or a submission keeps them) and the recipe
+    in it, checked (recipe.from_json): a file from elsewhere is bounded and never obeyed beyond it."""
+    import json
+
+    from .recipe import RecipeError, from_json
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FACTS_BYTES:
+            raise RecipeError(f"{path} is {size} bytes; an image's facts file is at most {MAX_FACTS_BYTES}")
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise RecipeError(f"{path}: cannot be read ({e.strerror})") from None
+    except ValueError as e:
+        raise RecipeError(f"{path} is not JSON ({e})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("recipe"), dict):
+        raise RecipeError(f"{path} holds no image recipe (a cm4mlperf-image.json written by build-mlperf-image)")
+    return data, from_json(data["recipe"], where=path)
+
+
+def image_for(engine: Engine, places: Places, project_root: str, venvs: dict | None = None, mirror: str = "",
+              recorded_path: str = "", say=print) -> imagemod.ImageFacts:
+    """This host's image (`venvs`: name -> interpreter, RUN_VENV among them), or the image a facts
+    file records, rebuilt and checked against its ID (ImageMismatch naming the layer)."""
+    if recorded_path:
+        recorded, recipe = read_facts(recorded_path)
+        say(f"Rebuilding {recorded.get('image_id', '?')[:19]} from {recorded_path}")
+        base = base_for(recipe, places)
+        say(f"  base {base.sha256[:12]} ({len(base.packages)} Debian packages) matches the recipe")
+        fetch_for(recipe, places)
+        built = build(engine, recipe, base, places, project_root)
+        imagemod.check(recorded, built)
+        say(f"  the same image ID: {built.image_id}")
+        return built
+    if mirror:
+        spec = basemod.BaseSpec(mirror)
+    else:
+        found, snapshot = basemod.host_mirror()
+        spec = basemod.BaseSpec(found, snapshot=snapshot)
+    say(f"Base: Debian {spec.suite} from {spec.mirror} (mmdebstrap, SOURCE_DATE_EPOCH={spec.epoch})")
+    base = basemod.build(spec, places.base_tar(spec))
+    recipe = recipe_here(base, venvs or {RUN_VENV: sys.executable}, project_root, places, _project(project_root))
+    say("Venvs: " + ", ".join(f"{v.name} ({len(v.entries)} packages)" for v in recipe.venvs))
+    return build(engine, recipe, base, places, project_root)
+
+
+def _project(root: str) -> dict:
+    from ..reproduce.capture import PROJECT, git_runner, project_section
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        ver = version(PROJECT)
+    except PackageNotFoundError:
+        ver = ""
+    return project_section(root, ver, git_runner(root))

@@ -112,6 +112,36 @@ class Recipe:
         return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()
 
 
+# what a recipe from elsewhere may hold: each value lands in a requirements file, an mmdebstrap
+# command line or a Containerfile, so anything beyond these forms is refused, never passed on
+_DIST = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?$")
+_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_DEB = re.compile(r"^[a-z0-9][a-z0-9+.-]{0,99}$")
+_SUITE = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
+_MIRROR = re.compile(r"^https?://[A-Za-z0-9.-]+(?::[0-9]+)?(?:/[A-Za-z0-9._~%/+-]*)?$")
+
+
+def _checked(recipe: Recipe) -> Recipe:
+    for v in recipe.venvs + (recipe.build_tools,):
+        for d in v.entries:
+            if not (_DIST.match(d.name) and _VERSION.match(d.version) and _SHA256.match(d.sha256)):
+                raise RecipeError(f"the {v.name} venv's entry {d.name!r}=={d.version!r} (sha256 {d.sha256[:16]!r}) is not "
+                                  "a distribution name, version and sha256")
+    b = recipe.base
+    if not _MIRROR.match(str(b["mirror"])) or not _SUITE.match(str(b["suite"])):
+        raise RecipeError(f"the base's mirror {str(b['mirror'])[:80]!r} or suite {str(b['suite'])[:40]!r} is not an "
+                          "http(s) address and a Debian suite name")
+    bad = [p for p in b["included"] if not _DEB.match(str(p))]
+    if bad or not _SHA256.match(str(b["tar_sha256"])) or not _SHA256.match(recipe.project_sha256):
+        raise RecipeError("the base's packages or a sha256 are not in their form" + (f" ({bad[0]!r})" if bad else ""))
+    if not isinstance(b["source_date_epoch"], int) or not 0 <= b["source_date_epoch"] < 2 ** 33:
+        raise RecipeError(f"source_date_epoch {b['source_date_epoch']!r} is not a time in seconds")
+    if len({v.name for v in recipe.venvs}) != len(recipe.venvs) or any(v.name == "build" for v in recipe.venvs):
+        raise RecipeError("venv names repeat, or one is named 'build' (the build tools' own)")
+    return recipe
+
+
 def from_json(data: dict, where: str = "the record") -> Recipe:
     """A recipe a record carries, checked: RecipeError naming the field when it is not one."""
     try:
@@ -125,8 +155,8 @@ def from_json(data: dict, where: str = "the record") -> Recipe:
         for key in ("suite", "mirror", "source_date_epoch", "tar_sha256", "included"):
             if key not in base:
                 raise RecipeError(f"the base has no {key!r}")
-        recipe = Recipe(base, tuple(venv(v) for v in data["venvs"]), venv(data["build_tools"]),
-                        str(data["project_sha256"]), dict(data.get("project") or {}))
+        recipe = _checked(Recipe(base, tuple(venv(v) for v in data["venvs"]), venv(data["build_tools"]),
+                                 str(data["project_sha256"]), dict(data.get("project") or {})))
     except RecipeError as e:
         raise RecipeError(f"{where}: its image recipe is not one this version can build ({e})") from None
     except (KeyError, TypeError, ValueError, AttributeError) as e:

@@ -3,6 +3,7 @@ base built from the host's apt mirror, an image of a small locked venv and this 
 two separate stores with the same ID, `cm` run in it as a non-root uid with the network off, the
 image saved and loaded with its ID, the same image as a SquashFS run unprivileged by ch-run, and
 nothing left behind (containers, images, mounts). Skips, saying why, where the tools cannot run."""
+import json
 import os
 import shutil
 import signal
@@ -78,15 +79,29 @@ def built(work, stores):
     return r, b, places, first
 
 
-def test_the_same_recipe_builds_the_same_image_id_in_another_store(built, stores):
+def test_the_record_rebuilds_the_same_image_id_in_another_cm_home_cache_and_store(built, stores, work):
     r, b, places, first = built
     assert {v.name for v in r.venvs} == {"run"} and len(r.venvs[0].entries) == len(SMALL)
     assert b.facts()["packages"] and any(p.startswith("python3=") for p in b.facts()["packages"])
-    again = make.build(stores("b"), r, b, places, str(ROOT))
-    assert again.image_id == first.image_id and again.layers == first.layers
-    image.check(first.to_json(), again)
     assert [s for _, s in first.layers] == image.layer_steps(r)
     assert not os.path.exists(places.context(r))            # the build context is not kept
+    facts = work / "first.json"
+    image.write_facts(str(facts), first)
+    stores("b")                                             # discarded with the others at the end
+    home = work / "home-b"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CM_", "CM4MLPERF_"))}
+    env.update(CM_REPOS=str(home / "CM"), CM4MLPERF_CACHE_DIR=str(home / "cache"), CM_CORE_SKIP_INTERNAL_REPOS="yes")
+    cm = os.path.join(os.path.dirname(sys.executable), "cm")
+    added = subprocess.run([cm, "add", "repo", f"--path={ROOT}"], env=env, capture_output=True, text=True, timeout=300)
+    assert added.returncode == 0, added.stderr
+    res = subprocess.run([cm, "run", "script", "--tags=build,mlperf,image", f"--from={facts}",
+                          f"--store={work / 'b'}", f"--facts={work / 'b.json'}", "--quiet"],
+                         env=env, capture_output=True, text=True, timeout=1200, cwd=str(home))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    again = json.loads((work / "b.json").read_text())
+    assert again["image_id"] == first.image_id and again["layers"] == first.to_json()["layers"]
+    assert f"the same image ID: {first.image_id}" in res.stdout
+    assert os.path.isfile(home / "cache" / "containers" / os.path.basename(places.base_tar(base.BaseSpec(b.spec.mirror))))
 
 
 def test_cm_runs_in_the_image_as_a_non_root_uid_with_the_network_off(built, stores):

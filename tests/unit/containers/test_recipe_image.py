@@ -12,7 +12,7 @@ import pytest
 from mlperf_llm.containers import image, recipe, wheels
 from mlperf_llm.sysinfo.envlock import Locked
 
-BASE = {"suite": "bookworm", "mirror": "http://m/debian", "source_date_epoch": 1700000000, "tar_sha256": "t" * 64,
+BASE = {"suite": "bookworm", "mirror": "http://m/debian", "source_date_epoch": 1700000000, "tar_sha256": "e" * 64,
         "included": ["python3"], "packages": ["python3=3.11.2-1+b1"], "variant": "minbase", "snapshot": ""}
 
 
@@ -76,6 +76,22 @@ def test_a_damaged_recipe_in_a_record_is_refused_naming_what_is_wrong(tmp_path, 
     change(data)
     with pytest.raises(recipe.RecipeError, match=said):
         recipe.from_json(data, where="rec.json")
+
+
+@pytest.mark.parametrize("change, said", [
+    (lambda d: d["venvs"][0]["distributions"][0].update(name="six --index-url http://evil/"), "not a distribution name"),
+    (lambda d: d["venvs"][0]["distributions"][0].update(version="1.0\n--extra-index-url=http://e"), "not a distribution"),
+    (lambda d: d["base"].update(mirror="http://m/debian; rm -rf /"), "not an http"),
+    (lambda d: d["base"].update(mirror="file:///etc"), "not an http"),
+    (lambda d: d["base"]["included"].append("--customize-hook=sh"), "'--customize-hook=sh'"),
+    (lambda d: d["base"].update(source_date_epoch="1700000000"), "not a time in seconds"),
+    (lambda d: d["venvs"].append({"name": "build", "distributions": []}), "named 'build'"),
+])
+def test_a_recipe_from_elsewhere_holding_anything_but_names_versions_and_hashes_is_refused(tmp_path, change, said):
+    data = a_recipe(tmp_path)[0].to_json()
+    change(data)
+    with pytest.raises(recipe.RecipeError, match=said):
+        recipe.from_json(data, where="their.json")
 
 
 def test_the_context_holds_the_locked_archives_and_the_projects_files_and_nothing_else(tmp_path):

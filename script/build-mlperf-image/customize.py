@@ -1,0 +1,53 @@
+"""build-mlperf-image: this host's run environment (and vLLM's venv) as a pinned OCI image, or a
+recorded image rebuilt and checked by ID (docs/containers.md). The work is in mlperf_llm.containers."""
+import os
+import sys
+
+
+def preprocess(i):
+    from cmcontract.places import cache_root
+    from mlperf_llm.containers import engine, image, make, squash
+    from mlperf_llm.containers.base import BaseError
+    from mlperf_llm.containers.recipe import RecipeError
+    from mlperf_llm.containers.wheels import WheelError
+
+    env = i['env']
+    try:
+        eng = engine.configured(engine.find(env.get('CM_MLPERF_CONTAINER_ENGINE', '')),
+                                os.path.join(cache_root(), 'containers'))
+        if env.get('CM_MLPERF_IMAGE_STORE'):
+            eng = eng.with_store(os.path.abspath(env['CM_MLPERF_IMAGE_STORE']))
+        venvs = {'run': sys.executable}     # the interpreter `cm` runs in
+        if env.get('CM_VLLM_PYTHON'):
+            venvs['vllm'] = env['CM_VLLM_PYTHON']
+        built = make.image_for(eng, make.Places(os.path.join(cache_root(), 'containers')), _project_root(env), venvs,
+                               mirror=env.get('CM_MLPERF_IMAGE_BASE_MIRROR', ''),
+                               recorded_path=env.get('CM_MLPERF_IMAGE_FROM', ''))
+        facts = os.path.abspath(env['CM_MLPERF_IMAGE_FACTS'])
+        image.write_facts(facts, built)
+        print(f'Image {built.tag}\n  ID {built.image_id}\n  facts (recipe, layers, base packages): {facts}')
+        if env.get('CM_MLPERF_IMAGE_ARCHIVE'):
+            image.save(eng, built.tag, os.path.abspath(env['CM_MLPERF_IMAGE_ARCHIVE']))
+            print(f"  archive: {env['CM_MLPERF_IMAGE_ARCHIVE']} ({eng.kind} load -i ...)")
+        if env.get('CM_MLPERF_IMAGE_SQUASHFS'):
+            out = squash.export(eng, built.tag, os.path.abspath(env['CM_MLPERF_IMAGE_SQUASHFS']),
+                                int(built.recipe['base']['source_date_epoch']))
+            print(f'  SquashFS: {out} (ch-run --set-env={out}.env {out} -- cm ...)')
+    except (engine.ContainerError, BaseError, RecipeError, WheelError) as e:
+        return {'return': 1, 'error': str(e)}
+    env['CM_MLPERF_IMAGE_ID'] = built.image_id
+    env['CM_MLPERF_IMAGE_TAG'] = built.tag
+    env['CM_MLPERF_IMAGE_FACTS'] = facts
+    return {'return': 0}
+
+
+def _project_root(env):
+    """The project's checkout: as given, else this running copy when it is one, else the folder the
+    command was run in."""
+    if env.get('CM_MLPERF_IMAGE_PROJECT_SRC'):
+        return os.path.abspath(env['CM_MLPERF_IMAGE_PROJECT_SRC'])
+    import mlperf_llm
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(mlperf_llm.__file__))))
+    if os.path.isfile(os.path.join(here, 'setup.py')):
+        return here
+    return os.path.abspath(env.get('CM_RUN_CWD') or os.getcwd())
