@@ -28,7 +28,7 @@ from pathlib import Path
 from ..accuracy import reasoning
 from ..accuracy.reasoning import source_of
 from . import gptoss
-from .schema import DatasetError
+from .schema import DatasetError, read_table
 
 URI = "https://inference.mlcommons-storage.org/metadata/deepseek-r1-datasets-fp8-eval.uri"
 ACCURACY_FILE = "mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl"
@@ -54,24 +54,6 @@ class Question:
     dataset: str = ""
     ground_truth: str = ""
     question: str = ""
-
-
-def _frame(path: Path):
-    import pandas as pd
-    if not path.is_file():
-        raise DatasetError(f"deepseek-r1 data set file {path} does not exist; pass the file (or its folder) "
-                           "you have, let the data step download the MLCommons set, or run with _embedded.")
-    parquet = path.suffix == ".parquet"
-    try:
-        df = pd.read_parquet(path) if parquet else pd.read_pickle(path)
-    except Exception as e:  # pickle, pyarrow or pandas: all mean "not a table we can read"
-        raise DatasetError(f"{path} is not a readable {'parquet table' if parquet else 'pandas pickle'} "
-                           f"({type(e).__name__}: {str(e)[:200]}); it is damaged or not a deepseek-r1 data set "
-                           "file: download it again.") from None
-    if not hasattr(df, "columns"):
-        raise DatasetError(f"{path} holds a {type(df).__name__}, not a pandas DataFrame; the deepseek-r1 data "
-                           f"set ({ACCURACY_FILE}) is a DataFrame pickle: pass that file.")
-    return df
 
 
 def _text(value) -> str:
@@ -117,7 +99,8 @@ def read_reference(path, kind: str = "accuracy", expect_rows: int | None = None)
     if kind not in FILES:
         raise DatasetError(f"kind {kind!r}: a deepseek-r1 data set file is one of {', '.join(FILES)}")
     path, scored = Path(path), kind == "accuracy"
-    df = _frame(path)
+    df = read_table(path, "deepseek-r1 data set", "pass the file (or its folder) you have, let the data step "
+                    "download the MLCommons set, or run with _embedded.", ACCURACY_FILE)
     columns = list(df.columns)
     truth_col = next((c for c in TRUTHS if c in columns), None)
     need = ["text_input"] + (["dataset"] if scored else [])

@@ -23,7 +23,7 @@ from cmcontract.publish import staged_file
 
 from ..accuracy.livecodebench import Test, decode_tests
 from ..accuracy.reasoning import source_of
-from .schema import DatasetError
+from .schema import DatasetError, read_table
 
 TOKENS = "input_tokens"
 OLD_TOKENS = "tok_input"
@@ -67,20 +67,6 @@ class Problem:
                 "tests": [{"input": t.given, "output": t.expected, "testtype": t.kind} for t in self.tests]}
 
 
-def _frame(path: Path):
-    import pandas as pd
-    if not path.is_file():
-        raise DatasetError(f"gpt-oss data set file {path} does not exist; pass the file you have, let the data "
-                           "step download the MLCommons set, or run with _embedded.")
-    try:
-        if path.suffix in (".pkl", ".pickle"):
-            return pd.read_pickle(path)
-        return pd.read_parquet(path)
-    except Exception as e:  # pyarrow, pickle or pandas: all mean "not a table we can read"
-        raise DatasetError(f"{path} is not a readable parquet table ({type(e).__name__}: {str(e)[:200]}); it is "
-                           "damaged or not a gpt-oss data set file: download it again.") from None
-
-
 def _ids(value, where: str) -> tuple[int, ...]:
     try:
         ids = tuple(int(t) for t in value)
@@ -102,7 +88,8 @@ def read_set(path, kind: str, expect_rows: int | None = None,
     checked for the columns its kind needs, its rows' sources (scored sets) and, with `expect_rows`,
     its row count; DatasetError names the file, the column or row, and the fix."""
     spec, path = SETS[kind], Path(path)
-    df = _frame(path)
+    df = read_table(path, "gpt-oss data set", "pass the file you have, let the data step download the "
+                    "MLCommons set, or run with _embedded.")
     columns = list(getattr(df, "columns", ()))
     tokens = TOKENS if TOKENS in columns else OLD_TOKENS if OLD_TOKENS in columns else None
     need = ["dataset", "ground_truth"] if spec.scored else []

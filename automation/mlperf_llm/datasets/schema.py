@@ -52,6 +52,27 @@ def check_frame(df, where: str = "data set", expect_rows: int | None = None) -> 
     return SchemaReport(path=where, rows=len(df), columns=tuple(df.columns))
 
 
+def read_table(path: Path, what: str, missing: str, expected: str = ""):
+    """A data set file as a pandas DataFrame: a parquet table (.parquet) or a pickle (else). `what`
+    names the set in the errors ("gpt-oss data set"), `missing` says what to do when the file is not
+    there, `expected` names the file the set is published as. DatasetError, naming the file and the fix, for anything that is not a readable table."""
+    import pandas as pd
+    if not path.is_file():
+        raise DatasetError(f"{what} file {path} does not exist; {missing}")
+    parquet = path.suffix == ".parquet"
+    try:
+        df = pd.read_parquet(path) if parquet else pd.read_pickle(path)
+    except Exception as e:  # pickle, pyarrow or pandas: all mean "not a table we can read"
+        raise DatasetError(f"{path} is not a readable {'parquet table' if parquet else 'pandas pickle'} "
+                           f"({type(e).__name__}: {str(e)[:200]}); it is damaged or not a {what} file: download "
+                           "it again.") from None
+    if not hasattr(df, "columns"):
+        raise DatasetError(f"{path} holds a {type(df).__name__}, not a pandas DataFrame; the {what}"
+                           + (f" ({expected})" if expected else "") + " is a DataFrame (parquet or pickle): pass that "
+                           "file.")
+    return df
+
+
 def load_processed(path, expect_rows: int | None = None):
     """Load a processed pickle (.pkl or .pkl.gz) and check its schema; returns the DataFrame."""
     import pandas as pd

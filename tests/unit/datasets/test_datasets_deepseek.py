@@ -140,7 +140,7 @@ def test_a_wrong_row_count_an_empty_file_and_a_missing_one_are_named(tmp_path):
 def test_a_pickle_of_something_else_and_a_damaged_file_are_refused(tmp_path):
     (tmp_path / "list.pkl").write_bytes(pickle.dumps([{"text_input": "q"}]))
     with pytest.raises(DatasetError, match=r"list.pkl holds a list, not a pandas DataFrame; the deepseek-r1 data set "
-                                           r"\(mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl\) is a DataFrame pickle: "
+                                           r"\(mlperf_deepseek_r1_dataset_4388_fp8_eval.pkl\) is a DataFrame \(parquet or pickle\): "
                                            r"pass that file"):
         deepseek.read_reference(tmp_path / "list.pkl")
     good = pickled(tmp_path, frame(), "cut.pkl")
