@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from ..benchmarks import BenchmarkError, get_benchmark
 from ..harness.testsizes import NAME as SIZES_INPUT
 from ..submission.logs import ACCURACY_PATTERNS
+from ..vllm.install import LOCK_ENV as REPLAY_LOCK_ENV
 from .record import Record, chosen_targets, recorded_sizes
 from .source import Measured
 
@@ -134,8 +135,10 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     hin = {k: v for k, v in (here.request.get("inputs") or {}).items() if k not in (*REPLAY_PATHS, SIZES_INPUT)}
     out += _dict_diff("input", rin, hin, "another input to the chain", True)
     out += size_differences(recorded_sizes(recorded)[0], recorded_sizes(here)[0])
-    out += _dict_diff("--env", recorded.request.get("env") or {}, here.request.get("env") or {},
-                      "another env override", True)
+    # the lock a replay installs the server's venv from is how it repeats the recorded environment
+    # (whether it did is the server environment's row above), not an override of the user's
+    here_env = {k: v for k, v in (here.request.get("env") or {}).items() if k != REPLAY_LOCK_ENV}
+    out += _dict_diff("--env", recorded.request.get("env") or {}, here_env, "another env override", True)
     if sorted(recorded.request.get("variations") or []) != sorted(here.request.get("variations") or []):
         out.append(Difference("variations", recorded.request.get("variations"), here.request.get("variations"),
                               "another configuration of the chain", True))

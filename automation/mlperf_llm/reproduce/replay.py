@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from cmcontract.places import cache_root
 from cmcontract.publish import write_text
 from cmcontract.secret import is_secret
 
@@ -25,6 +26,7 @@ from .capture import PATH_INPUTS_REPLACED as PATH_INPUTS
 from .capture import PROJECT as PROJECT_NAME
 from .record import RECORD_NAME, Record, RecordError
 from ..untrusted import Limits
+from ..vllm.install import LOCK_ENV
 from .source import SourceError, Measured, measured_tests, open_submission, the_record
 
 REPORT_NAME = "reproduction.json"
@@ -210,7 +212,8 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     files = {}
     lock = recorded_lock(rec)
     if lock and not inputs.get("api_server") and not inputs.get("vllm_python"):
-        path = os.path.join(opts.results_dir, f"vllm-lock-{hashlib.sha256(lock.encode()).hexdigest()[:16]}.txt")
+        # named by its digest where every replay finds it: the same lock is the same install-vllm entry
+        path = os.path.join(cache_root(), "environments", f"vllm-lock-{hashlib.sha256(lock.encode()).hexdigest()[:16]}.txt")
         files[path] = lock
         env[LOCK_ENV] = path
         fixed.append(f"the server's environment as recorded: {lock.count(chr(10))} packages, each installed from the "
@@ -226,9 +229,6 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     if asked.adr:
         request["adr"] = asked.adr
     return Plan(request, subs, refusals, fixed, files)
-
-
-LOCK_ENV = "CM_VLLM_LOCK"       # install-vllm's input: the environment to install exactly
 
 
 def recorded_lock(rec: Record) -> str | None:

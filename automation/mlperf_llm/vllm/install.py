@@ -61,6 +61,9 @@ def choose_package(gpu_count: str | int | None, name: str = '', version: str = '
                        (CPU_TORCH,) if cpu else (), CUDA_EXTRAS if cpu else ())
 
 
+LOCK_ENV = 'CM_VLLM_LOCK'   # install-vllm's --lock: a recorded environment to install exactly (a replay's)
+
+
 def install(base_python: str, venv_dir: str, pkg: VllmPackage, lock: str = '') -> tuple[str, str]:
     """Create the venv, install the package, drop the CUDA extras; returns (venv python, vllm version).
     With `lock` (a recorded environment, envlock's requirements form), the venv is exactly the lock:

@@ -96,6 +96,15 @@ def test_a_server_environment_that_differs_names_each_package_that_does(tmp_path
     assert not compare.differing_inputs(rec, dataclasses.replace(rec, versions=dict(rec.versions)))
 
 
+def test_the_lock_a_replay_installs_from_is_not_an_input_it_changed(tmp_path):
+    rec = make_record(tmp_path)
+    env = dict(rec.request.get("env") or {})
+    here = dataclasses.replace(rec, request=dict(rec.request, env=dict(env, CM_VLLM_LOCK="/c/environments/l.txt")))
+    assert compare.differing_inputs(rec, here) == []
+    other = dataclasses.replace(rec, request=dict(rec.request, env=dict(env, CM_VLLM_DTYPE="bfloat16")))
+    assert [d.name for d in compare.differing_inputs(rec, other)] == ["--env CM_VLLM_DTYPE"]
+
+
 def test_a_missing_reproduced_test_shows_as_missing(tmp_path):
     rec = make_record(tmp_path)
     c = compare.compare(rec, rec, results(), results()[:1])

@@ -115,12 +115,13 @@ def with_environment(rec, environment):
     return dataclasses.replace(rec, versions=dict(rec.versions, server_environment=environment))
 
 
-def test_the_recorded_server_environment_is_installed_as_a_lock_not_resolved_again(tmp_path):
+def test_the_recorded_server_environment_is_installed_as_a_lock_not_resolved_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("CM4MLPERF_CACHE_DIR", str(tmp_path / "cache"))
     rec = with_environment(make_record(tmp_path), {"six": {"version": "1.17.0", "sha256": SIX},
                                                    "pip": {"version": "23.2.1", "sha256": ""}})
     p = replay.plan_replay(rec, replay.Host(), opts(tmp_path), exists=lambda p: False)
     (path, text), = p.files.items()
-    assert p.request["env"][replay.LOCK_ENV] == path and path.startswith(str(tmp_path / "rep"))
+    assert p.request["env"][replay.LOCK_ENV] == path and path.startswith(str(tmp_path / "cache" / "environments"))
     assert text == f"six==1.17.0 --hash=sha256:{SIX}\n"                  # pip of the venv itself: the new venv's own
     assert any("the server's environment as recorded: 1 packages" in f for f in p.fixed)
     other = with_environment(rec, {"six": {"version": "1.16.0", "sha256": SIX}})
