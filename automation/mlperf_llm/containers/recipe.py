@@ -202,10 +202,7 @@ def write_context(recipe: Recipe, dest: str, base_tar: str, wheelhouses: dict, p
     if os.path.exists(dest):
         shutil.rmtree(dest)
     os.makedirs(os.path.join(dest, "locks"))
-    try:
-        os.link(base_tar, os.path.join(dest, "base.tar"))
-    except OSError:
-        shutil.copyfile(base_tar, os.path.join(dest, "base.tar"))
+    _place(base_tar, os.path.join(dest, "base.tar"))
     with open(os.path.join(dest, "locks", "project.sha256"), "w", encoding="utf-8") as f:
         f.write(recipe.project_sha256 + "\n")     # in a layer, so the project's step is rebuilt when it changes
     for v in recipe.venvs + (recipe.build_tools,):
@@ -246,4 +243,12 @@ def _copy_wheelhouse(venv: VenvLock, source: str, dest: str) -> None:
                           + ": download them (containers/wheels.py) with the network on")
     for d in venv.entries:
         src = have[d.sha256]
-        shutil.copyfile(src, os.path.join(dest, os.path.basename(src)))
+        _place(src, os.path.join(dest, os.path.basename(src)))
+
+
+def _place(src: str, dest: str) -> None:
+    """A hard link where the file system allows (a vLLM venv's archives are ~1 GB), else a copy."""
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copyfile(src, dest)
