@@ -7,7 +7,7 @@ repository root, after `cm run script --tags=build,mlperf,image --vllm_python=TH
 Both sides get the same server command (service.prepare: tuned once for this machine), the same
 environment additions, prompts and lengths: N requests x T tokens at once, greedy, fixed length,
 as an Offline test sends them. The sides alternate (host, image, host, image, ...), each round
-timed over the same span (the batch); the best round of each side is compared. The image side is
+timed over the same span (the batch); the best and the median round of each side are compared. The image side is
 `podman run --network host` (the server binds 127.0.0.1 as on the host; nothing else is reachable
 from it but loopback), the model mounted read-only at the same path, the image's vLLM venv.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -100,7 +101,9 @@ def main(argv=None):
             rates[side].append(rate)
             print(f'round {r + 1} {side:5s}: {rate:7.1f} tokens/s', flush=True)
     host, image = max(rates['host']), max(rates['image'])
-    print(f'best: host {host:.1f}, image {image:.1f} tokens/s; image / host = {image / host:.3f} (goal >= 0.97); '
+    mid_host, mid_image = statistics.median(rates['host']), statistics.median(rates['image'])
+    print(f'best: host {host:.1f}, image {image:.1f} tokens/s; image / host = {image / host:.3f} (goal >= 0.97)\n'
+          f'median: host {mid_host:.1f}, image {mid_image:.1f} tokens/s; image / host = {mid_image / mid_host:.3f}; '
           f'load average after: {os.getloadavg()[0]:.1f}')
 
 
