@@ -116,8 +116,11 @@ def test_cm_runs_in_the_image_as_a_non_root_uid_with_the_network_off(built, stor
     assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""     # removed after it ended
 
 
+# the child is an interactive `cm` stopped by Ctrl-C or SIGTERM: a pytest-xdist worker starts its
+# children with SIGINT ignored, so the child takes Python's own Ctrl-C handler back first
 STOPPED_CHILD = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {auto!r})
 from mlperf_llm.containers import engine, run
 e = engine.Engine("podman", "/usr/bin/podman", conf={conf!r}, root={root!r}, runroot={runroot!r})
@@ -141,7 +144,11 @@ def test_a_run_stopped_by_a_signal_leaves_no_container(built, stores, sig):
         child.kill()
         pytest.fail("the container never started")
     child.send_signal(sig)
-    child.wait(timeout=120)
+    try:
+        child.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        pytest.fail(f"the run did not end within 120 s of {sig.name}")
     assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
 
 
