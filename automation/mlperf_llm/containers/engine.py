@@ -11,6 +11,7 @@ engine, a full or busy image store, a missing image) into `ContainerError` namin
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from cmcontract.publish import write_text
 KINDS = ("podman", "docker")
 CONF_NAME = "containers.conf"
 NOFILE, NPROC = 20000, 32768        # the most the build hosts' limits allow a container
+RUNROOT_MAX = 50                    # podman: "the specified runroot is longer than 50 characters"
 
 
 class ContainerError(RuntimeError):
@@ -49,10 +51,16 @@ class Engine:
         return env
 
     def with_store(self, root: str) -> "Engine":
-        """The same engine with a private image store under `root` (podman only)."""
+        """The same engine with a private image store under `root` (podman only). podman refuses a
+        runroot longer than RUNROOT_MAX characters; a deeper `root` gets its runroot in /tmp, named
+        by the root's digest (discard_store removes it too)."""
         if self.kind != "podman":
             raise ContainerError("a private image store needs podman; docker keeps one store per daemon")
-        return replace(self, root=os.path.join(root, "storage"), runroot=os.path.join(root, "run"))
+        root = os.path.abspath(root)
+        runroot = os.path.join(root, "run")
+        if len(runroot) > RUNROOT_MAX:
+            runroot = "/tmp/cm4mlperf-run-" + hashlib.sha256(root.encode()).hexdigest()[:16]
+        return replace(self, root=os.path.join(root, "storage"), runroot=runroot)
 
     def run(self, *args: str, timeout: float = 3600, what: str = "", check: bool = True,
             runner: Callable = subprocess.run) -> subprocess.CompletedProcess:
@@ -161,11 +169,14 @@ def discard_store(engine: Engine, folder: str) -> list[str]:
         engine.run("rm", "-af", "-t", "0", check=False, timeout=300)
         engine.run("image", "unmount", "--all", check=False, timeout=300)
         engine.run("rmi", "-af", check=False, timeout=300)
-    leaked = mounts_under(folder)
-    for point in sorted(leaked, key=len, reverse=True):
-        subprocess.run(["umount", "-l", point], capture_output=True, timeout=60)
-    if not mounts_under(folder):
-        shutil.rmtree(folder, ignore_errors=True)
+    leaked = []
+    for top in [folder] + ([engine.runroot] if engine.runroot and not engine.runroot.startswith(folder) else []):
+        left = mounts_under(top)
+        for point in sorted(left, key=len, reverse=True):
+            subprocess.run(["umount", "-l", point], capture_output=True, timeout=60)
+        if not mounts_under(top):
+            shutil.rmtree(top, ignore_errors=True)
+        leaked += left
     return leaked
 
 

@@ -63,7 +63,7 @@ def stores(work):
         left = e.run("ps", "-a", "--format", "{{.Names}}", check=False).stdout.split()
         leaks += [f"container {n} in {folder.name}" for n in left]
         leaks += engine.discard_store(e, str(folder))
-        leaks += [f"{folder} not removed"] if folder.exists() else []
+        leaks += [f"{path} not removed" for path in (folder, e.runroot) if os.path.exists(path)]
     assert not leaks, leaks
 
 

@@ -38,6 +38,14 @@ def test_a_private_store_goes_before_the_command_and_our_conf_into_the_environme
         engine.Engine("docker", "/usr/bin/docker").with_store("/t")
 
 
+def test_a_deep_store_gets_a_runroot_podman_accepts():
+    deep = "/tmp/pytest-of-root/pytest-40/popen-gw1/images0/a"
+    e = engine.Engine("podman", "/usr/bin/podman").with_store(deep)
+    assert e.root == deep + "/storage" and len(e.runroot) <= engine.RUNROOT_MAX and e.runroot.startswith("/tmp/")
+    assert e.runroot == engine.Engine("podman", "/usr/bin/podman").with_store(deep + "/").runroot
+    assert e.runroot != engine.Engine("podman", "/usr/bin/podman").with_store(deep + "b").runroot
+
+
 def test_the_conf_keeps_limits_within_the_hosts_hard_limits_and_takes_runc_where_present():
     text = engine.conf_text("/usr/bin/runc", hard_nofile=4096, hard_nproc=-1)
     assert 'nofile=4096:4096' in text and 'nproc=32768:32768' in text and 'runtime = "runc"' in text
