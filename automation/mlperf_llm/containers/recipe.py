@@ -18,7 +18,7 @@ import shutil
 from dataclasses import dataclass, field
 
 from ..sysinfo.envlock import Locked
-from .base import file_sha256
+from ..files import sha256_file
 
 FORMAT = 1
 PREFIX = "/opt/cm4mlperf"               # the image's venvs: PREFIX/<name>, their locks PREFIX/locks/<name>.txt
@@ -234,7 +234,7 @@ def _copy_wheelhouse(venv: VenvLock, source: str, dest: str) -> None:
         for name in sorted(os.listdir(source)):
             path = os.path.join(source, name)
             if os.path.isfile(path):
-                have[file_sha256(path)] = path
+                have[sha256_file(path)] = path
     missing = [d for d in venv.entries if d.sha256 not in have]
     if missing:
         raise RecipeError(f"the {venv.name} venv's wheelhouse {source or '(none)'} lacks the locked archive of "

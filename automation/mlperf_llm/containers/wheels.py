@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ..sysinfo.envlock import Locked, dist_key
-from .base import file_sha256
+from ..files import sha256_file
 
 
 class WheelError(RuntimeError):
@@ -82,7 +82,7 @@ def download(entries: list[Locked], dest: str, python: str = sys.executable, run
         files = by_name.get((dist_key(d.name), _norm_version(d.version)), []) or by_name.get((dist_key(d.name), d.version), [])
         if not files:
             raise WheelError(f"pip downloaded {d.name}=={d.version} but no wheel of that name is in {dest}")
-        out.append(replace(d, sha256=file_sha256(files[0]), url="", note=""))
+        out.append(replace(d, sha256=sha256_file(files[0]), url="", note=""))
     return tuple(out)
 
 

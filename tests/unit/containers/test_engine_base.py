@@ -9,6 +9,7 @@ import tarfile
 import pytest
 
 from mlperf_llm.containers import base, engine
+from mlperf_llm.files import sha256_file
 
 
 def which_of(*present):
@@ -158,7 +159,7 @@ def test_a_base_build_that_fails_leaves_nothing_and_one_that_succeeds_is_reused(
         rootfs_tar(argv[-2])
         return subprocess.CompletedProcess(argv, 0, "", "")
     got = base.build(spec, str(out), runner=working)
-    assert calls == [str(base.EPOCH)] and got.sha256 == base.file_sha256(str(out)) and len(got.packages) == 2
+    assert calls == [str(base.EPOCH)] and got.sha256 == sha256_file(str(out)) and len(got.packages) == 2
     assert base.build(spec, str(out), runner=failing).sha256 == got.sha256     # reused, not built again
     assert [p.name for p in tmp_path.iterdir()] == ["base.tar"]
     assert got.facts()["packages"] == ["base-files=12.4+deb12u11", "python3=3.11.2-1+b1"]
