@@ -17,9 +17,7 @@ def preprocess(i):
                                 os.path.join(cache_root(), 'containers'))
         if env.get('CM_MLPERF_IMAGE_STORE'):
             eng = eng.with_store(os.path.abspath(env['CM_MLPERF_IMAGE_STORE']))
-        venvs = {'run': sys.executable}     # the interpreter `cm` runs in
-        if env.get('CM_VLLM_PYTHON'):
-            venvs['vllm'] = env['CM_VLLM_PYTHON']
+        venvs = _venvs(env)
         built = make.image_for(eng, make.Places(os.path.join(cache_root(), 'containers')), _project_root(env), venvs,
                                mirror=env.get('CM_MLPERF_IMAGE_BASE_MIRROR', ''),
                                recorded_path=env.get('CM_MLPERF_IMAGE_FROM', ''))
@@ -38,7 +36,24 @@ def preprocess(i):
     env['CM_MLPERF_IMAGE_ID'] = built.image_id
     env['CM_MLPERF_IMAGE_TAG'] = built.tag
     env['CM_MLPERF_IMAGE_FACTS'] = facts
+    env['CM_MLPERF_IMAGE_ENGINE'] = eng.to_json()      # the engine (and store) the image is in
     return {'return': 0}
+
+
+def _venvs(env):
+    """--venvs: name -> interpreter. `run`: the interpreter `cm` runs in, with this project; `vllm`:
+    --vllm_python's venv (left out when not given, unless it is the only one asked for)."""
+    wanted = [v.strip() for v in (env.get('CM_MLPERF_IMAGE_VENVS') or 'run,vllm').split(',') if v.strip()]
+    unknown = [v for v in wanted if v not in ('run', 'vllm')]
+    if unknown:
+        raise RecipeError(f"--venvs={env.get('CM_MLPERF_IMAGE_VENVS')}: {', '.join(unknown)} is not a venv an image "
+                          "holds; give run, vllm or run,vllm")
+    if wanted == ['vllm'] and not env.get('CM_VLLM_PYTHON'):
+        raise RecipeError('--venvs=vllm (a server\'s image) needs --vllm_python=PATH, the python of the vLLM to put in it')
+    venvs = {'run': sys.executable} if 'run' in wanted else {}
+    if 'vllm' in wanted and env.get('CM_VLLM_PYTHON'):
+        venvs['vllm'] = env['CM_VLLM_PYTHON']
+    return venvs
 
 
 def _project_root(env):

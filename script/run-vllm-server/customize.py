@@ -3,11 +3,12 @@ a server from its record. The benchmark step stops the server when done via
 mlperf_llm.vllm.service.stop_from_env (unless --keep_server)."""
 import os
 
+from mlperf_llm.containers.engine import ContainerError
 from mlperf_llm.raycluster.placement import RayClusterError
 from mlperf_llm.sysinfo.pyenv import PyEnvError
 from mlperf_llm.vllm import records, server, service
 from mlperf_llm.vllm.command import ServeConfigError
-from mlperf_llm.vllm.inputs import run_options_from_env, split_urls
+from mlperf_llm.vllm.inputs import parse_bool, run_options_from_env, split_urls
 from mlperf_llm.vllm.install import check_build, check_device, probe
 from mlperf_llm.vllm.replicas import ReplicaError
 
@@ -29,15 +30,22 @@ def preprocess(i):
             env['CM_VLLM_START'] = env['CM_VLLM_INSTALL'] = 'no'
             return {'return': 0}
         if split_urls(env.get('CM_VLLM_API_SERVERS')):
+            if parse_bool('--docker', env.get('CM_VLLM_DOCKER')):
+                return _fail('--docker starts the server in the run\'s image; --api_server uses servers that already '
+                             'run: give one of the two')
             env.update(service.start_from_env(env, os.getcwd()))
             env['CM_VLLM_START'] = env['CM_VLLM_INSTALL'] = 'no'
             return {'return': 0}
+        env['CM_VLLM_DOCKER'] = 'yes' if parse_bool('--docker', env.get('CM_VLLM_DOCKER')) else 'no'
         service.prepare(env, log=lambda m: None, tune=False)   # check every input before installing anything
         run_options_from_env(env)
         env['CM_VLLM_START'] = 'yes'
         env['CM_VLLM_INSTALL'] = 'yes'
         if env.get('CM_RAY_START') or service.ray_replicas_address(env):
             env['CM_VLLM_RAY'] = 'yes'               # Ray beside vLLM: install-ray (run-ray-node also needs it)
+            if env['CM_VLLM_DOCKER'] == 'yes':
+                return _fail('--docker serves from an image on this machine; a Ray cluster\'s replicas start on its '
+                             'nodes from their own vLLM: leave out --docker, or the Ray options')
         if env.get('CM_VLLM_PYTHON'):                # --vllm_python: use that vLLM, install nothing
             found = probe(env['CM_VLLM_PYTHON'])
             check_build(found, env.get('CM_VLLM_DEVICE', ''), env.get('CM_GPU_COUNT'))
@@ -60,9 +68,14 @@ def postprocess(i):
     env = i['env']
     if env.get('CM_VLLM_START') != 'yes':
         return {'return': 0}
+    if env.get('CM_VLLM_DOCKER') == 'yes':           # build-mlperf-image (a prehook dep) built it
+        env['CM_VLLM_IMAGE'] = env['CM_MLPERF_IMAGE_TAG']
+        env['CM_VLLM_IMAGE_ENGINE'] = env['CM_MLPERF_IMAGE_ENGINE']
+        print(f'serving from image {env["CM_VLLM_IMAGE"]} (ID {env.get("CM_MLPERF_IMAGE_ID", "?")[:19]}; '
+              f'facts: {env.get("CM_MLPERF_IMAGE_FACTS", "?")})')
     try:
         env.update(service.start_from_env(env, os.getcwd()))
-    except (ServeConfigError, server.ServerError, ReplicaError, RayClusterError) as e:
+    except (ServeConfigError, server.ServerError, ReplicaError, RayClusterError, ContainerError) as e:
         return _fail(e)
     if env.get('CM_VLLM_SERVER_PLACEMENT'):
         print(f'{env["CM_VLLM_SERVER_REPLICAS"]} vLLM servers serving {env["CM_VLLM_SERVER_MODEL_NAME"]!r}: '

@@ -12,10 +12,11 @@ engine, a full or busy image store, a missing image) into `ContainerError` namin
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, Optional
 
 from cmcontract.publish import write_text
@@ -49,6 +50,21 @@ class Engine:
         if self.kind == "podman" and self.conf:
             env["CONTAINERS_CONF"] = self.conf
         return env
+
+    def to_json(self) -> str:
+        """The engine as one string (a step hands it to the next in its env)."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Engine":
+        try:
+            data = json.loads(text)
+            engine = cls(**{k: str(data[k]) for k in ("kind", "binary", "conf", "root", "runroot") if k in data})
+        except (ValueError, TypeError, KeyError) as e:
+            raise ContainerError(f"not a container engine's description ({e}): {text[:120]!r}") from None
+        if engine.kind not in KINDS:
+            raise ContainerError(f"container engine kind {engine.kind!r}: podman or docker")
+        return engine
 
     def with_store(self, root: str) -> "Engine":
         """The same engine with a private image store under `root` (podman only). podman refuses a

@@ -59,9 +59,26 @@ def build(engine: Engine, recipe: Recipe, context: str, timeout: float = 3600) -
         args += ["--pull=never", "--timestamp", str(recipe.epoch)]
     else:                               # BuildKit reads the epoch from this build argument
         args += ["--build-arg", f"SOURCE_DATE_EPOCH={recipe.epoch}"]
-    engine.run(*args, context, timeout=timeout, what=f"{engine.kind} build of {tag_for(recipe)}")
+    before = working_containers(engine)
+    try:
+        engine.run(*args, context, timeout=timeout, what=f"{engine.kind} build of {tag_for(recipe)}")
+    except BaseException:               # failed, timed out, or this process told to stop: podman's build
+        left = sorted(working_containers(engine) - before)     # leaves its working containers behind
+        if left:
+            engine.run("rm", "-f", *left, check=False, timeout=300)
+        raise
     with open(iid, encoding="utf-8") as f:
         return f.read().strip()
+
+
+def working_containers(engine: Engine) -> set[str]:
+    """The IDs of podman's build containers in the store (buildah's `*working-container`); docker's
+    builder keeps none in view."""
+    if engine.kind != "podman":
+        return set()
+    res = engine.run("ps", "-a", "--external", "--format", "{{.ID}} {{.Names}}", check=False, timeout=120)
+    return {line.split()[0] for line in res.stdout.splitlines()
+            if len(line.split()) == 2 and line.split()[1].endswith("working-container")}
 
 
 def inspect(engine: Engine, ref: str) -> dict | None:
@@ -148,6 +165,7 @@ def remove(engine: Engine, ref: str) -> None:
 
 
 def write_facts(path: str, built: ImageFacts) -> None:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     write_json(path, built.to_json(), indent=1)
 
 

@@ -52,14 +52,17 @@ def venv_entries(python: str, reader=envlock.read) -> list[envlock.Locked]:
 def recipe_here(base: basemod.Base, venvs: dict, project_root: str, places: Places, project: dict,
                 python: str = sys.executable, reader=envlock.read, download=wheels.download) -> Recipe:
     """The recipe for this host's environments: `venvs` maps a venv name to its interpreter
-    (RUN_VENV: the one `cm` runs in); every archive is fetched into the wheelhouse and hashed."""
-    if RUN_VENV not in venvs:
-        raise ValueError(f"no {RUN_VENV!r} venv given")
+    (RUN_VENV: the one `cm` runs in, this project installed into it; without it, no project: a
+    server's image); every archive is fetched into the wheelhouse and hashed."""
+    if not venvs:
+        raise ValueError("no venv given")
     locks = []
-    for name in [RUN_VENV] + sorted(n for n in venvs if n != RUN_VENV):
+    for name in sorted(venvs, key=lambda n: (n != RUN_VENV, n)):
         entries = download(venv_entries(venvs[name], reader), places.wheels, python=python)
         locks.append(VenvLock(name, tuple(entries)))
     tools = VenvLock("build", tuple(download(list(BUILD_TOOLS), places.wheels, python=python)))
+    if RUN_VENV not in venvs:
+        return Recipe(base.facts(), tuple(locks), tools, "", {})
     digest = files_sha256(project_root, project_files(project_root))
     return Recipe(base.facts(), tuple(locks), tools, digest, project)
 
@@ -144,7 +147,8 @@ def image_for(engine: Engine, places: Places, project_root: str, venvs: dict | N
         spec = basemod.BaseSpec(found, snapshot=snapshot)
     say(f"Base: Debian {spec.suite} from {spec.mirror} (mmdebstrap, SOURCE_DATE_EPOCH={spec.epoch})")
     base = basemod.build(spec, places.base_tar(spec))
-    recipe = recipe_here(base, venvs or {RUN_VENV: sys.executable}, project_root, places, _project(project_root))
+    venvs = venvs or {RUN_VENV: sys.executable}
+    recipe = recipe_here(base, venvs, project_root, places, _project(project_root) if RUN_VENV in venvs else {})
     say("Venvs: " + ", ".join(f"{v.name} ({len(v.entries)} packages)" for v in recipe.venvs))
     return build(engine, recipe, base, places, project_root)
 

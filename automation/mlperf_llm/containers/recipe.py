@@ -62,10 +62,17 @@ class VenvLock:
 @dataclass(frozen=True)
 class Recipe:
     base: dict                          # base.Base.facts(): suite, mirror, epoch, tar_sha256, packages
-    venvs: tuple                        # VenvLock, RUN_VENV first
+    venvs: tuple                        # VenvLock, RUN_VENV first where there is one
     build_tools: VenvLock               # setuptools and wheel, pinned, to build this project's wheel
-    project_sha256: str                 # of the project's files (PROJECT_FILES) in the context
+    project_sha256: str                 # of the project's files (PROJECT_FILES) in the context; "": no
+                                        # RUN_VENV, no project (a server's image: only vLLM's venv)
     project: dict = field(default_factory=dict)     # the record's project section (commit, version)
+
+    @property
+    def has_project(self) -> bool:
+        """The project is installed into RUN_VENV; an image without that venv (--docker's server
+        image) has neither, so a change of the project's files does not change it."""
+        return any(v.name == RUN_VENV for v in self.venvs)
 
     @property
     def epoch(self) -> int:
@@ -94,9 +101,10 @@ class Recipe:
             lines.append(f"RUN --mount=type=bind,source=wheels/{v.name},target=/wheels "
                          f"python3 -m venv --without-pip {v.path()} && "
                          + wheel.format(lock=f"{PREFIX}/locks/{v.name}.txt") + " && " + install.format(venv=v.path()))
-        lines.append(f"RUN --mount=type=bind,source=project,target=/project cp -r /project /tmp/src && "
-                     f"{build} wheel {offline} --no-build-isolation -w /tmp/wheels /tmp/src && rm -rf /tmp/src && "
-                     + install.format(venv=f"{PREFIX}/{RUN_VENV}"))
+        if self.has_project:
+            lines.append(f"RUN --mount=type=bind,source=project,target=/project cp -r /project /tmp/src && "
+                         f"{build} wheel {offline} --no-build-isolation -w /tmp/wheels /tmp/src && rm -rf /tmp/src && "
+                         + install.format(venv=f"{PREFIX}/{RUN_VENV}"))
         lines += ["WORKDIR /root", 'CMD ["/bin/bash"]']
         return "\n".join(lines) + "\n"
 
@@ -133,7 +141,8 @@ def _checked(recipe: Recipe) -> Recipe:
         raise RecipeError(f"the base's mirror {str(b['mirror'])[:80]!r} or suite {str(b['suite'])[:40]!r} is not an "
                           "http(s) address and a Debian suite name")
     bad = [p for p in b["included"] if not _DEB.match(str(p))]
-    if bad or not _SHA256.match(str(b["tar_sha256"])) or not _SHA256.match(recipe.project_sha256):
+    project_ok = _SHA256.match(recipe.project_sha256) if recipe.has_project else recipe.project_sha256 == ""
+    if bad or not _SHA256.match(str(b["tar_sha256"])) or not project_ok:
         raise RecipeError("the base's packages or a sha256 are not in their form" + (f" ({bad[0]!r})" if bad else ""))
     if not isinstance(b["source_date_epoch"], int) or not 0 <= b["source_date_epoch"] < 2 ** 33:
         raise RecipeError(f"source_date_epoch {b['source_date_epoch']!r} is not a time in seconds")
@@ -162,8 +171,8 @@ def from_json(data: dict, where: str = "the record") -> Recipe:
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise RecipeError(f"{where}: its image recipe is incomplete or malformed ({e.__class__.__name__}: {e}); "
                           "it cannot be built from") from None
-    if not recipe.venvs or recipe.venvs[0].name != RUN_VENV:
-        raise RecipeError(f"{where}: its image recipe has no {RUN_VENV!r} venv first")
+    if not recipe.venvs or recipe.has_project and recipe.venvs[0].name != RUN_VENV:
+        raise RecipeError(f"{where}: its image recipe has no venv, or its {RUN_VENV!r} venv is not the first")
     return recipe
 
 
@@ -203,14 +212,15 @@ def write_context(recipe: Recipe, dest: str, base_tar: str, wheelhouses: dict, p
         shutil.rmtree(dest)
     os.makedirs(os.path.join(dest, "locks"))
     _place(base_tar, os.path.join(dest, "base.tar"))
-    with open(os.path.join(dest, "locks", "project.sha256"), "w", encoding="utf-8") as f:
-        f.write(recipe.project_sha256 + "\n")     # in a layer, so the project's step is rebuilt when it changes
+    if recipe.has_project:
+        with open(os.path.join(dest, "locks", "project.sha256"), "w", encoding="utf-8") as f:
+            f.write(recipe.project_sha256 + "\n")     # in a layer, so the project's step is rebuilt when it changes
     for v in recipe.venvs + (recipe.build_tools,):
         with open(os.path.join(dest, "locks", f"{v.name}.txt"), "w", encoding="utf-8") as f:
             f.write(v.requirements())
         _copy_wheelhouse(v, wheelhouses.get(v.name, ""), os.path.join(dest, "wheels", v.name))
-    files = project_files(project_root)
-    got = files_sha256(project_root, files)
+    files = project_files(project_root) if recipe.has_project else []
+    got = files_sha256(project_root, files) if recipe.has_project else ""
     if got != recipe.project_sha256:
         raise RecipeError(f"the project's files at {project_root} (sha256 {got[:12]}) are not those the recipe "
                           f"names ({recipe.project_sha256[:12]}"

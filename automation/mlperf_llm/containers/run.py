@@ -39,6 +39,7 @@ class RunSpec:
     env: dict = field(default_factory=dict)
     workdir: str = ""
     name: str = ""
+    extra: tuple = ()                   # more engine options (--cpuset-cpus=..., --ipc=host)
 
     def container_name(self) -> str:
         return self.name or NAME_PREFIX + uuid.uuid4().hex[:12]
@@ -69,7 +70,7 @@ def run_args(spec: RunSpec, engine: Engine, name: str) -> list[str]:
         args += ["--user", spec.user]
     if spec.workdir:
         args += ["--workdir", spec.workdir]
-    return args + gpu_args(spec.gpus, engine) + [spec.image, *spec.argv]
+    return args + list(spec.extra) + gpu_args(spec.gpus, engine) + [spec.image, *spec.argv]
 
 
 def remove(engine: Engine, name: str) -> None:

@@ -304,6 +304,8 @@ def server_section(env: dict, results_dir: str = "") -> dict:
         out["placement"] = env["CM_VLLM_SERVER_PLACEMENT"]
     if env.get("CM_VLLM_SERVER_RAY_NODES"):
         out["ray_nodes"] = env["CM_VLLM_SERVER_RAY_NODES"]
+    if env.get("CM_VLLM_IMAGE"):        # --docker: served from this image (its facts file: beside the record)
+        out["image"] = {"tag": env["CM_VLLM_IMAGE"], "id": env.get("CM_MLPERF_IMAGE_ID", "")}
     shares = endpoint_shares(results_dir)
     if shares:
         out["endpoint_shares"] = shares

@@ -53,6 +53,7 @@ MODELS = tuple(BENCHMARKS) + tuple(BENCHMARKS[name].interactive_benchmark for r 
 # written by mlperf_llm.reproduce); no system name starts it, so the checkers' `<system>*.json` never
 # picks it
 RECORD_NAME = "cm4mlperf-record.json"
+IMAGE_FACTS_NAME = "cm4mlperf-image.json"     # with --docker: the image the server ran in (containers/image.py)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from .logs import count_accuracy_entries, read_accuracy_txt, read_detail_log, re
 from .quantization import scheme_of, weight_transformations
 from .results import ScenarioResult, scenario_result, targets_from_accuracy_json
 from .rules import find_violations
-from .spec import RECORD_NAME
+from .spec import IMAGE_FACTS_NAME, RECORD_NAME
 from ..accuracy.compliance_verify import VERIFY_FILES
 from ..benchmarks import get_benchmark
 from ..rounds import RoundError, round_for
@@ -325,8 +325,9 @@ def _build(root, req, meta, spec, system, runs, warnings) -> BuildReport:
                             f"{sysname}_{impl}_{run.scenario}.json"),
                json.dumps(_measurements_json(meta, run.model), indent=2) + "\n")
         _write(os.path.join(meas_dir, "README.md"), documents.render_measurement_readme(meta, result))
-        if os.path.isfile(os.path.join(req.results_dir, RECORD_NAME)):   # how the run was made (docs/reproduce.md)
-            _copy(os.path.join(req.results_dir, RECORD_NAME), os.path.join(meas_dir, RECORD_NAME))
+        for kept in (RECORD_NAME, IMAGE_FACTS_NAME):     # how the run was made (docs/reproduce.md, containers.md)
+            if os.path.isfile(os.path.join(req.results_dir, kept)):
+                _copy(os.path.join(req.results_dir, kept), os.path.join(meas_dir, kept))
         results.append(result)
     models = sorted({r.model for r in runs})
     for model in models:

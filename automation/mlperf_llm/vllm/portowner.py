@@ -98,3 +98,36 @@ def not_ours(port: int, pgid: int, proc: str = "/proc") -> str | None:
         return "held by " + ", ".join(h.describe() for h in found)
     return ("no process of the server's group listens there" if not inodes else
             "held by a process this user cannot see")
+
+
+def parent(pid: int, proc: str = "/proc") -> int | None:
+    try:
+        return int(Path(proc, str(pid), "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def descends_from(pid: int, root: int, proc: str = "/proc") -> bool:
+    """True when `root` is `pid` or one of its ancestors."""
+    seen = set()
+    while pid and pid not in seen:
+        if pid == root:
+            return True
+        seen.add(pid)
+        pid = parent(pid, proc) or 0
+    return False
+
+
+def not_under(port: int, root: int, proc: str = "/proc") -> str | None:
+    """None when a process under `root` (itself or a descendant: a container's processes under its
+    first one) listens on `port`, or /proc cannot tell; else what does listen there, in words."""
+    inodes = listening_inodes(port, proc)
+    if inodes is None:
+        return None
+    found = holders(port, proc)
+    if any(descends_from(h.pid, root, proc) for h in found):
+        return None
+    if found:
+        return "held by " + ", ".join(h.describe() for h in found)
+    return ("no process of the container listens there" if not inodes else
+            "held by a process this user cannot see")

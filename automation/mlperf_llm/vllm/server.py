@@ -72,6 +72,9 @@ class ServerRecord:
     started_at: float = 0.0               # time.time() at the start
     keep: bool = False                    # --keep_server: meant to outlive its run
     where: str = ''                       # a replica on a Ray node: that node (pid/log: its launcher's)
+    container: str = ''                   # served from an image: the container (pid/pgid: its `podman run`)
+    container_rm: list[str] = field(default_factory=list)   # the engine's command that removes it
+    container_env: dict = field(default_factory=dict)       # what that command needs in its environment
 
     def owner_alive(self) -> bool:
         """True while the run that started the server still runs (same PID, same start time)."""
@@ -351,6 +354,29 @@ class LaunchedProcess(ServerProcess):
                                  f'port free on its node). Log: {self.record.log_path}')
 
 
+class ContainedProcess(ServerProcess):
+    """A server in a container of this machine (containers/served.py), through the engine's client
+    (`podman run`) that stands for it here: its pid, group, log and exit code are the client's. The
+    server that answers must be a process of that container: `root_pid()` is its first process (the
+    engine's inspect), and the port's holder must descend from it."""
+
+    def __init__(self, popen: subprocess.Popen, record: ServerRecord, root_pid: Callable[[], int | None]):
+        super().__init__(popen, record)
+        self.root_pid = root_pid
+
+    def _check_it_is_ours(self) -> None:
+        port = urllib.parse.urlsplit(self.url).port
+        root = self.root_pid()
+        other = portowner.not_under(port, root) if port and root else None
+        if port and not root:
+            other = f'not checked: container {self.record.container} has no running process the engine names'
+        if other:
+            raise PortTakenError(
+                f'{self.url} answered, but not from the vLLM server of container {self.record.container}: port '
+                f'{port} is {other}. Leave --port out (each run then takes a free port), or choose another '
+                f'--port. Log of ours: {self.record.log_path}')
+
+
 def start_launched(launcher_argv: list[str], server_argv: list[str], *, model_name: str, log_path: str | Path,
                    ready_path: Path, env: dict, timeout_s: float = 180.0) -> LaunchedProcess:
     """Start a launcher (its own process group, output appended to log_path) that starts the server
@@ -436,7 +462,31 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 
 def stop(record: ServerRecord, grace_s: float = STOP_GRACE_S, popen: subprocess.Popen | None = None) -> str:
-    """SIGTERM the server's process group, SIGKILL what is left after grace_s. Returns what happened."""
+    """SIGTERM the server's process group, SIGKILL what is left after grace_s; a server in a container:
+    the container removed after that, whatever became of its `podman run`. Returns what happened."""
+    said = _stop_group(record, grace_s, popen)
+    if record.container:
+        said += '; ' + remove_container(record)
+    return said
+
+
+def remove_container(record: ServerRecord) -> str:
+    """The record's container gone (the engine's `rm -f`): the engine's client can die by SIGKILL and
+    leave its container running."""
+    try:
+        res = subprocess.run(record.container_rm, capture_output=True, text=True, timeout=120,
+                             env={**os.environ, **record.container_env}, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f'container {record.container} NOT removed ({e}); remove it: {shell_command(record.container_rm)}'
+    if res.returncode != 0 and 'no such container' in (res.stderr + res.stdout).lower():
+        return f'container {record.container} already gone'
+    if res.returncode != 0:
+        return (f'container {record.container} NOT removed ({(res.stderr or res.stdout).strip()[-300:]}); '
+                f'remove it: {shell_command(record.container_rm)}')
+    return f'container {record.container} removed'
+
+
+def _stop_group(record: ServerRecord, grace_s: float, popen: subprocess.Popen | None) -> str:
     if record.where:
         grace_s = max(grace_s, LAUNCHER_GRACE_S)
     if popen is None:

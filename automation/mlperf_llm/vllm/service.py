@@ -202,10 +202,23 @@ def _prepared_one(env: dict, work_dir: Path, log: Callable[[str], None],
     record_path = work_dir / f'vllm-server-{cfg.port}.json'
 
     def start(opts, folder: Path, on_start: Callable[[server.ServerRecord], None]) -> _Started:
+        cpus = place.cpus if place is not None else ()
         proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get('CM_VLLM_API_KEY') or None,
-                            log, _recorder(folder, opts, on_start), cpus=place.cpus if place is not None else ())
+                            log, _recorder(folder, opts, on_start), cpus=cpus, launch=_image_launch(env, cfg, cpus))
         return _kept(proc, opts, record_path, log_path, added, cfg, place)
     return start
+
+
+def _image_launch(env: dict, cfg: ServeConfig, cpus: tuple):
+    """With --docker (build-mlperf-image's CM_VLLM_IMAGE and its engine): the server started in a
+    container of the run's image (containers/served.py); else None, the server a process here."""
+    if not env.get('CM_VLLM_IMAGE'):
+        return None
+    from ..containers import served
+    from ..containers.engine import Engine
+    return served.launcher(Engine.from_json(env.get('CM_VLLM_IMAGE_ENGINE', '')), env['CM_VLLM_IMAGE'],
+                           host=cfg.host, port=cfg.port, model_name=expected_name(cfg),
+                           gpus=served.gpu_kind(env.get('CM_GPU_VENDOR', ''), env.get('CM_GPU_COUNT', '')), cpus=cpus)
 
 
 def _kept(proc: server.ServerProcess, opts, record_path: Path, log_path: Path, added: dict, cfg: ServeConfig,

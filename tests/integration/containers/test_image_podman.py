@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parents[3]
 # what `cm` needs to start (cmind and what it requires, jinja2 for our templates): a small venv that
 # builds in seconds; the whole run venv is built the same way (benchmarks/container_overhead.py)
 SMALL = {"cmind", "pyyaml", "requests", "charset-normalizer", "idna", "urllib3", "certifi", "setuptools", "wheel",
-         "giturlparse", "tabulate", "jinja2", "markupsafe"}
+         "giturlparse", "tabulate", "jinja2", "markupsafe",
+         # and what the stand-in server needs (aiohttp), served as --docker serves vLLM
+         "aiohttp", "aiohappyeyeballs", "aiosignal", "attrs", "frozenlist", "multidict", "propcache", "yarl",
+         "typing-extensions"}
 
 
 def _why_not() -> str:
@@ -150,6 +153,41 @@ def test_a_run_stopped_by_a_signal_leaves_no_container(built, stores, sig):
         child.kill()
         pytest.fail(f"the run did not end within 120 s of {sig.name}")
     assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
+
+
+def test_dockers_server_answers_from_its_container_and_goes_with_it(built, stores, tmp_path):
+    """--docker's route (containers/served.py, server.ContainedProcess): the stand-in vLLM in the image on
+    the host's loopback, found to be the container's own listener, then stopped: the container goes;
+    a second one whose client is SIGKILLed (the container left running) is removed by server.stop."""
+    from mlperf_llm.containers import served
+    from mlperf_llm.containers.recipe import PREFIX
+    from mlperf_llm.vllm import server
+    _, _, _, first = built
+    e = stores("a")
+    fixtures = str(ROOT / "tests" / "fixtures" / "vllm")
+    for n in (1, 2):
+        port = server.free_port("127.0.0.1")
+        launch = served.launcher(e, first.tag, host="127.0.0.1", port=port, model_name="smollm2",
+                                 python=f"{PREFIX}/run/bin/python", mounts=(fixtures,))
+        argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model=smollm2", f"--port={port}"]
+        proc = launch(argv, {"PYTHONPATH": f"{fixtures}/standin_vllm"}, tmp_path / f"server-{n}.log")
+        try:
+            assert proc.record.container.startswith("cm4mlperf-vllm-") and proc.record.argv == argv
+            proc.wait_ready(180, progress=lambda m: None)          # the port's holder is in the container
+            root = served.first_pid(e, proc.record.container)
+            assert root and server.probe(proc.url, "smollm2") is None
+            if n == 1:
+                said = proc.stop()
+            else:
+                os.killpg(proc.record.pgid, signal.SIGKILL)        # the engine's client dies; the container runs on
+                proc.popen.wait(timeout=30)
+                assert served.first_pid(e, proc.record.container) == root
+                said = server.stop(proc.record)
+        finally:
+            server.stop(proc.record)
+        assert f"container {proc.record.container} removed" in said, said
+        assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
+        assert "not reachable" in (server.probe(proc.url, "smollm2") or "")
 
 
 def test_a_saved_image_loads_with_its_id_into_another_store(built, stores, work):

@@ -69,7 +69,7 @@ def test_a_recipe_goes_into_a_record_and_comes_back_the_same(tmp_path):
     (lambda d: d["base"].pop("tar_sha256"), "the base has no 'tar_sha256'"),
     (lambda d: d["venvs"][0]["distributions"][0].update(sha256=""), "no archive hash for six"),
     (lambda d: d.pop("build_tools"), "incomplete or malformed"),
-    (lambda d: d["venvs"].reverse() or d["venvs"].insert(0, {"name": "vllm", "distributions": []}), "no 'run' venv first"),
+    (lambda d: d["venvs"].reverse() or d["venvs"].insert(0, {"name": "vllm", "distributions": []}), "its 'run' venv is not the first"),
 ])
 def test_a_damaged_recipe_in_a_record_is_refused_naming_what_is_wrong(tmp_path, change, said):
     data = a_recipe(tmp_path)[0].to_json()
@@ -182,3 +182,58 @@ def test_a_rebuilt_image_that_differs_names_the_first_layer_and_step_that_differ
         image.check(recorded, built([("sha256:0", "ADD base.tar /")]))
     with pytest.raises(image.ImageMismatch, match="every layer is the same, so its configuration differs"):
         image.check(recorded, built([("sha256:1", ""), ("sha256:2", ""), ("sha256:3", "")]))
+
+
+def test_a_servers_image_holds_vllms_venv_and_no_project(tmp_path):
+    """--docker's image (venvs=vllm): no `run` venv, so no project layer and no project digest; a change
+    of the project's files leaves its recipe (and tag) as they are; a record of it reads back."""
+    vllm = recipe.VenvLock("vllm", (Locked("six", "1.17.0", sha(b"six wheel")),))
+    tools = recipe.VenvLock("build", (Locked("pip", "25.0.1", sha(b"pip wheel")),))
+    r = recipe.Recipe(BASE, (vllm,), tools, "", {})
+    assert not r.has_project and "source=project" not in r.containerfile()
+    assert [line.split(" ", 1)[0] for line in image.layer_steps(r)] == ["ADD", "COPY", "RUN", "RUN"]
+    assert recipe.from_json(r.to_json()) == r
+    wheels_dir = tmp_path / "wheels"
+    wheels_dir.mkdir()
+    (wheels_dir / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"six wheel")
+    (wheels_dir / "pip-25.0.1-py3-none-any.whl").write_bytes(b"pip wheel")
+    (tmp_path / "base.tar").write_bytes(b"rootfs")
+    ctx = tmp_path / "ctx"
+    recipe.write_context(r, str(ctx), str(tmp_path / "base.tar"), {"vllm": str(wheels_dir), "build": str(wheels_dir)},
+                         str(tmp_path / "not-a-checkout"))
+    files = sorted(os.path.relpath(os.path.join(d, f), ctx) for d, _, fs in os.walk(ctx) for f in fs)
+    assert files == ["Containerfile", "base.tar", "locks/build.txt", "locks/vllm.txt",
+                     "wheels/build/pip-25.0.1-py3-none-any.whl", "wheels/vllm/six-1.17.0-py2.py3-none-any.whl"]
+    with_digest = r.to_json() | {"project_sha256": "a" * 64}
+    with pytest.raises(recipe.RecipeError, match="sha256 are not in their form"):
+        recipe.from_json(with_digest)
+    run_second = r.to_json() | {"venvs": r.to_json()["venvs"] + [{"name": "run", "distributions": []}],
+                                "project_sha256": "a" * 64}
+    with pytest.raises(recipe.RecipeError, match="'run' venv is not the first"):
+        recipe.from_json(run_second)
+
+
+class FakePodman:
+    """An engine whose build is stopped halfway, leaving a working container, as podman's is when
+    it is killed."""
+    kind = "podman"
+
+    def __init__(self):
+        self.listed = ["aaa111 some-user-container", "bbb222 ubuntu-working-container"]
+        self.removed = []
+
+    def run(self, *args, check=True, timeout=0, what=""):
+        if args[0] == "build":
+            self.listed.append("ccc333 13c5ef8a800d-working-container")
+            raise KeyboardInterrupt("signal 15")
+        if args[0] == "rm":
+            self.removed += list(args[2:])
+        return subprocess.CompletedProcess(args, 0, "\n".join(self.listed) + "\n", "")
+
+
+def test_a_stopped_build_removes_only_the_working_containers_it_made(tmp_path):
+    r, _ = a_recipe(tmp_path)
+    fake = FakePodman()
+    with pytest.raises(KeyboardInterrupt):
+        image.build(fake, r, str(tmp_path))
+    assert fake.removed == ["ccc333"]           # another build's and a user's containers are left alone

@@ -53,3 +53,20 @@ def test_a_port_held_by_a_process_of_the_group_is_ours_and_another_is_named(tmp_
 def test_a_listener_no_visible_process_holds(tmp_path):
     proc = proc_tree(tmp_path, {200: (200, "python", [])})
     assert portowner.not_ours(8888, 200, proc) == "held by a process this user cannot see"
+
+
+def test_a_containers_server_is_one_that_descends_from_its_first_process(tmp_path):
+    """--docker: the listener must be under the container's first process (containers/served.py),
+    however deep; a listener outside it is named."""
+    proc = proc_tree(tmp_path, {300: (300, "catatonit -- python", []),
+                                301: (301, "python -m vllm.entrypoints.openai.api_server --port 8000", [5001]),
+                                400: (400, "catatonit -- python", [])})
+    for pid, ppid in ((300, 1), (301, 300), (400, 1)):
+        stat = tmp_path / "proc" / str(pid) / "stat"
+        stat.write_text(stat.read_text().replace(" S 1 ", f" S {ppid} ", 1))
+    assert portowner.descends_from(301, 300, proc) and not portowner.descends_from(301, 400, proc)
+    assert portowner.not_under(8000, 300, proc) is None
+    assert portowner.not_under(8000, 400, proc) == \
+        "held by pid 301 (python -m vllm.entrypoints.openai.api_server --port 8000)"
+    assert portowner.not_under(9000, 300, proc) == "no process of the container listens there"
+    assert portowner.not_under(8000, 400, str(tmp_path / "nowhere")) is None
