@@ -24,11 +24,13 @@ GPU = os.path.join(ROOT, "tests", "gpu") + os.sep
 # conftest.py), which a second worker would otherwise wait for, idle, on the cache entry's lock
 GROUPED = ("tests/integration/models/",)
 # assigned first, in this order: units that leave in the session's cache what an e2e test then takes
-# (the v4.1 LoadGen build seed 003's command copies instead of compiling: sysinfo/loadgen_src.
-# build_kept), then the longest (50-170 s each on the slow kind of host, 2026-11-28), so the last
+# (vLLM's venv, which the README's command installs otherwise, and the server image of it the
+# replay with --docker uses: ~8 min on the slow kind of host; the v4.1 LoadGen build seed 003's
+# command copies instead of compiling: sysinfo/loadgen_src.build_kept), then the longest (50-170 s each on the slow kind of host, 2026-11-28), so the last
 # units both workers run are short ones and neither waits long, idle, for the other before the e2e
 # unit starts
-FIRST = ("tests/integration/sysinfo/test_loadgen_source_build.py",
+FIRST = ("tests/integration/containers/test_server_image.py",
+         "tests/integration/sysinfo/test_loadgen_source_build.py",
          "tests/integration/containers/test_image_podman.py",
          "tests/integration/engine/test_cm4mlops_both_engines.py",
          "tests/integration/models/",

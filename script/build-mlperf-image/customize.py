@@ -10,6 +10,7 @@ def preprocess(i):
     from mlperf_llm.containers.base import BaseError
     from mlperf_llm.containers.recipe import RecipeError
     from mlperf_llm.containers.wheels import WheelError
+    from mlperf_llm.sysinfo.envlock import LockError
 
     env = i['env']
     try:
@@ -17,10 +18,10 @@ def preprocess(i):
                                 os.path.join(cache_root(), 'containers'))
         if env.get('CM_MLPERF_IMAGE_STORE'):
             eng = eng.with_store(os.path.abspath(env['CM_MLPERF_IMAGE_STORE']))
-        venvs = _venvs(env)
+        venvs, locked = _venvs(env)
         built = make.image_for(eng, make.Places(os.path.join(cache_root(), 'containers')), _project_root(env), venvs,
                                mirror=env.get('CM_MLPERF_IMAGE_BASE_MIRROR', ''),
-                               recorded_path=env.get('CM_MLPERF_IMAGE_FROM', ''))
+                               recorded_path=env.get('CM_MLPERF_IMAGE_FROM', ''), locked=locked)
         facts = os.path.abspath(env['CM_MLPERF_IMAGE_FACTS'])
         image.write_facts(facts, built)
         print(f'Image {built.tag}\n  ID {built.image_id}\n  facts (recipe, layers, base packages): {facts}')
@@ -31,7 +32,7 @@ def preprocess(i):
             out = squash.export(eng, built.tag, os.path.abspath(env['CM_MLPERF_IMAGE_SQUASHFS']),
                                 int(built.recipe['base']['source_date_epoch']))
             print(f'  SquashFS: {out} (ch-run --set-env={out}.env {out} -- cm ...)')
-    except (engine.ContainerError, BaseError, RecipeError, WheelError) as e:
+    except (engine.ContainerError, BaseError, RecipeError, WheelError, LockError) as e:
         return {'return': 1, 'error': str(e)}
     env['CM_MLPERF_IMAGE_ID'] = built.image_id
     env['CM_MLPERF_IMAGE_TAG'] = built.tag
@@ -41,19 +42,31 @@ def preprocess(i):
 
 
 def _venvs(env):
-    """--venvs: name -> interpreter. `run`: the interpreter `cm` runs in, with this project; `vllm`:
-    --vllm_python's venv (left out when not given, unless it is the only one asked for)."""
+    """--venvs: (name -> interpreter, name -> lock entries). `run`: the interpreter `cm` runs in, with
+    this project; `vllm`: --vllm_lock's entries (a record's lock: nothing installed here), else
+    --vllm_python's venv (left out when neither is given, unless it is the only venv asked for)."""
+    from mlperf_llm.containers.make import lock_entries
+    from mlperf_llm.containers.recipe import RecipeError
     wanted = [v.strip() for v in (env.get('CM_MLPERF_IMAGE_VENVS') or 'run,vllm').split(',') if v.strip()]
     unknown = [v for v in wanted if v not in ('run', 'vllm')]
     if unknown:
         raise RecipeError(f"--venvs={env.get('CM_MLPERF_IMAGE_VENVS')}: {', '.join(unknown)} is not a venv an image "
                           "holds; give run, vllm or run,vllm")
-    if wanted == ['vllm'] and not env.get('CM_VLLM_PYTHON'):
-        raise RecipeError('--venvs=vllm (a server\'s image) needs --vllm_python=PATH, the python of the vLLM to put in it')
+    if wanted == ['vllm'] and not env.get('CM_VLLM_PYTHON') and not env.get('CM_VLLM_LOCK'):
+        raise RecipeError('--venvs=vllm (a server\'s image) needs --vllm_python=PATH (the python of the vLLM to put '
+                          'in it) or --vllm_lock=FILE (its lock)')
     venvs = {'run': sys.executable} if 'run' in wanted else {}
-    if 'vllm' in wanted and env.get('CM_VLLM_PYTHON'):
+    locked = {}
+    if 'vllm' in wanted and env.get('CM_VLLM_LOCK'):
+        path = env['CM_VLLM_LOCK']
+        try:
+            with open(path, encoding='utf-8') as f:
+                locked['vllm'] = lock_entries(f.read(1 << 20), path)
+        except OSError as e:
+            raise RecipeError(f'--vllm_lock={path}: cannot be read ({e.strerror})') from None
+    elif 'vllm' in wanted and env.get('CM_VLLM_PYTHON'):
         venvs['vllm'] = env['CM_VLLM_PYTHON']
-    return venvs
+    return venvs, locked
 
 
 def _project_root(env):

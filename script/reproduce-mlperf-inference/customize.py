@@ -22,6 +22,14 @@ def preview(i):
         return {'return': 1, 'error': str(e)}
 
 
+def _docker(value):
+    """--docker: '' (as the recorded run was), 'yes' or 'no'."""
+    from cmcontract.yesno import parse_yes_no
+    if value is None or str(value).strip() == '':
+        return ''
+    return 'yes' if parse_yes_no('--docker', value) else 'no'
+
+
 def preprocess(i):
     from mlperf_llm.reproduce.record import RecordError
     from mlperf_llm.reproduce.replay import (Options, ReplayError, SourceError, compare_only, rehearse,
@@ -30,6 +38,7 @@ def preprocess(i):
     env = i['env']
     try:
         limits = _limits(env)
+        docker = _docker(env.get('CM_REPRODUCE_DOCKER'))
     except ValueError as e:
         return {'return': 1, 'error': str(e)}
     opts = Options(source=env['CM_REPRODUCE_FROM'], results_dir=os.path.abspath(env['CM_REPRODUCE_RESULTS_DIR']),
@@ -39,7 +48,8 @@ def preprocess(i):
                    compare_to=env.get('CM_REPRODUCE_COMPARE_TO', ''),
                    stand_in=env.get('CM_REPRODUCE_STAND_IN', ''),
                    size_anew=is_yes(env.get('CM_REPRODUCE_SIZE_ANEW')),
-                   trust_record=is_yes(env.get('CM_REPRODUCE_TRUST_RECORD')), limits=limits)
+                   trust_record=is_yes(env.get('CM_REPRODUCE_TRUST_RECORD')), limits=limits,
+                   docker=docker)
     try:
         if opts.compare_to:
             c = compare_only(opts)

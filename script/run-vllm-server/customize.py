@@ -4,6 +4,8 @@ mlperf_llm.vllm.service.stop_from_env (unless --keep_server)."""
 import os
 
 from mlperf_llm.containers.engine import ContainerError
+from mlperf_llm.containers.served import served_from_lock
+from mlperf_llm.sysinfo.envlock import LockError
 from mlperf_llm.raycluster.placement import RayClusterError
 from mlperf_llm.sysinfo.pyenv import PyEnvError
 from mlperf_llm.vllm import records, server, service
@@ -46,7 +48,12 @@ def preprocess(i):
             if env['CM_VLLM_DOCKER'] == 'yes':
                 return _fail('--docker serves from an image on this machine; a Ray cluster\'s replicas start on its '
                              'nodes from their own vLLM: leave out --docker, or the Ray options')
-        if env.get('CM_VLLM_PYTHON'):                # --vllm_python: use that vLLM, install nothing
+        if env['CM_VLLM_DOCKER'] == 'yes' and env.get('CM_VLLM_LOCK') and not env.get('CM_VLLM_PYTHON'):
+            # a replay's lock: the image is built from it (build-mlperf-image), nothing installed here
+            env.update(served_from_lock(env['CM_VLLM_LOCK']))
+            print(f"vLLM {env['CM_VLLM_VERSION']} from {env['CM_VLLM_LOCK']}: served from an image built from that "
+                  "lock; nothing installed on this machine")
+        elif env.get('CM_VLLM_PYTHON'):              # --vllm_python: use that vLLM, install nothing
             found = probe(env['CM_VLLM_PYTHON'])
             check_build(found, env.get('CM_VLLM_DEVICE', ''), env.get('CM_GPU_COUNT'))
             print(f'using {found.describe()}: nothing installed')
@@ -59,7 +66,7 @@ def preprocess(i):
         if chosen is not None:
             print(chosen.describe())
             env.update(chosen.env())
-    except (ServeConfigError, server.ServerError, PyEnvError) as e:
+    except (ServeConfigError, server.ServerError, PyEnvError, LockError) as e:
         return _fail(e)
     return {'return': 0}
 

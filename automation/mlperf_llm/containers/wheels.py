@@ -31,6 +31,11 @@ def _pip(python: str, args: list[str], runner: Callable, timeout: float) -> subp
                   stdin=subprocess.DEVNULL)
 
 
+def _hashes(folder: str) -> set[str]:
+    """The sha256 of every archive in a wheelhouse."""
+    return {sha256_file(os.path.join(folder, n)) for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n))}
+
+
 def _archive_key(filename: str) -> tuple[str, str]:
     """(normalised name, version) of a wheel's or a source archive's file name."""
     if filename.endswith(".whl"):
@@ -48,7 +53,8 @@ def download(entries: list[Locked], dest: str, python: str = sys.executable, run
     """Each entry's wheel in `dest` (already there: kept); the entries, each with its archive's
     sha256. WheelError naming every package that could not be had, and why."""
     os.makedirs(dest, exist_ok=True)
-    hashed = [d for d in entries if d.sha256]
+    present = _hashes(dest) if any(d.sha256 for d in entries) else set()
+    hashed = [d for d in entries if d.sha256 and d.sha256 not in present]      # those there: not asked again
     bare = [d for d in entries if not d.sha256]
     failed: list[str] = []
     if hashed:

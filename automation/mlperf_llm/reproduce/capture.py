@@ -251,9 +251,29 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
         out["server_torch"] = found.get("torch", "")
         out["server_transformers"] = found.get("transformers", "")
         out["server_python"] = found.get("python", "")
-    if lock_reader is not None and server_python:
+    image = image_environment(env.get("CM_MLPERF_IMAGE_FACTS", "")) if env.get("CM_VLLM_IMAGE") else {}
+    if image:                           # --docker: the server ran the image's venv, not a venv here
+        out.update(image)
+    elif lock_reader is not None and server_python:
         out.update(environment_lock(server_python, lock_reader))
     return {k: v for k, v in out.items() if v}
+
+
+def image_environment(facts_path: str) -> dict:
+    """environment_lock's fields for a server served from an image (--docker): its `vllm` venv as
+    the image's recipe pins it ({} where the facts file cannot be read)."""
+    from ..containers.make import read_facts
+    from ..containers.recipe import RecipeError
+    from ..sysinfo import envlock
+    try:
+        _, recipe = read_facts(facts_path)
+    except RecipeError:
+        return {}
+    entries = [d for v in recipe.venvs if v.name == "vllm" for d in v.entries]
+    if not entries:
+        return {}
+    return {"server_environment": {d.name: {"version": d.version, "sha256": d.sha256} for d in entries},
+            "server_environment_sha256": hashlib.sha256(envlock.requirements(entries).encode()).hexdigest()}
 
 
 def environment_lock(python: str, lock_reader: Callable[[str], list]) -> dict:

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 from cmcontract.places import cache_root
 from cmcontract.publish import write_text
 from cmcontract.secret import is_secret
+from cmcontract.yesno import is_yes
 
 from . import compare as cmp
 from . import record as recmod
@@ -66,6 +67,7 @@ class Options:
     stand_in: str = ""            # embedded: rehearse the replay of a published folder with the embedded model
     size_anew: bool = False       # size the tests to this host again instead of at the recorded sizes
     trust_record: bool = False    # replay what the record asks even beyond trust.py's closed list
+    docker: str = ""              # yes | no: vLLM served from an image of its recorded venv ("": as the record ran)
     limits: Limits = field(default_factory=Limits)     # what an archive or folder from outside may hold
 
 
@@ -147,6 +149,11 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
                         "here: the chain installs the vLLM build of --device (to replay on a vLLM of your own, "
                         "run the recorded command with your --vllm_python)")
             continue
+        if k == "container_engine":
+            subs.append(f"--container_engine={v}: the original run's engine, a program of its machine, is not run "
+                        "here: this machine's podman (else docker) is (pass --container_engine to the recorded "
+                        "command yourself to choose)")
+            continue
         if k == "inference_src":
             if opts.inference_src:
                 if opts.inference_src != v:
@@ -209,6 +216,14 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
                      f"{where}), given here so that each accuracy test scores the same samples; nothing is "
                      "sized again (--size_anew=yes sizes the tests to this host instead)")
     inputs.update(replay_folders(opts))
+    if opts.docker:
+        recorded = str(inputs.pop("docker", "") or "no")
+        if opts.docker == "yes":
+            inputs["docker"] = "yes"
+        if is_yes(recorded) != (opts.docker == "yes"):
+            subs.append(f"--docker={opts.docker} (the original run: {recorded}): vLLM served "
+                        + ("from an image of the recorded vLLM venv, built here (docs/containers.md)" if opts.docker == "yes"
+                           else "from the recorded vLLM venv on this machine"))
     files = {}
     lock = recorded_lock(rec)
     if lock and not inputs.get("api_server") and not inputs.get("vllm_python"):

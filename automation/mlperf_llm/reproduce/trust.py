@@ -36,6 +36,8 @@ INPUTS = frozenset((
     "api_server",       # kept only where it is this machine (loopback): checked below
     "results_dir", "submission_dir", "inference_src",     # replaced by the replay's own (replay.py)
     "vllm_python",      # a path of the original machine: never run, said (replay.py)
+    "docker",           # vLLM served from an image built here from the recorded vLLM venv
+    "container_engine",     # a program of the original machine: never run, said (replay.py)
 ))
 # why the app's other inputs are not replayed from a record
 NOT_REPLAYED = {

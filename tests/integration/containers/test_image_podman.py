@@ -18,6 +18,7 @@ import pytest
 from mlperf_llm.containers import base, engine, image, make, run, squash
 from mlperf_llm.reproduce.capture import git_runner, project_section
 from mlperf_llm.sysinfo import envlock
+from container_tools import why_not as _why_not
 
 ROOT = Path(__file__).resolve().parents[3]
 # what `cm` needs to start (cmind and what it requires, jinja2 for our templates): a small venv that
@@ -27,19 +28,6 @@ SMALL = {"cmind", "pyyaml", "requests", "charset-normalizer", "idna", "urllib3",
          # and what the stand-in server needs (aiohttp), served as --docker serves vLLM
          "aiohttp", "aiohappyeyeballs", "aiosignal", "attrs", "frozenlist", "multidict", "propcache", "yarl",
          "typing-extensions"}
-
-
-def _why_not() -> str:
-    missing = [t for t in ("podman", "mmdebstrap", "runc") if not shutil.which(t)]
-    if missing:
-        return f"{', '.join(missing)} not installed (.ci/run installs them from Debian as root)"
-    if os.geteuid() != 0:
-        return "the image tests use rootful podman with a private store; run them as root (CI does)"
-    try:
-        base.host_mirror()
-    except base.BaseError as e:
-        return str(e)
-    return ""
 
 
 pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")

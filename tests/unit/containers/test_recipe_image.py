@@ -156,6 +156,18 @@ def test_archives_are_downloaded_and_a_lock_entry_without_a_hash_gets_the_archiv
     assert [(d.name, d.sha256) for d in got] == [("six", sha(b"six")), ("rouge_score", sha(b"sdist"))]
 
 
+def test_an_archive_already_in_the_wheelhouse_is_not_asked_for_again(tmp_path):
+    """A found image's recipe, a replay offline: what the wheelhouse holds by hash needs no index."""
+    (tmp_path / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"six")
+    asked = []
+
+    def no_index(argv, **kw):
+        asked.append(argv)
+        return subprocess.CompletedProcess(argv, 1, "", "ERROR: no index here")
+    got = wheels.download([Locked("six", "1.17.0", sha(b"six"))], str(tmp_path), runner=no_index)
+    assert [(d.name, d.sha256) for d in got] == [("six", sha(b"six"))] and asked == []
+
+
 def test_each_package_that_cannot_be_had_is_named(tmp_path):
     served = {"six==1.17.0": ("six-1.17.0-py2.py3-none-any.whl", b"six"),
               "idna==3.10": ("idna-3.10-py3-none-any.whl", b"idna")}

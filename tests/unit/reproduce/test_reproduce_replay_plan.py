@@ -146,3 +146,24 @@ def test_a_recorded_environment_holding_anything_but_pins_and_hashes_is_not_hand
                            exists=lambda p: False)
     assert not p.files and replay.LOCK_ENV not in (p.request.get("env") or {})
     assert any("not a lock this version can install" in s for s in p.substitutions)
+
+
+def test_docker_as_recorded_or_as_asked_and_the_records_engine_never_run(tmp_path):
+    """A --docker run is replayed with its server in an image built here; --docker=yes|no on the replay
+    chooses and says so; the record's --container_engine (a program of its machine) is not run."""
+    rec = make_record(tmp_path)
+    docker_run = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(
+        rec.request["inputs"], docker=True, container_engine="/home/them/bin/podman")))
+    p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path), exists=lambda p: False)
+    assert p.request["docker"] is True and "container_engine" not in p.request and not p.refusals
+    assert any("--container_engine=/home/them/bin/podman: the original run's engine" in s for s in p.substitutions)
+    p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path, docker="no"), exists=lambda p: False)
+    assert "docker" not in p.request
+    assert any(s.startswith("--docker=no (the original run: True): vLLM served from the recorded vLLM venv")
+               for s in p.substitutions)
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path, docker="yes"), exists=lambda p: False)
+    assert p.request["docker"] == "yes"
+    assert any("--docker=yes (the original run: no): vLLM served from an image of the recorded vLLM venv" in s
+               for s in p.substitutions)
+    p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path, docker="yes"), exists=lambda p: False)
+    assert p.request["docker"] == "yes" and not any(s.startswith("--docker") for s in p.substitutions)
