@@ -73,7 +73,7 @@ def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme
         tag = re.search(r"^serving from image (\S+) ", r.output, re.M).group(1)
         if made:                        # test_server_image built it from the venv the README's run used
             assert tag in made, f"the replay's image {tag} is not the one built from the same venv: {made}"
-        assert re.search(rf"container cm4mlperf-vllm-\S+ removed", r.output), r.tail()
+        assert re.search(r"container cm4mlperf-vllm-\S+ removed", r.output), r.tail()
         assert eng.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
         record = json.loads(next((out_dir / "results").rglob("cm4mlperf-record.json")).read_text())
         assert record["server"]["image"]["tag"] == tag and record["versions"]["server_environment"]
