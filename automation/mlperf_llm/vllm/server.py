@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -470,9 +471,28 @@ def stop(record: ServerRecord, grace_s: float = STOP_GRACE_S, popen: subprocess.
     return said
 
 
+CONTAINER_NAME = re.compile(r'^cm4mlperf-[A-Za-z0-9_.-]{1,100}$')     # containers/run.py's NAME_PREFIX
+
+
+def _removal_refused(record: ServerRecord) -> str:
+    """Why the record's removal command is not run ('' when it is the engine's `rm` of the record's
+    container): a record is a file (`_stop --server_record=`), and only that command is run from it."""
+    argv, rest = list(record.container_rm), list(record.container_rm[1:])
+    while rest[:1] in (['--root'], ['--runroot']) and len(rest) >= 2:
+        rest = rest[2:]
+    if not argv or os.path.basename(argv[0]) not in ('podman', 'docker') or not CONTAINER_NAME.match(record.container) \
+            or rest != ['rm', '-f', '-t', '5', record.container] or set(record.container_env) - {'CONTAINERS_CONF'}:
+        return (f'container {record.container[:80]!r} NOT removed: the record\'s removal command is not podman\'s or '
+                f'docker\'s `rm` of a container of ours ({shell_command(argv)[:200]}); remove it yourself')
+    return ''
+
+
 def remove_container(record: ServerRecord) -> str:
     """The record's container gone (the engine's `rm -f`): the engine's client can die by SIGKILL and
     leave its container running."""
+    refused = _removal_refused(record)
+    if refused:
+        return refused
     try:
         res = subprocess.run(record.container_rm, capture_output=True, text=True, timeout=120,
                              env={**os.environ, **record.container_env}, stdin=subprocess.DEVNULL)

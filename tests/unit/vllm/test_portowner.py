@@ -70,3 +70,23 @@ def test_a_containers_server_is_one_that_descends_from_its_first_process(tmp_pat
         "held by pid 301 (python -m vllm.entrypoints.openai.api_server --port 8000)"
     assert portowner.not_under(9000, 300, proc) == "no process of the container listens there"
     assert portowner.not_under(8000, 400, str(tmp_path / "nowhere")) is None
+
+
+def test_a_records_container_removal_runs_only_the_engines_rm_of_a_container_of_ours(tmp_path):
+    """`_stop --server_record=FILE` reads a file: its removal command is run only when it is podman's or
+    docker's `rm` of a cm4mlperf- container, with nothing in its environment but podman's config."""
+    from mlperf_llm.vllm import server
+    ok = server.ServerRecord(pid=1, pgid=1, start_ticks=None, url="http://127.0.0.1:1", model_name="m", log_path="l",
+                             container="cm4mlperf-vllm-8000-ab12cd34",
+                             container_rm=["/usr/bin/podman", "--root", "/s/storage", "--runroot", "/s/run", "rm", "-f",
+                                           "-t", "5", "cm4mlperf-vllm-8000-ab12cd34"],
+                             container_env={"CONTAINERS_CONF": "/c/containers.conf"})
+    assert server._removal_refused(ok) == ""
+    import dataclasses
+    for bad in (dict(container_rm=["/bin/sh", "-c", "rm -rf ~"]),
+                dict(container_rm=["/usr/bin/podman", "rm", "-f", "-t", "5", "somebody-elses"]),
+                dict(container="somebody-elses", container_rm=["docker", "rm", "-f", "-t", "5", "somebody-elses"]),
+                dict(container_env={"LD_PRELOAD": "/tmp/x.so"})):
+        refused = server._removal_refused(dataclasses.replace(ok, **bad))
+        assert "NOT removed" in refused and "remove it yourself" in refused
+    assert "NOT removed" in server.remove_container(dataclasses.replace(ok, container_rm=["/bin/sh", "-c", "true"]))
