@@ -33,6 +33,9 @@ def preprocess(i):
     if results and os.path.isdir(results):
         path = record.write(capture.this_run(i), os.path.join(results, record.RESULTS_RECORD))
         print(f'reproduction record: {path}')
+        facts = record.keep_image_facts(env, results)
+        if facts:
+            print(f'the image the server ran in: {facts}')
     return {'return': 0}
 
 

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ..files import write_json_atomic
 from ..harness.userconf import TARGET_INPUTS
-from ..submission.spec import RECORD_NAME
+from ..submission.spec import IMAGE_FACTS_NAME, RECORD_NAME
 
 RECORD_FORMAT = 1
 RESULTS_RECORD = RECORD_NAME          # the copy the run keeps in its results folder
@@ -125,6 +125,19 @@ def recorded_sizes(rec: Record) -> tuple[dict[str, int], str]:
 def write(record: Record, path: str) -> str:
     write_json_atomic(path, asdict(record), indent=1, sort_keys=True)
     return path
+
+
+def keep_image_facts(env: dict, results_dir: str) -> str | None:
+    """--docker: the facts of the image the server ran in (build-mlperf-image's file), copied beside
+    the record (the submission step copies both into every measurement folder); its path, or None."""
+    import shutil
+    facts = env.get("CM_MLPERF_IMAGE_FACTS", "")
+    if not env.get("CM_VLLM_IMAGE") or not os.path.isfile(facts):
+        return None
+    dest = os.path.join(results_dir, IMAGE_FACTS_NAME)
+    if os.path.abspath(facts) != os.path.abspath(dest):
+        shutil.copyfile(facts, dest)
+    return dest
 
 
 def from_dict(data: dict, where: str = "record") -> Record:

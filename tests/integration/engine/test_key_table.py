@@ -37,6 +37,10 @@ CACHED = {"get-python3 ", "install-python-venv name.ml", "install-vllm ", "get-m
           "get-mlperf-inference-loadgen r6.1,test06",   # TEST06's own LoadGen (built from the source on v4.1)
           "get-preprocessed-dataset-openorca embedded,r2-downloader",
           "install-ray "}   # planned: whether it runs is decided by run-vllm-server's preprocess (a Ray cluster)
+# --docker's image step (planned always, run only with --docker; never cached): it describes the
+# project as the record does (reproduce/capture, which imports mlperf_llm.rounds), and run-vllm-server,
+# whose prehook it is, holds its key
+IMAGE = "build-mlperf-image "
 # the steps that read the results folder and the test's size, and the ones that run on them
 BENCHMARK = {"app-mlperf-inference r6.1,vllm", "process-mlperf-accuracy embedded",
              "run-mlperf-compliance-test06 ", "generate-mlperf-inference-submission r6.1",
@@ -44,7 +48,7 @@ BENCHMARK = {"app-mlperf-inference r6.1,vllm", "process-mlperf-accuracy embedded
 # every step whose key holds the inference source's or LoadGen's (they import mlperf_llm.rounds,
 # which imports mlperf_llm.benchmarks)
 ROUND_AWARE = BENCHMARK | {"get-mlperf-inference-src r6.1", "get-mlperf-inference-loadgen r6.1",
-                           "get-mlperf-inference-loadgen r6.1,test06"}
+                           "get-mlperf-inference-loadgen r6.1,test06", IMAGE}
 # the data set step and the steps whose dependencies hold it (the submission steps run after the
 # benchmark, as the top step's posthook_deps, and do not)
 DATASET_AND_USERS = {"get-preprocessed-dataset-openorca embedded,r2-downloader", "app-mlperf-inference r6.1,vllm",
@@ -123,7 +127,7 @@ ROWS = [   # (change, inputs, file edited in the copy and how, another CM home, 
     ("a library module the dataset step imports (datasets/embedded.py)", {},
      ("mlperf_llm/datasets/embedded.py", comment), False, DATASET_AND_USERS),
     ("a new row in the round table (rounds.py)", {}, ("mlperf_llm/rounds.py", add_round_row), False,
-     ROUND_AWARE),
+     ROUND_AWARE | {"run-vllm-server start"}),
     ("a new entry in the benchmark table (benchmarks.py)", {}, ("mlperf_llm/benchmarks.py", add_benchmark), False,
      ROUND_AWARE | {"run-vllm-server start"}),      # it reads the benchmark's GPU layouts (vllm/layout.py)
     ("a new CM home (CM_REPOS)", {}, None, True, set()),
