@@ -39,6 +39,8 @@ def preprocess(i):
             env['CM_VLLM_START'] = env['CM_VLLM_INSTALL'] = 'no'
             return {'return': 0}
         env['CM_VLLM_DOCKER'] = 'yes' if parse_bool('--docker', env.get('CM_VLLM_DOCKER')) else 'no'
+        if env['CM_VLLM_DOCKER'] == 'yes':           # the image's facts beside this step's server log (the app
+            env['CM_MLPERF_IMAGE_FACTS'] = os.path.join(os.getcwd(), 'cm4mlperf-image.json')  # copies them)
         service.prepare(env, log=lambda m: None, tune=False)   # check every input before installing anything
         run_options_from_env(env)
         env['CM_VLLM_START'] = 'yes'
