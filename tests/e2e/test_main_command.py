@@ -153,13 +153,16 @@ def test_every_cached_step_passes_on_what_its_fresh_run_did(readme_run, small_ru
         return {s["key"]: s for s in record["steps"]}
     fresh = {k: s for k, s in steps(readme_run).items() if not s["cached"]}
     replayed = {k: s for k, s in steps(small_run).items() if s["cached"]}
-    if "install-vllm" not in {s["script"] for s in fresh.values()}:
-        pytest.skip("the session's cache was warm (CM4MLPERF_CACHE_DIR given): the first run installed "
+    made = {s["script"] for s in fresh.values()}
+    if "get-ml-model-smollm2" not in made:
+        pytest.skip("the session's cache was warm (CM4MLPERF_CACHE_DIR given): the first run made "
                     "nothing fresh; CI's fresh cache runs this check")
     both = sorted(fresh.keys() & replayed.keys(), key=lambda k: fresh[k]["script"])
     names = {fresh[k]["script"] for k in both}
-    assert {"install-vllm", "get-ml-model-smollm2", "get-preprocessed-dataset-openorca",
-            "get-mlperf-inference-loadgen"} <= names, names
+    # vLLM's venv is installed first by tests/integration/containers/test_server_image.py where
+    # podman runs (in this cache, before the e2e tests), which checks its cached replay the same way
+    expected = {"get-ml-model-smollm2", "get-preprocessed-dataset-openorca", "get-mlperf-inference-loadgen"}
+    assert expected | ({"install-vllm"} & made) <= names, names
     differ = [fresh[k]["script"] for k in both if fresh[k]["outputs_sha256"] != replayed[k]["outputs_sha256"]]
     assert not differ, f"cached replays that pass on something else than their fresh run: {differ}"
     assert all(len(fresh[k]["outputs_sha256"]) == 64 for k in both)
