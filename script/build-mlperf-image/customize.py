@@ -22,7 +22,8 @@ def preprocess(i):
         built = make.image_for(eng, make.Places(os.path.join(cache_root(), 'containers')), _project_root(env), venvs,
                                mirror=env.get('CM_MLPERF_IMAGE_BASE_MIRROR', ''),
                                recorded_path=env.get('CM_MLPERF_IMAGE_FROM', ''), locked=locked)
-        facts = os.path.abspath(env['CM_MLPERF_IMAGE_FACTS'])
+        facts = os.path.abspath(env.get('CM_MLPERF_IMAGE_FACTS') or
+                                os.path.join(env.get('CM_RUN_CWD') or os.getcwd(), 'cm4mlperf-image.json'))
         image.write_facts(facts, built)
         print(f'Image {built.tag}\n  ID {built.image_id}\n  facts (recipe, layers, base packages): {facts}')
         if env.get('CM_MLPERF_IMAGE_ARCHIVE'):

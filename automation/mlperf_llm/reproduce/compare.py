@@ -138,7 +138,11 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     # a target the recorded run chose itself is what the replay was given (replay.plan_replay)
     rin.update({name: target for name, (target, _) in chosen_targets(recorded).items()})
     hin = {k: v for k, v in (here.request.get("inputs") or {}).items() if k not in (*REPLAY_PATHS, SIZES_INPUT)}
-    out += _dict_diff("input", rin, hin, "another input to the chain", True)
+    for d in _dict_diff("input", rin, hin, "another input to the chain", True):
+        if d.name in ("input docker", "input container_engine"):     # the server's venv is the same lock's
+            d.why, d.affects_accuracy = ("the server run from an image of its environment or on the host (whether "
+                                         "the environment is the same is the server environment's row)"), False
+        out.append(d)
     out += size_differences(recorded_sizes(recorded)[0], recorded_sizes(here)[0])
     # the lock a replay installs the server's venv from is how it repeats the recorded environment
     # (whether it did is the server environment's row above), not an override of the user's

@@ -157,3 +157,15 @@ def test_v41_plans_differing_only_in_results_dir_share_one_inference_source(repo
     sources = [p["get-mlperf-inference-src r4.1"][0] for p in plans]
     assert len(sources[0]) == 1, "a v4.1 run plans its inference source twice: " + str(sources[0])
     assert sources[0] == sources[1]
+
+
+def test_the_folder_a_run_starts_in_rekeys_only_what_writes_there(repo, tmp_path):
+    """The results and submission folders default to the folder the command runs in: the steps that
+    write them re-key, no other (a step's default that names that folder must not enter its key,
+    nor the keys of the steps above it: --docker's image step writes its facts file there)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    home = tmp_path / "CM"
+    a, b = keys(repo, tmp_path / "a", home=home), keys(repo, tmp_path / "b", home=home)
+    assert set(a) == set(b) and IMAGE in a
+    assert {s for s in a if a[s][0] != b[s][0]} == BENCHMARK

@@ -243,3 +243,12 @@ def test_the_page_draws_each_performance_test_recorded_against_reproduced():
     assert all(a.endswith("recorded and reproduced") for a in alts)
     stand_in = compare.Comparison(rows=c.rows, comparable=False)
     assert "(a stand-in: not comparable)" in compare.to_html(compare.to_json(stand_in, source="/sub/x"))
+
+
+def test_a_replay_with_the_server_in_an_image_expects_the_same_answers(tmp_path):
+    """--docker on one side: the server's environment is the same lock's (its own row says whether it
+    is), so the input is named and not counted as one that can change the answers."""
+    rec = make_record(tmp_path)
+    here = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], docker="yes")))
+    (d,) = [d for d in compare.differing_inputs(rec, here) if d.name.startswith("input ")]
+    assert d.name == "input docker" and d.reproduced == "yes" and not d.affects_accuracy
