@@ -153,10 +153,11 @@ def test_docker_as_recorded_or_as_asked_and_the_records_engine_never_run(tmp_pat
     chooses and says so; the record's --container_engine (a program of its machine) is not run."""
     rec = make_record(tmp_path)
     docker_run = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(
-        rec.request["inputs"], docker=True, container_engine="/home/them/bin/podman")))
+        rec.request["inputs"], docker=True, container_engine=str(tmp_path / "their-machine" / "podman"))))
     p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path), exists=lambda p: False)
     assert p.request["docker"] is True and "container_engine" not in p.request and not p.refusals
-    assert any("--container_engine=/home/them/bin/podman: the original run's engine" in s for s in p.substitutions)
+    engine = tmp_path / "their-machine" / "podman"
+    assert any(f"--container_engine={engine}: the original run's engine" in s for s in p.substitutions)
     p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path, docker="no"), exists=lambda p: False)
     assert "docker" not in p.request
     assert any(s.startswith("--docker=no (the original run: True): vLLM served from the recorded vLLM venv")
