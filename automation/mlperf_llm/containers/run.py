@@ -16,6 +16,7 @@ from .engine import Engine
 from .recipe import ENV
 
 NAME_PREFIX = "cm4mlperf-"
+REMOVE = ("rm", "-f", "-t", "5")            # the engine's removal of a container, stopped first (5 s)
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,14 @@ def run_args(spec: RunSpec, engine: Engine, name: str) -> list[str]:
     return args + list(spec.extra) + gpu_args(spec.gpus, engine) + [spec.image, *spec.argv]
 
 
+def remove_argv(engine: Engine, name: str) -> list[str]:
+    """The engine's command that removes the container `name` (a server's record keeps it)."""
+    return engine.argv(*REMOVE, name)
+
+
 def remove(engine: Engine, name: str) -> None:
     """The container gone (stopped first); nothing said when it is already gone."""
-    engine.run("rm", "-f", "-t", "5", name, check=False, timeout=120)
+    engine.run(*REMOVE, name, check=False, timeout=120)
 
 
 def run(engine: Engine, spec: RunSpec, timeout: Optional[float] = None, capture: bool = True) -> subprocess.CompletedProcess:

@@ -1,16 +1,20 @@
 """vLLM's server in the run's image (`--docker`): the command the host would run (vllm/service.py
 prepares it, tuned for this machine), with the image's vLLM venv instead of the host's, every host
 path it names mounted read-only at the same place, the environment additions passed in, usage
-reports and the hub off, and GPUs passed through. One named container per server, on the host's
-network (vLLM binds 127.0.0.1 as it does on the host; the harness reaches it there, and the
-port's owner is checked to be a process of that container). The container goes with the server:
-server.stop stops the engine's client and removes the container whatever became of the client.
+reports and the hub off, and GPUs passed through. One named container per server, with **no
+network** (`--network none`): vLLM listens on a Unix socket (`--uds`) in a folder of the run mounted
+into the container, and a relay on the host (containers/relay.py, the engine's client its child)
+listens where the harness expects the server (127.0.0.1:PORT) and forwards to that socket. The
+port's holder is checked to be that relay. The container goes with the server: server.stop stops
+the relay and the engine's client, and removes the container whatever became of them.
 """
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from dataclasses import replace
+from pathlib import Path
 from typing import Callable, Optional
 
 from ..vllm import server
@@ -24,6 +28,8 @@ VLLM_PYTHON = f"{PREFIX}/vllm/bin/python"
 # the thread pools' settings a user exported (never the whole environment: it names host paths)
 PASSED = ("VLLM_", "HF_", "OMP_", "KMP_", "MKL_", "CUDA_", "NCCL_", "HIP_", "ROCR_", "TORCH_", "PYTORCH_")
 SERVED_ENV = {"HF_HUB_OFFLINE": "1"}    # the model is a mounted folder: nothing is fetched from the hub
+SOCKET_DIR = "/run/cm4mlperf"           # where the socket's folder is mounted in the container
+SOCKET_NAME = "server.sock"
 
 
 def served_from_lock(path: str) -> dict:
@@ -63,11 +69,12 @@ def gpu_kind(vendor: str, count: str) -> str:
     return vendor if n > 0 and vendor in ("nvidia", "amd") else ""
 
 
-def container_argv(engine: Engine, image: str, argv: list[str], added: dict, name: str, gpus: str = "",
-                   cpus: tuple = (), environ: Optional[dict] = None, python: str = VLLM_PYTHON,
+def container_argv(engine: Engine, image: str, argv: list[str], added: dict, name: str, sockets: str,
+                   gpus: str = "", cpus: tuple = (), environ: Optional[dict] = None, python: str = VLLM_PYTHON,
                    mounts: tuple = ()) -> list[str]:
     """The engine's command line that serves `argv` (the host's vLLM command) from `image`, with
-    `python` (the image's vLLM venv) for the host's interpreter; `mounts`: more host paths it needs."""
+    `python` (the image's vLLM venv) for the host's interpreter, on the Unix socket SOCKET_NAME in
+    the host folder `sockets` (mounted at SOCKET_DIR), no network; `mounts`: more host paths it needs."""
     passed = {k: v for k, v in (os.environ if environ is None else environ).items() if k.startswith(PASSED)}
     extra: tuple = ()
     if cpus:
@@ -75,9 +82,17 @@ def container_argv(engine: Engine, image: str, argv: list[str], added: dict, nam
     if gpus:
         extra += ("--ipc=host",)        # vLLM's workers share tensors through /dev/shm (vLLM's docs)
     paths = host_paths(argv) + [p for p in mounts if p not in host_paths(argv)]
-    spec = crun.RunSpec(image, (python, *argv[1:]), mounts=tuple(crun.Mount(p, p) for p in paths),
-                        network=True, gpus=gpus, env={**passed, **added, **SERVED_ENV}, name=name, extra=extra)
+    binds = tuple(crun.Mount(p, p) for p in paths) + (crun.Mount(sockets, SOCKET_DIR, read_only=False),)
+    spec = crun.RunSpec(image, (python, *argv[1:], f"--uds={SOCKET_DIR}/{SOCKET_NAME}"), mounts=binds,
+                        gpus=gpus, env={**passed, **added, **SERVED_ENV}, name=name, extra=extra)
     return engine.argv(*crun.run_args(spec, engine, name))
+
+
+def relay_argv(host: str, port: int, sockets: Path, command: list[str]) -> list[str]:
+    """The host's relay (containers/relay.py) from host:port to the socket in `sockets`, running `command`."""
+    listen = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return [sys.executable, "-m", "mlperf_llm.containers.relay", f"--listen={listen}",
+            f"--socket={sockets / SOCKET_NAME}", "--", *command]
 
 
 def first_pid(engine: Engine, name: str) -> Optional[int]:
@@ -93,14 +108,25 @@ def first_pid(engine: Engine, name: str) -> Optional[int]:
 def launcher(engine: Engine, image: str, *, host: str, port: int, model_name: str, gpus: str = "",
              cpus: tuple = (), python: str = VLLM_PYTHON, mounts: tuple = ()) -> Callable:
     """launch(argv, added, log_path) for service._start_ready: the server started in a container of
-    `image`; a server.ContainedProcess whose record names the container and how to remove it."""
+    `image` behind the host's relay; a server.ContainedProcess whose record names the container and
+    how to remove it, and whose port's holder must be the relay (the record's pid) while the
+    container runs."""
     def launch(argv: list[str], added: dict, log_path) -> server.ContainedProcess:
         name = f"{crun.NAME_PREFIX}vllm-{port}-{uuid.uuid4().hex[:8]}"
-        proc = server.start(container_argv(engine, image, argv, added, name, gpus, cpus, python=python, mounts=mounts),
-                            host=host, port=port,
-                            model_name=model_name, log_path=log_path, env=engine.environ())
-        conf = {"CONTAINERS_CONF": engine.conf} if engine.kind == "podman" and engine.conf else {}
-        record = replace(proc.record, argv=redact(list(argv)), container=name, container_rm=engine.argv("rm", "-f", "-t", "5", name),
-                         container_env=conf)
-        return server.ContainedProcess(proc.popen, record, lambda: first_pid(engine, name))
+        sockets = server.socket_folder(log_path, name)
+        sockets.mkdir(mode=0o700, parents=True)
+        command = container_argv(engine, image, argv, added, name, str(sockets), gpus, cpus, python=python, mounts=mounts)
+        package = str(Path(__file__).resolve().parents[2])          # the folder mlperf_llm is in, for the relay
+        env = engine.environ()
+        env["PYTHONPATH"] = os.pathsep.join([package] + [p for p in [env.get("PYTHONPATH")] if p])
+        try:
+            proc = server.start(relay_argv(host, port, sockets, command), host=host, port=port,
+                                model_name=model_name, log_path=log_path, env=env)
+        except BaseException:
+            sockets.rmdir()
+            raise
+        record = replace(proc.record, argv=redact(list(argv)), container=name, container_rm=crun.remove_argv(engine, name),
+                         container_env=engine.environ({}))
+        relay = proc.popen.pid
+        return server.ContainedProcess(proc.popen, record, lambda: relay if first_pid(engine, name) else None)
     return launch

@@ -16,6 +16,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import time
 import urllib.error
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..files import write_json_atomic
+from ..containers.run import NAME_PREFIX, REMOVE
 from . import portowner
 from .command import redact, shell_command
 
@@ -471,7 +473,7 @@ def stop(record: ServerRecord, grace_s: float = STOP_GRACE_S, popen: subprocess.
     return said
 
 
-CONTAINER_NAME = re.compile(r'^cm4mlperf-[A-Za-z0-9_.-]{1,100}$')     # containers/run.py's NAME_PREFIX
+CONTAINER_NAME = re.compile(rf'^{re.escape(NAME_PREFIX)}[A-Za-z0-9_.-]{{1,100}}$')
 
 
 def _removal_refused(record: ServerRecord) -> str:
@@ -481,18 +483,43 @@ def _removal_refused(record: ServerRecord) -> str:
     while rest[:1] in (['--root'], ['--runroot']) and len(rest) >= 2:
         rest = rest[2:]
     if not argv or os.path.basename(argv[0]) not in ('podman', 'docker') or not CONTAINER_NAME.match(record.container) \
-            or rest != ['rm', '-f', '-t', '5', record.container] or set(record.container_env) - {'CONTAINERS_CONF'}:
+            or rest != [*REMOVE, record.container] or set(record.container_env) - {'CONTAINERS_CONF'}:
         return (f'container {record.container[:80]!r} NOT removed: the record\'s removal command is not podman\'s or '
                 f'docker\'s `rm` of a container of ours ({shell_command(argv)[:200]}); remove it yourself')
     return ''
 
 
+def socket_folder(log_path: str | Path, container: str) -> Path:
+    """The host folder of a container's server socket (containers/served.py): beside the server's log."""
+    return Path(log_path).resolve().parent / f'{container}.socket'
+
+
+def _remove_socket_folder(record: ServerRecord) -> None:
+    """The container's socket folder gone when its relay could not remove it (killed by SIGKILL): only
+    sockets in it are removed, and the folder only when that empties it."""
+    folder = socket_folder(record.log_path, record.container)
+    try:
+        for entry in os.scandir(folder):
+            if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                os.unlink(entry.path)
+        folder.rmdir()
+    except OSError:
+        pass
+
+
 def remove_container(record: ServerRecord) -> str:
     """The record's container gone (the engine's `rm -f`): the engine's client can die by SIGKILL and
-    leave its container running."""
+    leave its container running. Its socket folder goes too."""
     refused = _removal_refused(record)
     if refused:
         return refused
+    try:
+        return _remove(record)
+    finally:
+        _remove_socket_folder(record)
+
+
+def _remove(record: ServerRecord) -> str:
     try:
         res = subprocess.run(record.container_rm, capture_output=True, text=True, timeout=120,
                              env={**os.environ, **record.container_env}, stdin=subprocess.DEVNULL)

@@ -144,9 +144,10 @@ def test_a_run_stopped_by_a_signal_leaves_no_container(built, stores, sig):
 
 
 def test_dockers_server_answers_from_its_container_and_goes_with_it(built, stores, tmp_path):
-    """--docker's route (containers/served.py, server.ContainedProcess): the stand-in vLLM in the image on
-    the host's loopback, found to be the container's own listener, then stopped: the container goes;
-    a second one whose client is SIGKILLed (the container left running) is removed by server.stop."""
+    """--docker's route (containers/served.py, server.ContainedProcess): the stand-in vLLM in the image
+    with no network, on a Unix socket behind the host's relay on loopback (the port's holder: the
+    relay), then stopped: the container and the socket's folder go; a second one whose relay and
+    client are SIGKILLed (the container left running) is removed by server.stop, its folder too."""
     from mlperf_llm.containers import served
     from mlperf_llm.containers.recipe import PREFIX
     from mlperf_llm.vllm import server
@@ -161,9 +162,13 @@ def test_dockers_server_answers_from_its_container_and_goes_with_it(built, store
         proc = launch(argv, {"PYTHONPATH": f"{fixtures}/standin_vllm"}, tmp_path / f"server-{n}.log")
         try:
             assert proc.record.container.startswith("cm4mlperf-vllm-") and proc.record.argv == argv
-            proc.wait_ready(180, progress=lambda m: None)          # the port's holder is in the container
+            proc.wait_ready(180, progress=lambda m: None)          # the port's holder is the relay
             root = served.first_pid(e, proc.record.container)
             assert root and server.probe(proc.url, "smollm2") is None
+            network = e.run("inspect", "--format", "{{.HostConfig.NetworkMode}}", proc.record.container).stdout
+            assert network.strip() == "none"
+            sockets = server.socket_folder(proc.record.log_path, proc.record.container)
+            assert sockets.is_dir()
             if n == 1:
                 said = proc.stop()
             else:
@@ -175,6 +180,7 @@ def test_dockers_server_answers_from_its_container_and_goes_with_it(built, store
             server.stop(proc.record)
         assert f"container {proc.record.container} removed" in said, said
         assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
+        assert not sockets.exists()
         assert "not reachable" in (server.probe(proc.url, "smollm2") or "")
 
 

@@ -1,9 +1,10 @@
 """--docker's server (containers/served.py): the host's vLLM command turned into one container of
-the image, with the image's vLLM, the host paths it names mounted read-only, the host network, the
-server's settings passed and nothing else of the host environment; and how the engine travels in env."""
+the image, with the image's vLLM, the host paths it names mounted read-only, no network (a Unix
+socket in a mounted folder of the run, the host's relay in front of it), the server's settings
+passed and nothing else of the host environment; and how the engine travels in env."""
 import pytest
 
-from mlperf_llm.containers import engine, served
+from mlperf_llm.containers import engine, relay, served
 from mlperf_llm.containers.recipe import PREFIX
 
 PODMAN = engine.Engine("podman", "/usr/bin/podman", conf="/c/containers.conf", root="/s/storage", runroot="/s/run")
@@ -22,13 +23,14 @@ def test_the_host_paths_a_command_names_are_found_once(tmp_path):
 def test_the_container_serves_the_command_with_the_images_vllm(tmp_path):
     argv = ["/host/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", f"--model={tmp_path}", "--port=8123"]
     out = served.container_argv(PODMAN, "localhost/cm4mlperf-llm:abc", argv, {"VLLM_CPU_KVCACHE_SPACE": "4"},
-                                "cm4mlperf-vllm-8123-x", environ={"VLLM_LOGGING_LEVEL": "DEBUG", "HOME": "/root",
+                                "cm4mlperf-vllm-8123-x", "/run/folder/x.socket", environ={"VLLM_LOGGING_LEVEL": "DEBUG", "HOME": "/root",
                                                                    "OMP_NUM_THREADS": "2"})
     assert out[:5] == ["/usr/bin/podman", "--root", "/s/storage", "--runroot", "/s/run"]
     at = out.index("localhost/cm4mlperf-llm:abc")
-    assert out[at + 1:] == [f"{PREFIX}/vllm/bin/python", *argv[1:]]
-    assert out[out.index("--network") + 1] == "host" and "--rm" in out and "--init" in out
+    assert out[at + 1:] == [f"{PREFIX}/vllm/bin/python", *argv[1:], f"--uds={served.SOCKET_DIR}/{served.SOCKET_NAME}"]
+    assert out[out.index("--network") + 1] == "none" and "--rm" in out and "--init" in out
     assert f"type=bind,source={tmp_path},target={tmp_path},ro" in out
+    assert f"type=bind,source=/run/folder/x.socket,target={served.SOCKET_DIR}" in out      # the socket's: writable
     env = {out[i + 1] for i, a in enumerate(out) if a == "-e"}
     assert {"VLLM_CPU_KVCACHE_SPACE=4", "VLLM_LOGGING_LEVEL=DEBUG", "OMP_NUM_THREADS=2", "HF_HUB_OFFLINE=1",
             "VLLM_NO_USAGE_STATS=1"} <= env
@@ -37,12 +39,21 @@ def test_the_container_serves_the_command_with_the_images_vllm(tmp_path):
 
 
 def test_a_replicas_cpus_and_the_gpus_go_to_the_engine():
-    out = served.container_argv(PODMAN, "img", ["/p", "-m", "x"], {}, "n", gpus="nvidia", cpus=(4, 5, 6), environ={})
+    out = served.container_argv(PODMAN, "img", ["/p", "-m", "x"], {}, "n", "/s", gpus="nvidia", cpus=(4, 5, 6), environ={})
     assert "--cpuset-cpus=4,5,6" in out and "--ipc=host" in out
     assert out[out.index("--device") + 1] == "nvidia.com/gpu=all"
     assert served.gpu_kind("nvidia", "8") == "nvidia" and served.gpu_kind("amd", "1") == "amd"
     assert served.gpu_kind("nvidia", "0") == "" and served.gpu_kind("unknown", "") == ""
     assert served.gpu_kind("intel", "2") == ""                          # no runtime of ours passes those through
+
+
+def test_the_relay_listens_where_the_server_would_and_runs_the_engines_command(tmp_path):
+    out = served.relay_argv("127.0.0.1", 8123, tmp_path, ["/usr/bin/podman", "run", "img"])
+    assert out[1:] == ["-m", "mlperf_llm.containers.relay", "--listen=127.0.0.1:8123",
+                       f"--socket={tmp_path}/{served.SOCKET_NAME}", "--", "/usr/bin/podman", "run", "img"]
+    assert served.relay_argv("::1", 80, tmp_path, ["x"])[3] == "--listen=[::1]:80"
+    from mlperf_llm.vllm import server
+    assert server.socket_folder(tmp_path / "server.log", "cm4mlperf-vllm-1") == tmp_path / "cm4mlperf-vllm-1.socket"
 
 
 def test_the_engine_travels_as_one_string_and_a_bad_one_is_refused():
@@ -90,3 +101,13 @@ def test_a_lock_names_the_servers_vllm_or_is_refused(tmp_path):
         served.served_from_lock(str(lock))
     with pytest.raises(envlock.LockError, match="cannot be read"):
         served.served_from_lock(str(tmp_path / "none.txt"))
+
+
+def test_a_relay_without_a_command_or_a_port_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        relay.parse(["--listen=127.0.0.1:80", "--socket=/x/s"])
+    assert "no command after --" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        relay.parse(["--listen=80", "--socket=/x/s", "--", "true"])
+    a = relay.parse(["--listen=[::1]:8000", "--socket=/x/s", "--", "podman", "run"])
+    assert (a.host, a.port, a.command) == ("::1", 8000, ["podman", "run"])
