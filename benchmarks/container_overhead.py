@@ -8,8 +8,8 @@ Both sides get the same server command (service.prepare: tuned once for this mac
 environment additions, prompts and lengths: N requests x T tokens at once, greedy, fixed length,
 as an Offline test sends them. The sides alternate (host, image, host, image, ...), each round
 timed over the same span (the batch); the best and the median round of each side are compared. The image side is
-`podman run --network host` (the server binds 127.0.0.1 as on the host; nothing else is reachable
-from it but loopback), the model mounted read-only at the same path, the image's vLLM venv.
+what `--docker` runs (containers/served.py): the image's vLLM venv in a container with no network,
+on a Unix socket behind the host's relay on 127.0.0.1, the model mounted read-only at the same path.
 """
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'automation'))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from mlperf_llm.containers import engine as engines, run as crun  # noqa: E402
-from mlperf_llm.containers.recipe import PREFIX  # noqa: E402
+from mlperf_llm.containers import engine as engines, served  # noqa: E402
 from mlperf_llm.vllm import server, service  # noqa: E402
 from mlperf_llm.vllm.loadtest import run_completions  # noqa: E402
 from vllm_throughput import NAME, make_prompts  # noqa: E402
@@ -43,18 +42,13 @@ def ready(url: str, proc, timeout_s: float) -> None:
     raise SystemExit(f'not ready after {timeout_s:.0f} s:\n{server.log_tail(proc.record.log_path)}')
 
 
-def one_round(side: str, argv, added, cfg, prompts, tokens, work: Path, eng, tag, model) -> float:
+def one_round(side: str, argv, added, cfg, prompts, tokens, work: Path, eng, tag) -> float:
     log = work / f'{side}-{time.monotonic_ns()}.log'
-    name = ''
     if side == 'host':
         proc = server.start(argv, host=cfg.host, port=cfg.port, model_name=NAME, log_path=log,
                             env={**os.environ, **added})
     else:
-        name = f'{crun.NAME_PREFIX}bench-{os.getpid()}'
-        spec = crun.RunSpec(tag, (f'{PREFIX}/vllm/bin/python', *argv[1:]), network=True, env=dict(added),
-                            mounts=(crun.Mount(model, model),), name=name)
-        proc = server.start(eng.argv(*crun.run_args(spec, eng, name)), host=cfg.host, port=cfg.port,
-                            model_name=NAME, log_path=log, env=eng.environ())
+        proc = served.launcher(eng, tag, host=cfg.host, port=cfg.port, model_name=NAME)(argv, added, log)
     try:
         ready(proc.url, proc, 900)
         run_completions(proc.url, NAME, prompts[:4], 4)                     # warm-up
@@ -62,9 +56,7 @@ def one_round(side: str, argv, added, cfg, prompts, tokens, work: Path, eng, tag
         assert res.output_tokens == len(prompts) * tokens, res.output_tokens
         return res.tokens_per_s
     finally:
-        proc.stop()
-        if name:
-            crun.remove(eng, name)
+        print(f'  {side}: {proc.stop()}', flush=True)
 
 
 def main(argv=None):
@@ -97,7 +89,7 @@ def main(argv=None):
     rates = {'host': [], 'image': []}
     for r in range(a.rounds):
         for side in ('host', 'image'):
-            rate = one_round(side, argv_, added, cfg, prompts, a.tokens, work, eng, facts['tag'], model)
+            rate = one_round(side, argv_, added, cfg, prompts, a.tokens, work, eng, facts['tag'])
             rates[side].append(rate)
             print(f'round {r + 1} {side:5s}: {rate:7.1f} tokens/s', flush=True)
     host, image = max(rates['host']), max(rates['image'])

