@@ -25,9 +25,22 @@ ROOT = Path(__file__).resolve().parents[3]
 # builds in seconds; the whole run venv is built the same way (benchmarks/container_overhead.py)
 SMALL = {"cmind", "pyyaml", "requests", "charset-normalizer", "idna", "urllib3", "certifi", "setuptools", "wheel",
          "giturlparse", "tabulate", "jinja2", "markupsafe",
-         # and what the stand-in server needs (aiohttp), served as --docker serves vLLM
+         # and what the stand-in server needs (aiohttp), served as --docker serves vLLM; with LoadGen,
+         # what the harness needs (a cnn_eval.json-layout data set: no pandas)
          "aiohttp", "aiohappyeyeballs", "aiosignal", "attrs", "frozenlist", "multidict", "propcache", "yarl",
-         "typing-extensions"}
+         "typing-extensions", "mlcommons-loadgen"}
+# the harness as run_all runs it for a cm step, in the image's run venv (the project installed there)
+HARNESS_IN_IMAGE = """
+import importlib.util, os, sys
+sys.path.insert(0, os.path.join(list(importlib.util.find_spec("cm4mlperf_llm").submodule_search_locations)[0], "automation"))
+from mlperf_llm.harness.driver import HarnessRequest, run_all
+outcomes = run_all(HarnessRequest(model="llama3.1-8b", results_dir="/mnt/results", dataset_path="/mnt/cnn_eval.json",
+                                  api_servers=(sys.argv[1],), api_model_name="standin-model", test_query_count=8,
+                                  progress=False))
+for o in outcomes:
+    print("outcome", o.scenario, o.mode, o.returncode, o.directory)
+sys.exit(max(o.returncode for o in outcomes))
+"""
 
 
 pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")
@@ -201,7 +214,11 @@ def test_a_store_without_the_image_is_told_to_build_it(stores):
 
 @pytest.mark.skipif(bool(_why_not()) or not shutil.which("ch-run") or not shutil.which("setpriv"),
                     reason="Charliecloud (ch-run) or setpriv not installed")
-def test_the_image_as_squashfs_runs_cm_unprivileged(built, stores, request):
+def test_the_image_as_squashfs_runs_cm_and_the_harness_unprivileged(built, stores, request):
+    """As uid 1000: `cm` in the SquashFS, then the harness (run_all: LoadGen's Offline performance and
+    accuracy tests, each a process of the image's run venv) against the stand-in on the host's loopback."""
+    from mlperf_llm.datasets import cnndm
+    from standin import StandinProcess, toytok
     r, _, _, first = built
     # the uid that runs it must reach the file: a folder of its own outside pytest's 0700 base
     shared = Path(tempfile.mkdtemp(prefix="cm4mlperf-sq-"))
@@ -210,13 +227,32 @@ def test_the_image_as_squashfs_runs_cm_unprivileged(built, stores, request):
     sqfs = squash.export(stores("a"), first.tag, str(shared / "image.sqfs"), r.epoch)
     scratch = shared / "scratch"
     scratch.mkdir()
+    articles = [f"article {i}: what happened on day {i}" for i in range(8)]
+    cnndm.write_rows([cnndm.SummaryRow(a, f"summary {i}", tuple(toytok.encode(cnndm.prompt(a))))
+                      for i, a in enumerate(articles)], scratch / "cnn_eval.json")
     shutil.chown(scratch, 1000, 1000)
-    argv = squash.run_argv(sqfs, ["sh", "-c", "id -u && CM_REPOS=/mnt/CM HOME=/mnt cm run script "
-                                              "--tags=detect,os --quiet"], binds=((str(scratch), "/mnt"),), workdir="/mnt")
-    res = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", *argv], capture_output=True,
-                         text=True, timeout=600, env={"PATH": os.environ["PATH"], "USER": "cmuser", "HOME": str(scratch)})
-    if res.returncode != 0 and "user namespace" in res.stderr.lower():
-        pytest.skip(f"this kernel gives no unprivileged user namespaces: {res.stderr.strip()[-300:]}")
+
+    def as_uid_1000(argv: list[str]) -> subprocess.CompletedProcess:
+        res = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", *argv], capture_output=True,
+                             text=True, timeout=600, env={"PATH": os.environ["PATH"], "USER": "cmuser",
+                                                          "HOME": str(scratch)})
+        if res.returncode != 0 and "user namespace" in res.stderr.lower():
+            pytest.skip(f"this kernel gives no unprivileged user namespaces: {res.stderr.strip()[-300:]}")
+        return res
+
+    res = as_uid_1000(squash.run_argv(sqfs, ["sh", "-c", "id -u && CM_REPOS=/mnt/CM HOME=/mnt cm run script "
+                                                         "--tags=detect,os --quiet"],
+                                      binds=((str(scratch), "/mnt"),), workdir="/mnt"))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert res.stdout.splitlines()[0] == "1000"
+    with StandinProcess().start() as sp:
+        res = as_uid_1000(squash.run_argv(sqfs, ["python", "-c", HARNESS_IN_IMAGE, sp.url],
+                                          binds=((str(scratch), "/mnt"),), workdir="/mnt"))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    said = [line.split() for line in res.stdout.splitlines() if line.startswith("outcome ")]
+    assert [(s[1], s[2]) for s in said] == [("Offline", "performance"), ("Offline", "accuracy")], res.stdout[-2000:]
+    accuracy = Path(str(scratch / "results") + said[1][4][len("/mnt/results"):]) / "mlperf_log_accuracy.json"
+    logged = json.loads(accuracy.read_text())
+    assert sorted({rec["qsl_idx"] for rec in logged}) == list(range(8))      # every sample answered, in the image
+    assert all(p.stat().st_uid == 1000 for p in (scratch / "results").rglob("*"))
     assert not engine.mounts_under(str(shared))                                # squashfuse unmounted
