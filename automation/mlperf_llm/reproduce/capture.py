@@ -231,8 +231,9 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
                      lock_reader: Optional[Callable[[str], list]] = None) -> dict:
     """Python (this run's), vLLM, torch and transformers (the server's interpreter, asked through
     `probe(python, packages)`), LoadGen, the inference source; with `lock_reader(python)`
-    (sysinfo/envlock.read), the server's whole environment: every distribution's version and the
-    sha256 of the archive it was installed from, and one digest of it all."""
+    (sysinfo/envlock.read), the server's whole environment and this run's own (the interpreter of
+    the harness and the scoring): every distribution's version and the sha256 of the archive it was
+    installed from where known, and one digest of each."""
     out = {"python": env.get("CM_PYTHON_VERSION", "") or platform.python_version(),
            "vllm": env.get("CM_VLLM_VERSION", ""), "torch": env.get("CM_TORCH_VERSION", ""),
            "transformers": env.get("CM_TRANSFORMERS_VERSION", ""),
@@ -259,6 +260,8 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
         out.update(image)
     elif lock_reader is not None and server_python:
         out.update(environment_lock(server_python, lock_reader))
+    if lock_reader is not None:
+        out.update(environment_lock(sys.executable, lock_reader, role="run"))
     return {k: v for k, v in out.items() if v}
 
 
@@ -267,29 +270,36 @@ def image_environment(facts_path: str) -> dict:
     the image's recipe pins it ({} where the facts file cannot be read)."""
     from ..containers.make import read_facts
     from ..containers.recipe import RecipeError
-    from ..sysinfo import envlock
     try:
         _, recipe = read_facts(facts_path)
     except RecipeError:
         return {}
     entries = [d for v in recipe.venvs if v.name == "vllm" for d in v.entries]
-    if not entries:
-        return {}
-    return {"server_environment": {d.name: {"version": d.version, "sha256": d.sha256} for d in entries},
-            "server_environment_sha256": hashlib.sha256(envlock.requirements(entries).encode()).hexdigest()}
+    return _environment("server", entries) if entries else {}
 
 
-def environment_lock(python: str, lock_reader: Callable[[str], list]) -> dict:
-    """{"server_environment": {name: {"version", "sha256"}}, "server_environment_sha256": the
+def environment_lock(python: str, lock_reader: Callable[[str], list], role: str = "server") -> dict:
+    """{"<role>_environment": {name: {"version", "sha256"}}, "<role>_environment_sha256": the
     digest of its requirements text}; {} where the interpreter cannot list itself (said nowhere
-    else: the record then has the versions above only)."""
+    else: the record then has the versions above only). role "run": the interpreter this run's
+    steps ran in (the harness, LoadGen's wheel, the scoring), this project itself left out (the
+    record's project section names it)."""
     from ..sysinfo import envlock
     try:
         entries = lock_reader(python)
     except (envlock.LockError, OSError, subprocess.SubprocessError, ValueError):
         return {}
-    return {"server_environment": {d.name: {"version": d.version, "sha256": d.sha256} for d in entries},
-            "server_environment_sha256": hashlib.sha256(envlock.requirements(entries).encode()).hexdigest()}
+    if role == "run":
+        entries = [d for d in entries if envlock.dist_key(d.name) != PROJECT]
+    return _environment(role, entries)
+
+
+def _environment(role: str, entries: list) -> dict:
+    from ..sysinfo import envlock
+    if not entries:
+        return {}
+    return {f"{role}_environment": {d.name: {"version": d.version, "sha256": d.sha256} for d in entries},
+            f"{role}_environment_sha256": hashlib.sha256(envlock.requirements(entries).encode()).hexdigest()}
 
 
 def _server_python(command: str) -> str:

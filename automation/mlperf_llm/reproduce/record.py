@@ -17,7 +17,9 @@ Sections (all plain JSON values):
     steps         per step: script, variations, cache key, cached, the env that entered its key
     model         name, path (informative), content sha256 of the checkpoint folder, dtype
     dataset       path (informative), content sha256, rows, split
-    versions      Python, vLLM, torch, transformers, LoadGen, mlcommons/inference
+    versions      Python, vLLM, torch, transformers, LoadGen, mlcommons/inference; the server's
+                  environment and this run's own (the harness's and the scoring's): every
+                  distribution's version and archive sha256 where known, one digest of each
     loadgen       version and seeds (qsl_rng_seed, sample_index_rng_seed, schedule_rng_seed)
     server        the vLLM command, its env, its flags, or the URLs of servers that were given
     user_conf     per test folder: the user.conf lines

@@ -1,5 +1,4 @@
 """A record as a run of the embedded default writes it, built from typed inputs (no machine probes)."""
-import os
 
 from mlperf_llm.reproduce import capture
 

@@ -96,6 +96,45 @@ def test_a_server_environment_that_differs_names_each_package_that_does(tmp_path
     assert not compare.differing_inputs(rec, dataclasses.replace(rec, versions=dict(rec.versions)))
 
 
+def test_the_runs_own_environment_names_each_package_that_differs_and_what_scores_counts(tmp_path):
+    """The harness's and the scoring's interpreter: a scoring package's other version can change the
+    figures, a test runner's cannot; a hash is compared only where both sides know it (a venv pip
+    installed by hand has none)."""
+    rec = make_record(tmp_path)
+    run = {"nltk": {"version": "3.9.1", "sha256": "a" * 64}, "pytest": {"version": "8.3.0", "sha256": ""},
+           "mlcommons_loadgen": {"version": "5.1.1", "sha256": ""}}
+    recorded = dataclasses.replace(rec, versions=dict(rec.versions, run_environment=run))
+    same = dict(run, nltk={"version": "3.9.1", "sha256": ""}, **{"mlcommons-loadgen": run["mlcommons_loadgen"]})
+    del same["mlcommons_loadgen"]                                       # the same distribution, spelled apart
+    assert compare.differing_inputs(recorded, dataclasses.replace(rec, versions=dict(rec.versions, run_environment=same))) == []
+    moved = dict(run, nltk={"version": "3.9.2", "sha256": ""}, pytest={"version": "8.4.0", "sha256": ""})
+    diffs = {d.name: d for d in compare.differing_inputs(
+        recorded, dataclasses.replace(rec, versions=dict(rec.versions, run_environment=moved)))}
+    assert set(diffs) == {"harness package nltk", "harness package pytest"}
+    assert diffs["harness package nltk"].affects_accuracy and not diffs["harness package pytest"].affects_accuracy
+    assert diffs["harness package nltk"].recorded == "3.9.1 (sha256 aaaaaaaaaaaa)" and \
+        diffs["harness package nltk"].reproduced == "3.9.2"
+    assert not compare.differing_inputs(rec, recorded)                  # an older record has none to compare
+
+
+def test_every_third_party_import_of_the_scoring_is_a_scoring_package():
+    """SCORING_IMPORTS must name every module outside the standard library that mlperf_llm/accuracy
+    imports: a new one, unnamed, would be a package whose other version a replay calls harmless."""
+    import ast
+    import sys
+    from pathlib import Path
+    import mlperf_llm.accuracy as accuracy
+    found = set()
+    for f in Path(accuracy.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            found |= {n.split(".")[0] for n in names}
+    third_party = found - set(sys.stdlib_module_names) - {"mlperf_llm", "cmcontract"}
+    assert third_party and third_party <= set(compare.SCORING_IMPORTS), third_party - set(compare.SCORING_IMPORTS)
+    assert set(compare.SCORING_IMPORTS.values()) <= compare.SCORING_PACKAGES
+
+
 def test_the_venvs_own_pip_is_no_difference_between_a_venv_and_an_image_of_its_lock(tmp_path):
     """A replay with --docker records the image's venv (made without pip); the original's venv had
     its own pip, with no hash: what a lock pins is the same, and nothing is named."""

