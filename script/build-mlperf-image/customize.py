@@ -19,6 +19,8 @@ def preprocess(i):
         if env.get('CM_MLPERF_IMAGE_STORE'):
             eng = eng.with_store(os.path.abspath(env['CM_MLPERF_IMAGE_STORE']))
         venvs, locked = _venvs(env)
+        if env.get(image.LOAD_ENV):
+            _load(eng, env)
         built = make.image_for(eng, make.Places(os.path.join(cache_root(), 'containers')), _project_root(env), venvs,
                                mirror=env.get('CM_MLPERF_IMAGE_BASE_MIRROR', ''),
                                recorded_path=env.get('CM_MLPERF_IMAGE_FROM', ''), locked=locked)
@@ -40,6 +42,20 @@ def preprocess(i):
     env['CM_MLPERF_IMAGE_FACTS'] = facts
     env['CM_MLPERF_IMAGE_ENGINE'] = eng.to_json()      # the engine (and store) the image is in
     return {'return': 0}
+
+
+def _load(eng, env):
+    """--load: an archive someone published, loaded into the store before --from's facts are checked:
+    the image found there by the recipe's tag must have the recorded ID (make.image_for), else the
+    replay stops, naming it. Loading trusts the archive's maker for what the ID names; without
+    --load the image is rebuilt from the recipe, which checks that too."""
+    from mlperf_llm.containers import image
+    from mlperf_llm.containers.recipe import RecipeError
+    archive = os.path.abspath(env[image.LOAD_ENV])
+    if not env.get(image.REBUILD_ENV):
+        raise RecipeError(f'--load={archive}: an archive is checked against the facts file (cm4mlperf-image.json) '
+                          'published with it: give --from=FILE too')
+    print(f'Loaded {image.load(eng, archive)} from {archive}')
 
 
 def _venvs(env):

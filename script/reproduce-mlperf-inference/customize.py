@@ -49,7 +49,7 @@ def preprocess(i):
                    stand_in=env.get('CM_REPRODUCE_STAND_IN', ''),
                    size_anew=is_yes(env.get('CM_REPRODUCE_SIZE_ANEW')),
                    trust_record=is_yes(env.get('CM_REPRODUCE_TRUST_RECORD')), limits=limits,
-                   docker=docker)
+                   docker=docker, image_archive=env.get('CM_REPRODUCE_IMAGE_ARCHIVE', ''))
     try:
         if opts.compare_to:
             c = compare_only(opts)

@@ -18,6 +18,10 @@ from .engine import ContainerError, Engine
 from .recipe import Recipe
 
 REPOSITORY = "localhost/cm4mlperf-llm"
+# build-mlperf-image's inputs a replay sets (--from, --load): the recorded image rebuilt from its facts
+# file and checked against its ID; an archive of it loaded first (then checked, not rebuilt)
+REBUILD_ENV = "CM_MLPERF_IMAGE_FROM"
+LOAD_ENV = "CM_MLPERF_IMAGE_LOAD"
 
 
 class ImageMismatch(ContainerError):

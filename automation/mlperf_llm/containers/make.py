@@ -104,11 +104,13 @@ def base_for(recipe: Recipe, places: Places, runner=None) -> basemod.Base:
 
 
 def build(engine: Engine, recipe: Recipe, base: basemod.Base, places: Places, project_root: str,
-          timeout: float = 3600) -> imagemod.ImageFacts:
+          timeout: float = 3600, say=lambda line: None) -> imagemod.ImageFacts:
     """The image of `recipe` in the engine's store (built unless an image of its tag is there); its
     facts. The build context is removed afterwards, built or not."""
     tag = imagemod.tag_for(recipe)
-    if imagemod.inspect(engine, tag) is None:
+    found = imagemod.inspect(engine, tag) is not None
+    say(f"  {tag}: " + ("in the store already, not built again" if found else "building"))
+    if not found:
         fetch_for(recipe, places)
         context = places.context(recipe)
         try:
@@ -153,7 +155,7 @@ def image_for(engine: Engine, places: Places, project_root: str, venvs: dict | N
         say(f"Rebuilding {recorded.get('image_id', '?')[:19]} from {recorded_path}")
         base = base_for(recipe, places)
         say(f"  base {base.sha256[:12]} ({len(base.packages)} Debian packages) matches the recipe")
-        built = build(engine, recipe, base, places, project_root)
+        built = build(engine, recipe, base, places, project_root, say=say)
         imagemod.check(recorded, built)
         say(f"  the same image ID: {built.image_id}")
         return built
@@ -168,7 +170,7 @@ def image_for(engine: Engine, places: Places, project_root: str, venvs: dict | N
     recipe = recipe_here(base, venvs, project_root, places, _project(project_root) if RUN_VENV in venvs else {},
                          locked=locked)
     say("Venvs: " + ", ".join(f"{v.name} ({len(v.entries)} packages)" for v in recipe.venvs))
-    return build(engine, recipe, base, places, project_root)
+    return build(engine, recipe, base, places, project_root, say=say)
 
 
 def _project(root: str) -> dict:

@@ -33,19 +33,27 @@ def layout_dir(results_dir: str | Path, model_dir: str, scenario_dir: str, mode:
     raise ValueError(f"mode {mode!r}: choose performance, accuracy, TEST06, TEST07 or TEST09")
 
 
+SET_ASIDE = (".partial-", ".failed-", ".prev-")     # a test's folder while it runs, failed, or replaced
+
+
+def set_aside(name: str) -> bool:
+    """True for a test folder that is not a result: running, failed, or a previous result kept."""
+    return any(mark in name for mark in SET_ASIDE)
+
+
 def staging_dir(final: Path) -> Path:
-    return final.with_name(f"{final.name}.partial-{os.getpid()}")
+    return final.with_name(f"{final.name}{SET_ASIDE[0]}{os.getpid()}")
 
 
 def finalize(staging: Path, final: Path, ok: bool) -> Path:
     """Move a finished test's directory into place; a previous result is kept beside it."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     if not ok:
-        dest = final.with_name(f"{final.name}.failed-{stamp}")
+        dest = final.with_name(f"{final.name}{SET_ASIDE[1]}{stamp}")
         os.replace(staging, dest)
         return dest
     if final.exists():
-        os.replace(final, final.with_name(f"{final.name}.prev-{stamp}"))
+        os.replace(final, final.with_name(f"{final.name}{SET_ASIDE[2]}{stamp}"))
     os.replace(staging, final)
     return final
 

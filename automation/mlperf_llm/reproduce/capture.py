@@ -384,12 +384,14 @@ def _flags(command: str) -> dict:
 
 
 def user_conf_section(results_dir: str) -> dict:
-    """{test folder (relative): [user.conf lines]} of every test the results folder holds."""
+    """{test folder (relative): [user.conf lines]} of every test the results folder holds (not the
+    folders set aside: a failed test's, a replaced one's, one still running)."""
+    from ..harness.results import set_aside
     out = {}
     if not results_dir or not os.path.isdir(results_dir):
         return out
     for dirpath, dirnames, filenames in os.walk(results_dir):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if not set_aside(d))
         if "user.conf" in filenames:
             with open(os.path.join(dirpath, "user.conf"), encoding="utf-8", errors="replace") as f:
                 lines = [ln.strip() for ln in f if ln.strip() and not ln.strip().startswith("#")]

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from ..benchmarks import BenchmarkError, get_benchmark
 from ..harness.testsizes import NAME as SIZES_INPUT
 from ..submission.logs import ACCURACY_PATTERNS
+from ..containers.image import LOAD_ENV, REBUILD_ENV
 from ..vllm.install import LOCK_ENV as REPLAY_LOCK_ENV
 from .record import Record, chosen_targets, recorded_sizes
 from .source import Measured
@@ -22,6 +23,8 @@ ANSWER_FLAGS = {"dtype", "max-model-len", "quantization", "kv-cache-dtype", "tok
 PLACE_FLAGS = {"port", "host", "served-model-name", "uvicorn-log-level", "disable-log-requests",
                "disable-log-stats"}     # where it listens and what it logs: nothing measured
 REPLAY_PATHS = ("results_dir", "submission_dir", "inference_src")   # the replay's own folders
+# what a replay sets to repeat the recorded environment (the server's lock, its image), not overrides
+REPLAY_ENV = (REPLAY_LOCK_ENV, REBUILD_ENV, LOAD_ENV)
 # the distributions whose code computes the accuracy figures in the run's own environment: the
 # third-party imports of mlperf_llm/accuracy (module -> distribution: detokenizing, ROUGE's stemmer
 # and sentence splitter, math answers, the data sets' frames) and transformers' fast tokenizers.
@@ -153,9 +156,10 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
                                          "the environment is the same is the server environment's row)"), False
         out.append(d)
     out += size_differences(recorded_sizes(recorded)[0], recorded_sizes(here)[0])
-    # the lock a replay installs the server's venv from is how it repeats the recorded environment
-    # (whether it did is the server environment's row above), not an override of the user's
-    here_env = {k: v for k, v in (here.request.get("env") or {}).items() if k != REPLAY_LOCK_ENV}
+    # the lock a replay installs the server's venv from, the image it rebuilds or loads, are how it
+    # repeats the recorded environment (whether it did is the server environment's row above), not
+    # overrides of the user's
+    here_env = {k: v for k, v in (here.request.get("env") or {}).items() if k not in REPLAY_ENV}
     out += _dict_diff("--env", recorded.request.get("env") or {}, here_env, "another env override", True)
     if sorted(recorded.request.get("variations") or []) != sorted(here.request.get("variations") or []):
         out.append(Difference("variations", recorded.request.get("variations"), here.request.get("variations"),

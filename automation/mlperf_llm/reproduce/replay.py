@@ -26,6 +26,7 @@ from ..harness.testsizes import NAME as SIZES_NAME, format_sizes
 from .capture import PATH_INPUTS_REPLACED as PATH_INPUTS
 from .capture import PROJECT as PROJECT_NAME
 from .record import RECORD_NAME, Record, RecordError
+from ..submission.spec import IMAGE_FACTS_NAME
 from ..untrusted import Limits
 from ..vllm.install import LOCK_ENV
 from .source import SourceError, Measured, measured_tests, open_submission, the_record
@@ -68,6 +69,7 @@ class Options:
     size_anew: bool = False       # size the tests to this host again instead of at the recorded sizes
     trust_record: bool = False    # replay what the record asks even beyond trust.py's closed list
     docker: str = ""              # yes | no: vLLM served from an image of its recorded venv ("": as the record ran)
+    image_archive: str = ""       # with --docker: the published archive of the recorded image, loaded and checked by ID
     limits: Limits = field(default_factory=Limits)     # what an archive or folder from outside may hold
 
 
@@ -127,7 +129,11 @@ def recorded_device(rec: Record) -> str:
     return str((rec.request.get("inputs") or {}).get("device") or rec.system.get("device") or "cpu")
 
 
-def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], bool] = os.path.exists) -> Plan:
+def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], bool] = os.path.exists,
+                image_facts: str = "") -> Plan:
+    """What to run here for `rec`; image_facts: the recorded image's facts file (cm4mlperf-image.json
+    beside the record of a --docker run), from which a --docker replay rebuilds the server's image
+    and checks its ID."""
     req = rec.request
     inputs, subs, refusals = {}, [], []
     asked = trust.screen(list(req.get("tags") or []), dict(req.get("inputs") or {}), dict(req.get("env") or {}),
@@ -224,6 +230,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
             subs.append(f"--docker={opts.docker} (the original run: {recorded}): vLLM served "
                         + ("from an image of the recorded vLLM venv, built here (docs/containers.md)" if opts.docker == "yes"
                            else "from the recorded vLLM venv on this machine"))
+    fixed += _image_plan(rec, opts, inputs, env, image_facts, refusals)
     files = {}
     lock = recorded_lock(rec)
     if lock and not inputs.get("api_server") and not inputs.get("vllm_python"):
@@ -244,6 +251,32 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     if asked.adr:
         request["adr"] = asked.adr
     return Plan(request, subs, refusals, fixed, files)
+
+
+def _image_plan(rec: Record, opts: Options, inputs: dict, env: dict, image_facts: str, refusals: list) -> list:
+    """A --docker replay of a --docker run: the server's image rebuilt from the recorded facts file
+    (its recipe: the base's digest, every archive's hash) and checked against the recorded ID, or
+    --image_archive loaded and checked by that ID (the env build-mlperf-image reads). What is fixed, said."""
+    from ..containers.image import LOAD_ENV, REBUILD_ENV
+    docker = is_yes(str(inputs.get("docker", "") or "no"))
+    recorded_id = str((rec.server.get("image") or {}).get("id", "")) if isinstance(rec.server.get("image"), dict) else ""
+    if opts.image_archive and not (docker and image_facts):
+        refusals.append(f"--image_archive={opts.image_archive}: " + (
+            "only a replay with --docker=yes serves from an image" if not docker else
+            "the submission holds no facts file of the recorded image (cm4mlperf-image.json beside its record) "
+            "to check the archive against: replay without --image_archive (the image is built from the "
+            "recorded lock)"))
+        return []
+    if not (docker and image_facts):
+        return []
+    env[REBUILD_ENV] = image_facts
+    if opts.image_archive:
+        env[LOAD_ENV] = os.path.abspath(opts.image_archive)
+        return [f"the server's image: {os.path.basename(opts.image_archive)} loaded and checked against the recorded "
+                f"ID {recorded_id[:19] or '(in ' + os.path.basename(image_facts) + ')'} (the archive's maker is "
+                "trusted for its content; without --image_archive the image is rebuilt from its recipe)"]
+    return [f"the server's image rebuilt from its recorded recipe ({os.path.basename(image_facts)}: the base's "
+            f"digest, every archive's hash) and checked against the recorded ID {recorded_id[:19]}".rstrip()]
 
 
 def recorded_lock(rec: Record) -> str | None:
@@ -420,7 +453,8 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
         + (f" at git commit {p['git_commit'][:12]}" + (" (with local changes)" if p.get('git_dirty') else "")
            if p.get("git_commit") else "") + f", files {str(p.get('files_sha256', ''))[:12]}")
     say(f"  recorded command: {rec.command.get('portable') or ' '.join(rec.command.get('argv') or [])}")
-    plan = plan_replay(rec, host or probe_host(), opts)
+    facts = os.path.join(os.path.dirname(sub.records[0]), IMAGE_FACTS_NAME)
+    plan = plan_replay(rec, host or probe_host(), opts, image_facts=facts if os.path.isfile(facts) else "")
     if plan.refusals:
         raise ReplayError("cannot replay here: " + "; ".join(plan.refusals))
     if plan.substitutions:

@@ -106,6 +106,23 @@ def test_the_record_rebuilds_the_same_image_id_in_another_cm_home_cache_and_stor
     assert again["image_id"] == first.image_id and again["layers"] == first.to_json()["layers"]
     assert f"the same image ID: {first.image_id}" in res.stdout
     assert os.path.isfile(home / "cache" / "containers" / os.path.basename(places.base_tar(base.BaseSpec(b.spec.mirror))))
+    # the submitter's archive of it, loaded into a third store by `cm` and checked against the facts (no build)
+    archive = work / "published.tar"
+    image.save(stores("a"), first.tag, str(archive))
+    stores("e")
+    load = [cm, "run", "script", "--tags=build,mlperf,image", f"--from={facts}", f"--load={archive}",
+            f"--store={work / 'e'}", f"--facts={work / 'e.json'}", "--quiet"]
+    res = subprocess.run(load, env=env, capture_output=True, text=True, timeout=1200, cwd=str(home))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert f"Loaded {first.image_id}" in res.stdout and f"the same image ID: {first.image_id}" in res.stdout
+    assert f"{first.tag}: in the store already, not built again" in res.stdout  # found by its tag, not built
+    other = dict(json.loads(facts.read_text()), image_id="sha256:" + "0" * 64)
+    (work / "other.json").write_text(json.dumps(other))
+    res = subprocess.run([*load[:4], f"--from={work / 'other.json'}", *load[5:]], env=env, capture_output=True,
+                         text=True, timeout=1200, cwd=str(home))
+    assert res.returncode != 0 and "is not the recorded sha256:000000000000" in res.stdout + res.stderr
+    res = subprocess.run([*load[:4], *load[5:]], env=env, capture_output=True, text=True, timeout=300, cwd=str(home))
+    assert res.returncode != 0 and "give --from=FILE too" in res.stdout + res.stderr
 
 
 def test_cm_runs_in_the_image_as_a_non_root_uid_with_the_network_off(built, stores):

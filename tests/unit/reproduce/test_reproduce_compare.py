@@ -154,8 +154,10 @@ def test_the_venvs_own_pip_is_no_difference_between_a_venv_and_an_image_of_its_l
 def test_the_lock_a_replay_installs_from_is_not_an_input_it_changed(tmp_path):
     rec = make_record(tmp_path)
     env = dict(rec.request.get("env") or {})
-    here = dataclasses.replace(rec, request=dict(rec.request, env=dict(env, CM_VLLM_LOCK="/c/environments/l.txt")))
-    assert compare.differing_inputs(rec, here) == []
+    here = dataclasses.replace(rec, request=dict(rec.request, env=dict(env, CM_VLLM_LOCK="/c/environments/l.txt",
+                                                                       CM_MLPERF_IMAGE_FROM="/w/cm4mlperf-image.json",
+                                                                       CM_MLPERF_IMAGE_LOAD="/w/image.tar")))
+    assert compare.differing_inputs(rec, here) == []            # how the replay repeats the environment
     other = dataclasses.replace(rec, request=dict(rec.request, env=dict(env, CM_VLLM_DTYPE="bfloat16")))
     assert [d.name for d in compare.differing_inputs(rec, other)] == ["--env CM_VLLM_DTYPE"]
 

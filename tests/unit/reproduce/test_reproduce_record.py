@@ -101,6 +101,9 @@ def test_the_user_conf_targets_and_seeds_of_the_run_are_recorded(tmp_path):
         ':::MLLOG {"key": "effective_sample_index_rng_seed", "value": 14771362308971278857}\n'
         ':::MLLOG {"key": "loadgen_version", "value": "5.1.2 @ abc"}\n')
     (res / "targets.json").write_text('{"Server": {"target_qps": 4.68, "source": "derived from Offline"}}')
+    for aside in ("run_1.prev-20261129-100315", "run_1.failed-20261129-100316", "run_1.partial-4242"):
+        (run.parent / aside).mkdir()        # a replaced test (a sizing pass's), a failed one, one running
+        (run.parent / aside / "user.conf").write_text("*.Server.target_qps = 1\n")
     rec = make_record(tmp_path, results_dir=str(res))
     assert rec.user_conf == {"llama2-70b-99/Server/performance/run_1": ["*.Server.target_qps = 4.68"]}
     assert rec.targets["Server"]["source"] == "derived from Offline"

@@ -168,3 +168,35 @@ def test_docker_as_recorded_or_as_asked_and_the_records_engine_never_run(tmp_pat
                for s in p.substitutions)
     p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path, docker="yes"), exists=lambda p: False)
     assert p.request["docker"] == "yes" and not any(s.startswith("--docker") for s in p.substitutions)
+
+
+def test_a_docker_replay_of_a_docker_run_rebuilds_the_recorded_image_or_loads_its_archive_checked_by_id(tmp_path):
+    """The facts file beside a --docker run's record (its image's recipe and ID): the replay's image is
+    rebuilt from it and must have the recorded ID; a published archive of it is loaded instead and
+    checked by that ID. Without the facts (a run on the host) the image is built from the lock."""
+    from mlperf_llm.containers.image import LOAD_ENV, REBUILD_ENV
+    rec = make_record(tmp_path)
+    docker_run = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], docker=True)),
+                                     server=dict(rec.server, image={"tag": "localhost/cm4mlperf-llm:abc",
+                                                                    "id": "sha256:" + "1" * 64}))
+    facts = str(tmp_path / "sub" / "cm4mlperf-image.json")
+    p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path), exists=lambda p: False, image_facts=facts)
+    assert p.request["env"][REBUILD_ENV] == facts and LOAD_ENV not in p.request["env"] and not p.refusals
+    assert any("rebuilt from its recorded recipe (cm4mlperf-image.json" in f and "sha256:111111111111" in f
+               for f in p.fixed)
+    archive = tmp_path / "image.tar"
+    p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path, image_archive=str(archive)),
+                           exists=lambda p: False, image_facts=facts)
+    assert p.request["env"][LOAD_ENV] == str(archive) and p.request["env"][REBUILD_ENV] == facts
+    assert any("image.tar loaded and checked against the recorded ID sha256:111111111111" in f for f in p.fixed)
+    p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path, docker="no"), exists=lambda p: False,
+                           image_facts=facts)
+    assert REBUILD_ENV not in (p.request.get("env") or {})                     # served on the host
+    p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path, docker="no", image_archive=str(archive)),
+                           exists=lambda p: False, image_facts=facts)
+    assert any("only a replay with --docker=yes" in r for r in p.refusals)
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path, docker="yes", image_archive=str(archive)),
+                           exists=lambda p: False)
+    assert any("holds no facts file of the recorded image" in r for r in p.refusals)
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path, docker="yes"), exists=lambda p: False)
+    assert REBUILD_ENV not in (p.request.get("env") or {}) and not p.refusals   # built from the recorded lock
