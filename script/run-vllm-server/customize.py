@@ -4,6 +4,7 @@ mlperf_llm.vllm.service.stop_from_env (unless --keep_server)."""
 import os
 
 from mlperf_llm.containers.engine import ContainerError
+from mlperf_llm.containers.image import REBUILD_ENV
 from mlperf_llm.containers.served import served_from_lock
 from mlperf_llm.sysinfo.envlock import LockError
 from mlperf_llm.raycluster.placement import RayClusterError
@@ -53,8 +54,10 @@ def preprocess(i):
         if env['CM_VLLM_DOCKER'] == 'yes' and env.get('CM_VLLM_LOCK') and not env.get('CM_VLLM_PYTHON'):
             # a replay's lock: the image is built from it (build-mlperf-image), nothing installed here
             env.update(served_from_lock(env['CM_VLLM_LOCK']))
-            print(f"vLLM {env['CM_VLLM_VERSION']} from {env['CM_VLLM_LOCK']}: served from an image built from that "
-                  "lock; nothing installed on this machine")
+            how = ('the recorded image, rebuilt from its facts file and checked by ID' if env.get(REBUILD_ENV)
+                   else 'an image built from that lock')
+            print(f"vLLM {env['CM_VLLM_VERSION']} from {env['CM_VLLM_LOCK']}: served from {how}; nothing installed on "
+                  "this machine")
         elif env.get('CM_VLLM_PYTHON'):              # --vllm_python: use that vLLM, install nothing
             found = probe(env['CM_VLLM_PYTHON'])
             check_build(found, env.get('CM_VLLM_DEVICE', ''), env.get('CM_GPU_COUNT'))
