@@ -358,10 +358,11 @@ class LaunchedProcess(ServerProcess):
 
 
 class ContainedProcess(ServerProcess):
-    """A server in a container of this machine (containers/served.py), through the engine's client
-    (`podman run`) that stands for it here: its pid, group, log and exit code are the client's. The
-    server that answers must be a process of that container: `root_pid()` is its first process (the
-    engine's inspect), and the port's holder must descend from it."""
+    """A server in a container of this machine (containers/served.py), through the process that stands
+    for it here (the host's relay, the engine's `podman run` its child): its pid, group, log and exit
+    code are that process's. The port's holder must descend from `root_pid()` (the relay, while the
+    engine names the container running); what the relay reaches is the socket in the run's own
+    folder, mounted into that container only."""
 
     def __init__(self, popen: subprocess.Popen, record: ServerRecord, root_pid: Callable[[], int | None]):
         super().__init__(popen, record)
