@@ -4,6 +4,16 @@ use rootful podman), and an apt mirror for the base."""
 import os
 import shutil
 
+# the images a container test built for the e2e replay to find, listed in <cache>/containers/ (the
+# replay's fixture removes them at the end)
+MADE_IMAGES = "tests-made-images.txt"
+
+
+def image_tags(eng) -> set:
+    """Every repository:tag in the engine's store."""
+    out = eng.run("images", "--format", "{{.Repository}}:{{.Tag}}", timeout=120).stdout
+    return {line.strip() for line in out.splitlines() if line.strip()}
+
 
 def why_not() -> str:
     """'' where images can be built and run here; else why not, in words."""

@@ -19,7 +19,7 @@ import re
 import pytest
 
 import chain
-from container_tools import why_not
+from container_tools import MADE_IMAGES, image_tags, why_not
 from mlperf_llm.harness import testsizes
 
 DOCKER = not why_not()
@@ -45,12 +45,11 @@ def test_images(cache_dir):
         return
     from mlperf_llm.containers import engine
     eng = engine.configured(engine.find("podman"), os.path.join(cache_dir, "containers"))
-    listing = ("images", "--format", "{{.Repository}}:{{.Tag}}")
-    before = set(eng.run(*listing).stdout.split())
-    made_file = os.path.join(cache_dir, "containers", "tests-made-images.txt")
+    before = image_tags(eng)
+    made_file = os.path.join(cache_dir, "containers", MADE_IMAGES)
     made = open(made_file).read().split() if os.path.exists(made_file) else []
     yield eng, made
-    for tag in sorted(set(made) | (set(eng.run(*listing).stdout.split()) - before)):
+    for tag in sorted(set(made) | (image_tags(eng) - before)):
         eng.run("rmi", tag, check=False)
     if os.path.exists(made_file):
         os.unlink(made_file)

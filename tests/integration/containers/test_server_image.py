@@ -17,12 +17,11 @@ import subprocess
 import pytest
 
 import chain                    # tests/e2e/chain.py: the session's cache and CM home, as the e2e runs use them
-from container_tools import why_not
+from container_tools import MADE_IMAGES, image_tags, why_not
 from mlperf_llm.containers import engine, run
 from mlperf_llm.containers.recipe import PREFIX
 
 pytestmark = pytest.mark.skipif(bool(why_not()), reason=why_not() or "-")
-MADE = "tests-made-images.txt"
 REPLAY = "tests/e2e/test_reproduce_command.py"
 
 
@@ -31,11 +30,6 @@ def cm_json(env: dict, cwd, *args: str, timeout: float) -> dict:
                          timeout=timeout, cwd=cwd, stdin=subprocess.DEVNULL)
     assert res.returncode == 0, f"cm {' '.join(args)} failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     return json.loads(res.stdout)["new_env"]
-
-
-def tags(eng: engine.Engine) -> set:
-    out = eng.run("images", "--format", "{{.Repository}}:{{.Tag}}", timeout=120).stdout
-    return {line.strip() for line in out.splitlines() if line.strip()}
 
 
 def test_the_servers_image_holds_vllms_venv_alone_and_vllm_imports_in_it_offline(tmp_path_factory, request):
@@ -49,7 +43,7 @@ def test_the_servers_image_holds_vllms_venv_alone_and_vllm_imports_in_it_offline
     assert cm_json(env, work, "--tags=install,vllm", "--device=cpu", timeout=600) == installed
     python = installed["CM_VLLM_PYTHON"]
     eng = engine.configured(engine.find("podman"), os.path.join(cache, "containers"))
-    before = tags(eng)
+    before = image_tags(eng)
     facts_path = work / "server-image.json"
     made = cm_json(env, work, "--tags=build,mlperf,image", "--venvs=vllm", f"--vllm_python={python}",
                    f"--facts={facts_path}", timeout=3600)
@@ -70,7 +64,7 @@ def test_the_servers_image_holds_vllms_venv_alone_and_vllm_imports_in_it_offline
     finally:
         if tag not in before:
             if any(item.nodeid.startswith(REPLAY) for item in request.session.items):
-                with open(os.path.join(cache, "containers", MADE), "a", encoding="utf-8") as f:
+                with open(os.path.join(cache, "containers", MADE_IMAGES), "a", encoding="utf-8") as f:
                     f.write(tag + "\n")
             else:
                 eng.run("rmi", tag, check=False, timeout=600)
