@@ -84,7 +84,8 @@ def postprocess(i):
         env['CM_VLLM_IMAGE'] = env['CM_MLPERF_IMAGE_TAG']
         env['CM_VLLM_IMAGE_ENGINE'] = env['CM_MLPERF_IMAGE_ENGINE']
         print(f'serving from image {env["CM_VLLM_IMAGE"]} (ID {env.get("CM_MLPERF_IMAGE_ID", "?")[:19]}; '
-              f'facts: {env.get("CM_MLPERF_IMAGE_FACTS", "?")})')
+              f'facts: {env.get("CM_MLPERF_IMAGE_FACTS", "?")}): a container with no network, vLLM on a Unix '
+              'socket there, reached through a relay on this machine\'s port (docs/containers.md)')
     try:
         env.update(service.start_from_env(env, os.getcwd()))
     except (ServeConfigError, server.ServerError, ReplicaError, RayClusterError, ContainerError) as e:
