@@ -63,7 +63,11 @@ def _handler(socket_name: str):
         except OSError:             # not listening yet (loading) or gone: the client sees a closed connection
             client_w.close()
             return
-        await asyncio.gather(_pump(client_r, server_w), _pump(server_r, client_w))
+        try:
+            await asyncio.gather(_pump(client_r, server_w), _pump(server_r, client_w))
+        except asyncio.CancelledError:     # the relay stopping with the connection open: closed, not logged
+            client_w.close()
+            server_w.close()
     return handle
 
 
