@@ -215,10 +215,14 @@ def write_context(recipe: Recipe, dest: str, base_tar: str, wheelhouses: dict, p
     if recipe.has_project:
         with open(os.path.join(dest, "locks", "project.sha256"), "w", encoding="utf-8") as f:
             f.write(recipe.project_sha256 + "\n")     # in a layer, so the project's step is rebuilt when it changes
+    indexes: dict[str, dict] = {}           # each wheelhouse's archives by sha256, hashed once (venvs share one)
     for v in recipe.venvs + (recipe.build_tools,):
         with open(os.path.join(dest, "locks", f"{v.name}.txt"), "w", encoding="utf-8") as f:
             f.write(v.requirements())
-        _copy_wheelhouse(v, wheelhouses.get(v.name, ""), os.path.join(dest, "wheels", v.name))
+        source = wheelhouses.get(v.name, "")
+        if source not in indexes:
+            indexes[source] = _by_sha256(source)
+        _copy_wheelhouse(v, source, indexes[source], os.path.join(dest, "wheels", v.name))
     files = project_files(project_root) if recipe.has_project else []
     got = files_sha256(project_root, files) if recipe.has_project else ""
     if got != recipe.project_sha256:
@@ -236,15 +240,21 @@ def write_context(recipe: Recipe, dest: str, base_tar: str, wheelhouses: dict, p
     return path
 
 
-def _copy_wheelhouse(venv: VenvLock, source: str, dest: str) -> None:
-    """Exactly the locked archives, each checked by its sha256; RecipeError naming those missing."""
-    os.makedirs(dest)
+def _by_sha256(source: str) -> dict:
+    """The archives of the folder `source` by their sha256 ({} for none)."""
     have = {}
     if source and os.path.isdir(source):
         for name in sorted(os.listdir(source)):
             path = os.path.join(source, name)
             if os.path.isfile(path):
                 have[sha256_file(path)] = path
+    return have
+
+
+def _copy_wheelhouse(venv: VenvLock, source: str, have: dict, dest: str) -> None:
+    """Exactly the locked archives (`have`: source's archives by sha256), each checked by its sha256;
+    RecipeError naming those missing."""
+    os.makedirs(dest)
     missing = [d for d in venv.entries if d.sha256 not in have]
     if missing:
         raise RecipeError(f"the {venv.name} venv's wheelhouse {source or '(none)'} lacks the locked archive of "
