@@ -23,7 +23,7 @@ def preprocess(i):
             _load(eng, env)
         built = make.image_for(eng, make.Places(os.path.join(cache_root(), 'containers')), _project_root(env), venvs,
                                mirror=env.get('CM_MLPERF_IMAGE_BASE_MIRROR', ''),
-                               recorded_path=env.get('CM_MLPERF_IMAGE_FROM', ''), locked=locked)
+                               recorded_path=env.get(image.REBUILD_ENV, ''), locked=locked)
         facts = os.path.abspath(env.get('CM_MLPERF_IMAGE_FACTS') or
                                 os.path.join(env.get('CM_RUN_CWD') or os.getcwd(), 'cm4mlperf-image.json'))
         image.write_facts(facts, built)

@@ -17,11 +17,10 @@ from pathlib import Path
 from cmcontract.yesno import is_yes
 
 from ..outcomes import ComplianceVerdict
-from ..sysinfo.pyenv import with_path
+from ..sysinfo.pyenv import AUTOMATION_DIR, with_path
 from .compliance_audit import TESTS, AuditError, write_audits
 from .compliance_verify import ComplianceError, verify_test07, verify_test09
 
-AUTOMATION_DIR = str(Path(__file__).resolve().parents[2])
 DEFAULT_QUERIES = 10
 
 

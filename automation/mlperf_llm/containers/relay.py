@@ -1,8 +1,7 @@
 """A loopback port in front of a server that has no network: vLLM in a container started with
 `--network none` listens on a Unix socket in a folder of the run mounted into it (`--uds`), and this
 process, on the host, listens where the harness expects the server (127.0.0.1:PORT, or the --host
-asked for) and forwards each
-connection to that socket, bytes as they come. It starts the command that runs the container (the
+asked for) and forwards each connection to that socket, bytes as they come. It starts the command that runs the container (the
 engine's client) as its child, so that the two are one process group: the server's pid, group and
 log are this process's; it ends with the child's exit code when the child ends, and on SIGTERM,
 SIGINT or SIGHUP stops the child first. The socket goes with it.

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..sysinfo.pyenv import AUTOMATION_DIR, with_path
 from ..vllm import server
 from ..vllm.command import redact
 from . import run as crun
@@ -77,7 +78,8 @@ def container_argv(engine: Engine, image: str, argv: list[str], added: dict, nam
         extra += (f"--cpuset-cpus={','.join(str(c) for c in cpus)}",)
     if gpus:
         extra += ("--ipc=host",)        # vLLM's workers share tensors through /dev/shm (vLLM's docs)
-    paths = host_paths(argv) + [p for p in mounts if p not in host_paths(argv)]
+    named = host_paths(argv)
+    paths = named + [p for p in mounts if p not in named]
     binds = tuple(crun.Mount(p, p) for p in paths) + (crun.Mount(sockets, SOCKET_DIR, read_only=False),)
     spec = crun.RunSpec(image, (python, *argv[1:], f"--uds={SOCKET_DIR}/{SOCKET_NAME}"), mounts=binds,
                         gpus=gpus, env={**passed, **added, **SERVED_ENV}, name=name, extra=extra)
@@ -112,12 +114,9 @@ def launcher(engine: Engine, image: str, *, host: str, port: int, model_name: st
         sockets = server.socket_folder(log_path, name)
         sockets.mkdir(mode=0o700, parents=True)
         command = container_argv(engine, image, argv, added, name, str(sockets), gpus, cpus, python=python, mounts=mounts)
-        package = str(Path(__file__).resolve().parents[2])          # the folder mlperf_llm is in, for the relay
-        env = engine.environ()
-        env["PYTHONPATH"] = os.pathsep.join([package] + [p for p in [env.get("PYTHONPATH")] if p])
-        try:
+        try:                                # the relay is `python -m mlperf_llm...`: the package on its path
             proc = server.start(relay_argv(host, port, sockets, command), host=host, port=port,
-                                model_name=model_name, log_path=log_path, env=env)
+                                model_name=model_name, log_path=log_path, env=with_path(AUTOMATION_DIR, engine.environ()))
         except BaseException:
             sockets.rmdir()
             raise

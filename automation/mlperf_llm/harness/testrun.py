@@ -18,9 +18,8 @@ from .rounds import loadgen_model_and_dirs
 from .testconfig import CONFIG_FILE, PERFORMANCE_MODES, TestConfig
 from .userconf import UserConfSpec
 from ..files import write_atomic
-from ..sysinfo.pyenv import with_path
+from ..sysinfo.pyenv import AUTOMATION_DIR, with_path
 
-AUTOMATION_DIR = str(Path(__file__).resolve().parents[2])
 
 
 @dataclass

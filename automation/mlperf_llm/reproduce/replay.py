@@ -259,7 +259,8 @@ def _image_plan(rec: Record, opts: Options, inputs: dict, env: dict, image_facts
     --image_archive loaded and checked by that ID (the env build-mlperf-image reads). What is fixed, said."""
     from ..containers.image import LOAD_ENV, REBUILD_ENV
     docker = is_yes(str(inputs.get("docker", "") or "no"))
-    recorded_id = str((rec.server.get("image") or {}).get("id", "")) if isinstance(rec.server.get("image"), dict) else ""
+    image = rec.server.get("image")
+    recorded_id = str(image.get("id", "")) if isinstance(image, dict) else ""
     if opts.image_archive and not (docker and image_facts):
         refusals.append(f"--image_archive={opts.image_archive}: " + (
             "only a replay with --docker=yes serves from an image" if not docker else

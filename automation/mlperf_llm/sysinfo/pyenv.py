@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from cmcontract.publish import replace_dir
 from cmcontract.versions import compare          # the project's one version ordering (0.32.0rc1 < 0.32.0)
@@ -66,6 +67,10 @@ class PackageRequest:
         if self.version_max and compare(installed, self.version_max) > 0:
             return False
         return True
+
+
+# the folder the mlperf_llm package is in: first on PYTHONPATH for a child `python -m mlperf_llm....`
+AUTOMATION_DIR = str(Path(__file__).resolve().parents[2])
 
 
 def with_path(path: str, base: dict | None = None) -> dict:
