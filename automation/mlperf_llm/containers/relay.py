@@ -101,6 +101,10 @@ async def serve(listener: socket.socket, socket_name: str, child: subprocess.Pop
 def main(argv: list[str] | None = None) -> int:
     a = parse(sys.argv[1:] if argv is None else argv)
     folder, name = os.path.split(os.path.abspath(a.socket))
+    if not os.path.isdir(folder):
+        print(f"relay: --socket={a.socket}: its folder {folder} does not exist (the launcher makes it before the "
+              "server starts)", flush=True)
+        return 2
     try:
         listener = socket.create_server((a.host, a.port), family=socket.AF_INET6 if ":" in a.host else socket.AF_INET)
     except OSError as e:

@@ -95,3 +95,13 @@ def test_a_taken_port_is_said_and_the_command_never_starts(tmp_path):
         out, _ = p.communicate(timeout=60)
     assert p.returncode == 98 and f"cannot listen on 127.0.0.1:{port}" in out and "another --port" in out
     assert not marker.exists()
+
+
+def test_a_socket_in_a_missing_folder_is_said_and_nothing_starts(tmp_path):
+    marker = tmp_path / "started"
+    env = dict(standin_env(), PYTHONPATH=AUTOMATION)
+    out = subprocess.run([sys.executable, "-m", "mlperf_llm.containers.relay", "--listen=127.0.0.1:0",
+                          f"--socket={tmp_path}/gone/server.sock", "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and f"its folder {tmp_path}/gone does not exist" in out.stdout
+    assert not marker.exists()
