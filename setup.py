@@ -116,7 +116,9 @@ class Develop(develop):
                 f.write(pth_text(HOOK_FILE))
 
 
-packages, package_dir, package_data = [PKG], {PKG: "."}, {PKG: ["cmr.yaml", "README.md"]}
+# setup.py ships too: an installed copy can be installed again into another venv (the replay's venv
+# of a recorded run environment, sysinfo/pyenv.pip_install_project)
+packages, package_dir, package_data = [PKG], {PKG: "."}, {PKG: ["cmr.yaml", "README.md", "setup.py"]}
 for top in ("automation", "script"):
     p, d, data = tree(top)
     packages += p

@@ -32,6 +32,7 @@ def _docker(value):
 
 def preprocess(i):
     from mlperf_llm.reproduce.record import RecordError
+    from mlperf_llm.reproduce.runenv import RunEnvError, check_choice
     from mlperf_llm.reproduce.replay import (Options, ReplayError, SourceError, compare_only, rehearse,
                                              reproduce)
 
@@ -39,7 +40,8 @@ def preprocess(i):
     try:
         limits = _limits(env)
         docker = _docker(env.get('CM_REPRODUCE_DOCKER'))
-    except ValueError as e:
+        run_env = check_choice(env.get('CM_REPRODUCE_RUN_ENV', ''))
+    except (ValueError, RunEnvError) as e:
         return {'return': 1, 'error': str(e)}
     opts = Options(source=env['CM_REPRODUCE_FROM'], results_dir=os.path.abspath(env['CM_REPRODUCE_RESULTS_DIR']),
                    work_dir=i['work_dir'],
@@ -49,7 +51,7 @@ def preprocess(i):
                    stand_in=env.get('CM_REPRODUCE_STAND_IN', ''),
                    size_anew=is_yes(env.get('CM_REPRODUCE_SIZE_ANEW')),
                    trust_record=is_yes(env.get('CM_REPRODUCE_TRUST_RECORD')), limits=limits,
-                   docker=docker, image_archive=env.get('CM_REPRODUCE_IMAGE_ARCHIVE', ''))
+                   docker=docker, image_archive=env.get('CM_REPRODUCE_IMAGE_ARCHIVE', ''), run_env=run_env)
     try:
         if opts.compare_to:
             c = compare_only(opts)

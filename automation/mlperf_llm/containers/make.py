@@ -17,12 +17,8 @@ from .engine import Engine
 from .recipe import RUN_VENV, Recipe, VenvLock, files_sha256, project_files, write_context
 
 PROJECT_DIST = "cm4mlperf-llm"
-# the image's build venv, pinned: the pip that installs every venv, and what builds a wheel of this
-# project (setup.py's setuptools commands) and of a package published only as a source archive
-# (each by its wheel's sha256 on PyPI: a recipe is known, and an image found, with no index asked)
-BUILD_TOOLS = (envlock.Locked("pip", "25.0.1", "c46efd13b6aa8279f33f2864459c8ce587ea6a1a59ee20de055868d8f7688f7f"),
-               envlock.Locked("setuptools", "75.8.0", "e3982f444617239225d675215d51f6ba05f845d4eec313da4418fdbb56fb27e3"),
-               envlock.Locked("wheel", "0.45.1", "708e7481cc80179af0e556bbf0cc00b8444c7321e2700b8d8580231d13017248"))
+# the image's build venv: the one set of pinned build tools (envlock.BUILD_TOOLS)
+BUILD_TOOLS = envlock.BUILD_TOOLS
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from cmcontract.yesno import is_yes
 
 from . import compare as cmp
 from . import record as recmod
-from . import trust
+from . import runenv, trust
+from ..sysinfo import envlock
 from ..harness.testsizes import NAME as SIZES_NAME, format_sizes
 from .capture import PATH_INPUTS_REPLACED as PATH_INPUTS
 from .capture import PROJECT as PROJECT_NAME
@@ -70,6 +71,8 @@ class Options:
     trust_record: bool = False    # replay what the record asks even beyond trust.py's closed list
     docker: str = ""              # yes | no: vLLM served from an image of its recorded venv ("": as the record ran)
     image_archive: str = ""       # with --docker: the published archive of the recorded image, loaded and checked by ID
+    run_env: str = ""             # lock | here: the chain in a venv of the recorded run environment, or in this
+                                  # interpreter ("": the record's where it has one; runenv.py)
     limits: Limits = field(default_factory=Limits)     # what an archive or folder from outside may hold
 
 
@@ -79,7 +82,8 @@ class Plan:
     substitutions: list = field(default_factory=list)  # what this machine uses instead, and why
     refusals: list = field(default_factory=list)
     fixed: list = field(default_factory=list)          # what the original run chose itself, given here
-    files: dict = field(default_factory=dict)          # path -> text, written before the chain runs (the lock)
+    files: dict = field(default_factory=dict)          # path -> text, written before the chain runs (the locks)
+    run_lock: str = ""                                 # the run environment's lock: the chain runs in its venv
 
 
 def gpu_names(smi: str, timeout: float = 10) -> tuple:
@@ -243,6 +247,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     elif lock is None:
         subs.append("the record's server environment is not a lock this version can install (see the lines the "
                     "record carries): vLLM is installed afresh, as the recorded command says")
+    run_lock = _run_env_plan(rec, opts, files, fixed, subs, refusals)
     request = {"tags": ",".join(asked.tags), "quiet": True, **inputs}
     if req.get("alias") and opts.trust_record:
         request["artifact"] = req["alias"]
@@ -250,7 +255,31 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         request["env"] = env
     if asked.adr:
         request["adr"] = asked.adr
-    return Plan(request, subs, refusals, fixed, files)
+    return Plan(request, subs, refusals, fixed, files, run_lock)
+
+
+def _run_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: list, refusals: list) -> str:
+    """Where the chain runs: in a venv of the record's run environment (its lock written to files,
+    its path returned), or in this interpreter ("", said where the record asked otherwise)."""
+    if opts.run_env == runenv.HERE:
+        subs.append(f"--run_env={runenv.HERE}: the chain runs in this interpreter, not in the recorded run "
+                    "environment (the comparison names each package that differs)")
+        return ""
+    entries = runenv.recorded_run_lock(rec)
+    if entries:
+        text = envlock.requirements(entries, bare_pins=True)
+        path = runenv.lock_path(text)
+        files[path] = text
+        fixed.append(runenv.describe(entries, path))
+        return path
+    why = ("the record holds no run environment (an older record)" if entries == [] else
+           "the record's run environment is not a lock this version can install (a name, version or hash not in "
+           "their form)")
+    if opts.run_env == runenv.LOCKED:
+        refusals.append(f"--run_env={runenv.LOCKED}: {why}; replay with --run_env={runenv.HERE}")
+    else:
+        subs.append(f"{why}: the chain runs in this interpreter")
+    return ""
 
 
 def _image_plan(rec: Record, opts: Options, inputs: dict, env: dict, image_facts: str, refusals: list) -> list:
@@ -320,16 +349,29 @@ def replay_folders(opts: Options) -> dict:
 
 
 def _run_chain(run_script: Optional[Callable[[dict], dict]], request: dict, opts: Options, heading: str,
-               say: Callable[[str], None], what: str = "replay", failed: str = "the replayed chain failed") -> None:
-    """Say the chain's one command under `heading`, run it through the engine, and raise ReplayError
-    when it cannot run or fails."""
+               say: Callable[[str], None], what: str = "replay", failed: str = "the replayed chain failed",
+               run_lock: str = "") -> None:
+    """Say the chain's one command under `heading`, run it through the engine (or, with run_lock, by
+    the `cm` of the venv of that run environment, made first), and raise ReplayError when it cannot
+    run or fails."""
     if run_script is None:
         raise ReplayError("this engine gives hooks no way to run a chain (i['run_script'] is missing): "
                           f"run the {what} with cm4mlperf-llm's own engine")
     os.makedirs(opts.results_dir, exist_ok=True)
-    say(f"{heading}\n  cm run script --tags={request['tags']}"
-        + "".join(f" --{k}={v}" for k, v in request.items() if k not in ("tags", "quiet", "env", "adr"))
-        + "".join(f" --env.{k}={v}" for k, v in (request.get("env") or {}).items()) + " --quiet")
+    python = ""
+    if run_lock:
+        try:
+            python = runenv.install(run_script, run_lock)
+        except runenv.RunEnvError as e:
+            raise ReplayError(str(e)) from None
+    say(f"{heading}\n  {'cm' if not python else runenv.cm_of(python)} "
+        + " ".join(runenv.request_argv(request)))
+    if python:
+        rc = runenv.run_chain(python, request, say, cwd=opts.results_dir)
+        if rc != 0:
+            raise ReplayError(f"{failed}: the chain in the recorded run environment ({python}) exited with {rc} "
+                              "(its output is above)")
+        return
     r = run_script(request)
     if r.get("return", 0) > 0:
         raise ReplayError(f"{failed}: {r.get('error', 'no message')}")
@@ -470,7 +512,8 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
             say(f"  - {line}")
     for path, text in plan.files.items():
         write_text(path, text)
-    _run_chain(run_script, plan.request, opts, f"Running the recorded chain into {opts.results_dir}:", say)
+    _run_chain(run_script, plan.request, opts, f"Running the recorded chain into {opts.results_dir}:", say,
+               run_lock=plan.run_lock)
     results_dir = plan.request["results_dir"]
     here_path = os.path.join(results_dir, RECORD_NAME)
     here = recmod.read(here_path) if os.path.isfile(here_path) else None

@@ -45,6 +45,15 @@ class Locked:
         return f"{line} --hash=sha256:{self.sha256}" if self.sha256 else line
 
 
+# the build tools, pinned: the pip that installs an image's venvs, and what builds a wheel of this
+# project (setup.py's setuptools commands) and of a package published only as a source archive
+# (rouge-score), in an image (containers/make.py) and on the host (pyenv.pip_install_locked,
+# pip_install_project); each by its wheel's sha256 on PyPI, so a recipe is known with no index asked
+BUILD_TOOLS = (Locked("pip", "25.0.1", "c46efd13b6aa8279f33f2864459c8ce587ea6a1a59ee20de055868d8f7688f7f"),
+               Locked("setuptools", "75.8.0", "e3982f444617239225d675215d51f6ba05f845d4eec313da4418fdbb56fb27e3"),
+               Locked("wheel", "0.45.1", "708e7481cc80179af0e556bbf0cc00b8444c7321e2700b8d8580231d13017248"))
+
+
 def venv_dir_of(python: str) -> str | None:
     """The folder of the venv `python` belongs to, when this project made it; else None."""
     from .pyenv import DONE_MARK
@@ -134,39 +143,45 @@ def read(python: str, timeout: float = 120) -> list[Locked]:
     return sorted(out, key=lambda d: dist_key(d.name))
 
 
-def requirements(entries: list[Locked]) -> str:
+def requirements(entries: list[Locked], bare_pins: bool = False) -> str:
     """The lock as pip's requirements (`name==version --hash=sha256:...`); distributions without a
-    hash are listed apart, in comments, since `--require-hashes` refuses a line without one."""
+    hash are listed apart, in comments, since `--require-hashes` refuses a line without one, or
+    (bare_pins: a run environment, whose hand-installed packages have no hash) as `name==version`
+    lines, which `parse(..., bare_pins=True)` reads back."""
     hashed = [d.requirement() for d in entries if d.sha256]
-    bare = [f"# {d.requirement()}  ({d.note or NO_HASH})" for d in entries if not d.sha256]
+    bare = [d.requirement() if bare_pins else f"# {d.requirement()}  ({d.note or NO_HASH})"
+            for d in entries if not d.sha256]
     return "\n".join(hashed + bare) + "\n"
 
 
 _LINE = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?)==([A-Za-z0-9][A-Za-z0-9.+!_-]{0,63})"
-                   r" --hash=sha256:([0-9a-f]{64})$")
+                   r"(?: --hash=sha256:([0-9a-f]{64}))?$")
 
 
-def parse(text: str, where: str = "the lock") -> list[Locked]:
+def parse(text: str, where: str = "the lock", bare_pins: bool = False) -> list[Locked]:
     """A lock as `requirements` writes it, read back: `name==version --hash=sha256:...` lines
-    (comments and blank lines skipped). A lock from elsewhere (a record) is untrusted: any other
-    line (an option, a URL, a range) is refused, naming it, never handed to pip."""
+    (comments and blank lines skipped); with bare_pins, `name==version` lines too (an exact version
+    whose archive no hash pins). A lock from elsewhere (a record) is untrusted: any other line (an
+    option, a URL, a range) is refused, naming it, never handed to pip."""
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         m = _LINE.match(line)
-        if not m:
-            raise LockError(f"{where}, line {n}: {line[:80]!r} is not 'name==version --hash=sha256:<64 hex>'; a lock "
-                            "holds only exact pins with their archive's hash")
-        out.append(Locked(m.group(1), m.group(2), m.group(3)))
+        if not m or (m.group(3) is None and not bare_pins):
+            form = "'name==version', with ' --hash=sha256:<64 hex>' where known" if bare_pins else \
+                "'name==version --hash=sha256:<64 hex>'"
+            raise LockError(f"{where}, line {n}: {line[:80]!r} is not {form}; a lock holds only exact pins"
+                            + ("" if bare_pins else " with their archive's hash"))
+        out.append(Locked(m.group(1), m.group(2), m.group(3) or "", note="" if m.group(3) else NO_HASH))
     return out
 
 
 MAX_LOCK_BYTES = 1 << 20         # a lock file from elsewhere is read up to this, and refused when larger
 
 
-def parse_file(path: str) -> list[Locked]:
+def parse_file(path: str, bare_pins: bool = False) -> list[Locked]:
     """The lock file at `path` (`requirements`' form) read back by `parse`: LockError naming the file
     when it cannot be read or is larger than MAX_LOCK_BYTES (never cut short and parsed in part)."""
     try:
@@ -181,14 +196,20 @@ def parse_file(path: str) -> list[Locked]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise LockError(f"{path}: not UTF-8 text; not a lock of ours") from None
-    return parse(text, path)
+    return parse(text, path, bare_pins)
 
 
-def from_record(environment: dict) -> list[Locked]:
-    """A record's `server_environment` ({name: {"version", "sha256"}}) as lock entries: those with a
-    hash (the venv's own pip and setuptools have none and are left to the new venv)."""
+def from_record(environment: dict, bare_pins: bool = False, leave_out: tuple[str, ...] = (),
+                where: str = "the record's server environment") -> list[Locked]:
+    """A record's `server_environment` or `run_environment` ({name: {"version", "sha256"}}) as lock
+    entries: those with a hash (the venv's own pip and setuptools have none and are left to the new
+    venv), or (bare_pins) every one, those without a hash by exact version only. `leave_out`: names
+    never taken from a record (this project: installed from its files here). LockError naming the
+    entry that is not an exact pin."""
     out = []
+    skip = {dist_key(n) for n in leave_out}
     for name, d in sorted(environment.items()):
-        if isinstance(d, dict) and d.get("sha256"):
-            out.append(Locked(str(name), str(d.get("version", "")), str(d["sha256"])))
-    return parse(requirements(out), "the record's server environment")
+        if not isinstance(d, dict) or dist_key(str(name)) in skip or not (d.get("sha256") or bare_pins):
+            continue
+        out.append(Locked(str(name), str(d.get("version", "")), str(d.get("sha256") or "")))
+    return parse(requirements(out, bare_pins), where, bare_pins)

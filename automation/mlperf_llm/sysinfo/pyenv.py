@@ -170,28 +170,40 @@ def pip_install(python: str, req: PackageRequest, extra_args: tuple[str, ...] = 
     return have
 
 
-def pip_install_locked(python: str, lock_path: str, timeout: float = 3600) -> list[str]:
+SOURCE_ARCHIVES = (".tar.gz", ".zip", ".tar.bz2")
+
+
+def pip_install_locked(python: str, lock_path: str, timeout: float = 3600, bare_pins: bool = False) -> list[str]:
     """Every distribution of a lock (envlock.requirements' form) into `python`'s venv, nothing
     resolved: each archive fetched by its hash first (PyEnvError naming every package that could not
     be had), then installed from them with no index and no dependency resolution, compiled and
-    merged into the venv's lock as pip_install does. Returns the names installed."""
+    merged into the venv's lock as pip_install does. bare_pins: the lock may name a distribution by
+    exact version alone (a run environment's hand-installed packages): it is fetched by that version
+    and installed by the hash of what was fetched. A package published only as a source archive
+    (rouge-score) is built into a wheel by the pinned build tools (envlock.BUILD_TOOLS), as an
+    image's recipe builds it. Returns the names installed."""
     from ..containers.wheels import WheelError, download
     try:
-        with open(lock_path, encoding="utf-8") as f:
-            entries = envlock.parse(f.read(), lock_path)
-    except OSError as e:
-        raise PyEnvError(f"the lock {lock_path} cannot be read ({e.strerror})") from None
+        entries = envlock.parse_file(lock_path, bare_pins)
     except envlock.LockError as e:
         raise PyEnvError(str(e)) from None
     with tempfile.TemporaryDirectory(prefix="cm-locked-") as tmp:
+        wheels = os.path.join(tmp, "wheels")
         try:
-            download(entries, os.path.join(tmp, "wheels"), python=python, timeout=timeout)
+            fetched = download(entries, wheels, python=python, timeout=timeout)
         except WheelError as e:
             raise PyEnvError(f"the environment of {lock_path} cannot be installed as recorded: {e}") from None
+        pinned = os.path.join(tmp, "requirements.txt")      # every line with the hash of its archive
+        with open(pinned, "w", encoding="utf-8") as f:
+            f.write(envlock.requirements(list(fetched)))
+        args = ["--require-hashes", "-r", pinned]
+        if any(n.endswith(SOURCE_ARCHIVES) for n in os.listdir(wheels)):
+            built = os.path.join(tmp, "built")              # checked by hash here, then built
+            _pip_wheel(_build_venv(python, tmp, timeout), ["--find-links", wheels, *args], built, timeout)
+            wheels, args = built, [os.path.join(built, n) for n in sorted(os.listdir(built))]
         report = os.path.join(tmp, "report.json")
         argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-compile", "--no-deps",
-                "--no-index", "--find-links", os.path.join(tmp, "wheels"), "--require-hashes", "--report", report,
-                "-r", lock_path]
+                "--no-index", "--find-links", wheels, "--report", report, *args]
         res = _run(argv, timeout=timeout)
         if res.returncode != 0:
             raise PyEnvError(f"pip could not install the lock {lock_path} into {python}:\n{_tail(res.stderr)}")
@@ -202,6 +214,66 @@ def pip_install_locked(python: str, lock_path: str, timeout: float = 3600) -> li
         except envlock.LockError as e:
             raise PyEnvError(str(e)) from None
     return names
+
+
+def _build_venv(python: str, tmp: str, timeout: float) -> str:
+    """A venv in `tmp` holding the pinned build tools (envlock.BUILD_TOOLS, each by its hash)."""
+    from ..containers.wheels import WheelError, download
+    folder = os.path.join(tmp, "build-tools")
+    try:
+        download(list(envlock.BUILD_TOOLS), folder, python=python, timeout=timeout)
+    except WheelError as e:
+        raise PyEnvError(f"the build tools cannot be had: {e}") from None
+    build = create_venv(python, os.path.join(tmp, "build"))
+    lock = os.path.join(tmp, "build-tools.txt")
+    with open(lock, "w", encoding="utf-8") as f:
+        f.write(envlock.requirements(list(envlock.BUILD_TOOLS)))
+    res = _run([build, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--no-deps",
+                "--require-hashes", "--find-links", folder, "-r", lock], timeout=timeout)
+    if res.returncode != 0:
+        raise PyEnvError(f"the build tools could not be installed into {build}:\n{_tail(res.stderr)}")
+    return build
+
+
+def _pip_wheel(build: str, args: list[str], dest: str, timeout: float) -> None:
+    res = _run([build, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-index", "--no-deps",
+                "--no-build-isolation", "-w", dest, *args], timeout=timeout)
+    if res.returncode != 0:
+        raise PyEnvError(f"building wheels with the pinned build tools failed:\n{_tail(res.stderr)}")
+
+
+# what `pip install` of this project builds from (setup.py ships in the package, so an installed copy
+# can be installed again: the replay's venv of a recorded run environment)
+PROJECT_FILES = ("setup.py", "cmr.yaml", "README.md", "automation", "script")
+PROJECT_ROOT = str(Path(AUTOMATION_DIR).parent)
+
+
+def pip_install_project(python: str, root: str = PROJECT_ROOT, timeout: float = 1800) -> None:
+    """This project, as its files are at `root` (a checkout, or the installed package), into
+    `python`'s venv: copied first (a build writes build/ and egg-info where it builds), built into a
+    wheel by the pinned build tools (envlock.BUILD_TOOLS) and installed with no index and no
+    dependency (the venv's packages are a lock's). PyEnvError naming the file that is missing or
+    pip's complaint."""
+    missing = [n for n in PROJECT_FILES if not os.path.exists(os.path.join(root, n))]
+    if missing:
+        raise PyEnvError(f"{root} is not a whole copy of this project ({', '.join(missing)} missing): install "
+                         "it with pip install . from a checkout")
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info", ".*")
+    with tempfile.TemporaryDirectory(prefix="cm-project-") as tmp:
+        src = os.path.join(tmp, "cm4mlperf-llm")
+        os.makedirs(src)
+        for name in PROJECT_FILES:
+            path = os.path.join(root, name)
+            if os.path.isdir(path):
+                shutil.copytree(path, os.path.join(src, name), ignore=skip)
+            else:
+                shutil.copy2(path, src)
+        built = os.path.join(tmp, "built")
+        _pip_wheel(_build_venv(python, tmp, timeout), [src], built, timeout)
+        res = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "--no-compile", "--no-deps",
+                    "--no-index", *[os.path.join(built, n) for n in os.listdir(built)]], timeout=timeout)
+    if res.returncode != 0:
+        raise PyEnvError(f"pip could not install this project ({root}) into {python}:\n{_tail(res.stderr)}")
 
 
 def installed_by(report_path: str) -> list[str]:

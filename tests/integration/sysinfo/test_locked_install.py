@@ -49,3 +49,32 @@ def test_a_lock_that_cannot_be_had_as_recorded_is_refused_naming_each_package(tm
                                                r"not be had: " + said):
         pyenv.pip_install_locked(python, str(lock))
     assert installed(python, "six") == ""
+
+
+def test_a_run_environment_of_exact_versions_and_a_source_archive_is_installed_as_pinned(tmp_path, six_wheel):
+    """A run environment's lock (replay's runenv): hashed pins, exact versions without a hash (a venv
+    installed by hand), and rouge-score, published only as a source archive, built by the pinned
+    build tools with no index; nothing else comes along (no dependency resolved)."""
+    lock = tmp_path / "run-lock.txt"
+    lock.write_text(f"six==1.17.0 --hash=sha256:{six_wheel}\nrouge-score==0.1.2\n")
+    python = pyenv.create_venv(sys.executable, str(tmp_path / "venv"))
+    with pytest.raises(pyenv.PyEnvError, match=r"line 2: 'rouge-score==0\.1\.2' is not 'name==version --hash"):
+        pyenv.pip_install_locked(python, str(lock))             # a server's lock: every line hashed
+    names = pyenv.pip_install_locked(python, str(lock), bare_pins=True)
+    assert sorted(envlock.dist_key(n) for n in names) == ["rouge-score", "six"]
+    assert installed(python, "six") == "1.17.0" and installed(python, "rouge-score") == "0.1.2"
+    assert installed(python, "nltk") == "" and installed(python, "wheel") == ""    # not resolved, no build tools left
+
+
+def test_this_project_is_installed_from_its_files_into_a_venv_of_its_own(tmp_path):
+    """pyenv.pip_install_project: the package cmind registers (cm4mlperf_llm with its cmr.yaml) and the
+    .pth of its import hook, built with no index; a folder that is not the whole project is named."""
+    python = pyenv.create_venv(sys.executable, str(tmp_path / "venv"))
+    pyenv.pip_install_project(python)
+    res = subprocess.run([python, "-c", "import cm4mlperf_llm, os, sysconfig; d = os.path.dirname(cm4mlperf_llm.__file__); "
+                          "print(os.path.isfile(os.path.join(d, 'cmr.yaml')), os.path.isfile(os.path.join(d, 'setup.py')), "
+                          "os.path.isfile(os.path.join(sysconfig.get_paths()['purelib'], 'cm4mlperf_llm-cmind.pth')))"],
+                         capture_output=True, text=True)
+    assert res.stdout.split() == ["True", "True", "True"], res.stderr
+    with pytest.raises(pyenv.PyEnvError, match=r"is not a whole copy of this project \(setup\.py, cmr\.yaml"):
+        pyenv.pip_install_project(python, str(tmp_path))
