@@ -11,7 +11,11 @@ Where podman can run (container_tools.why_not), the replay is asked for with --d
 40): its vLLM server runs in an image built from the record's lock, nothing of vLLM installed on
 this machine; the image is the one tests/integration/containers/test_server_image.py built from the
 venv the README's run used (the same recipe: found, not built again) where that test ran first, and
-no container is left after the replay; the images the tests built are removed at the end."""
+no container is left after the replay; the images the tests built are removed at the end.
+
+The chain runs in a venv made from the record's run environment (the interpreter the README's run
+used: every package at its recorded version, nothing resolved; reproduce/runenv.py), by that
+venv's own `cm`: the replay's record lists that venv, and no package of it differs."""
 import json
 import os
 import re
@@ -76,6 +80,14 @@ def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme
         assert eng.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
         record = json.loads(next((out_dir / "results").rglob("cm4mlperf-record.json")).read_text())
         assert record["server"]["image"]["tag"] == tag and record["versions"]["server_environment"]
+    # the chain ran in the venv of the recorded run environment, the harness in it too
+    assert "the chain's own environment as recorded" in r.output and "nothing resolved" in r.output
+    assert re.search(r"^  \S+/venv-run/bin/cm run script --tags=run-mlperf,inference", r.output, re.M), r.tail()
+    replayed = json.loads(next((out_dir / "results").rglob("cm4mlperf-record.json")).read_text())
+    recorded_env = json.loads(next(readme_run.results.rglob("cm4mlperf-record.json")).read_text())["versions"]["run_environment"]
+    assert {k: v["version"] for k, v in replayed["versions"]["run_environment"].items()} == \
+        {k: v["version"] for k, v in recorded_env.items()}
+    assert replayed["request"]["env"]["CM_MLPERF_HARNESS_PYTHON"].endswith("/venv-run/bin/python")
     # the README run was sized to this host; the replay ran each test at the size it recorded
     recorded = testsizes.read(str(readme_run.results))
     assert "sized to this host" in readme_run.output and "Offline/accuracy" in recorded, recorded
@@ -94,5 +106,6 @@ def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme
     assert report["accuracy_equal"] is True and report["accuracy_expected_exact"] is True
     names = [d["name"] for d in report["differing_inputs"]]
     assert "model checkpoint (content sha256)" not in names and "data set (content sha256)" not in names
+    assert not [n for n in names if n.startswith("harness package")], names
     assert "Accuracy: equal to the recorded values" in r.output
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from cmcontract.yesno import is_yes
 
 from ..outcomes import ComplianceVerdict
-from ..sysinfo.pyenv import AUTOMATION_DIR, with_path
+from ..sysinfo.pyenv import AUTOMATION_DIR, HARNESS_PYTHON_ENV, with_path
 from .compliance_audit import TESTS, AuditError, write_audits
 from .compliance_verify import ComplianceError, verify_test07, verify_test09
 
@@ -72,7 +72,7 @@ class ComplianceRequest:
             rows=(("TEST07", rows("CM_DATASET_COMPLIANCE_ROWS")), ("TEST09", rows("CM_DATASET_PERFORMANCE_ROWS"))),
             compliance_dataset=env.get("CM_DATASET_COMPLIANCE_PATH", ""),
             tokenizer=env.get("CM_ML_MODEL_PATH", ""),
-            python=env.get("CM_PYTHON_BIN_WITH_PATH") or sys.executable)
+            python=env.get(HARNESS_PYTHON_ENV) or env.get("CM_PYTHON_BIN_WITH_PATH") or sys.executable)
 
 
 def counts(req: ComplianceRequest) -> tuple[dict | None, str]:

@@ -10,6 +10,7 @@ from cmcontract.yesno import is_yes
 
 from ..benchmarks import SCENARIOS
 from ..outcomes import TestOutcome
+from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..vllm.records import started_records
 from ..vllm.server import ServerError, ServerRecord
 from .request import HarnessInputError, HarnessRequest
@@ -152,8 +153,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         dtype=env.get("CM_MLPERF_DTYPE") or "float32",
         device=hf_device(env),
         max_tokens=_num(env, "CM_MLPERF_MAX_TOKENS", int),
-        python=(env.get("CM_LOADGEN_PYTHON") or env.get("CM_VENV_PYTHON") or env.get("CM_PYTHON_BIN_WITH_PATH")
-                or sys.executable),
+        python=harness_python(env),
         loadgen_path=env.get("CM_LOADGEN_PYTHONPATH") or "",
         loadgen_version=env.get("CM_LOADGEN_VERSION") or "",
         progress=not is_yes(env.get("CM_MLPERF_NO_PROGRESS")),
@@ -163,6 +163,13 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         sampling_seed=_num(env, "CM_MLPERF_SAMPLING_SEED", int) or 0,
         greedy=is_yes(env.get("CM_MLPERF_GREEDY")),
     )
+
+
+def harness_python(env: dict) -> str:
+    """The interpreter the harness runs in: pyenv.HARNESS_PYTHON_ENV where given (a replay's venv of
+    the recorded run environment), else the one LoadGen was installed for."""
+    return (env.get(HARNESS_PYTHON_ENV) or env.get("CM_LOADGEN_PYTHON") or env.get("CM_VENV_PYTHON")
+            or env.get("CM_PYTHON_BIN_WITH_PATH") or sys.executable)
 
 
 def find_target(env: dict) -> tuple[str, ...]:

@@ -364,6 +364,7 @@ def _run_chain(run_script: Optional[Callable[[dict], dict]], request: dict, opts
             python = runenv.install(run_script, run_lock)
         except runenv.RunEnvError as e:
             raise ReplayError(str(e)) from None
+        request = runenv.in_venv(request, python)
     say(f"{heading}\n  {'cm' if not python else runenv.cm_of(python)} "
         + " ".join(runenv.request_argv(request)))
     if python:

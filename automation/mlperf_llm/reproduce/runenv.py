@@ -17,6 +17,7 @@ from typing import Callable, Optional
 from cmcontract.places import cache_root
 
 from ..sysinfo import envlock
+from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from .capture import PROJECT
 from .record import Record
 
@@ -86,7 +87,8 @@ def request_argv(request: dict) -> list[str]:
     """A chain's request (cmind input dict) as the `cm` command line that asks the same: inputs as
     --k=v, env as --env.K=V, adr as --adr.NAME.K=V, quiet as --quiet."""
     argv = ["run", "script", f"--tags={request['tags']}"]
-    argv += [f"--{k}={v}" for k, v in request.items() if k not in ("tags", "quiet", "env", "adr")]
+    argv += [f"--{k}" if v is True else f"--{k}={v}" for k, v in request.items()
+             if k not in ("tags", "quiet", "env", "adr")]
     argv += [f"--env.{k}={v}" for k, v in (request.get("env") or {}).items()]
     argv += [f"--adr.{k}={v}" for k, v in _flat(request.get("adr") or {})]
     return argv + (["--quiet"] if request.get("quiet") else [])
@@ -98,6 +100,13 @@ def _flat(d: dict, prefix: str = ""):
             yield from _flat(v, f"{prefix}{k}.")
         else:
             yield f"{prefix}{k}", v
+
+
+def in_venv(request: dict, python: str) -> dict:
+    """The request for the chain run by `python`'s cm: the harness told to run in that interpreter too
+    (pyenv.HARNESS_PYTHON_ENV; else it would run in the one a cached LoadGen step was installed for,
+    this interpreter's)."""
+    return {**request, "env": {**(request.get("env") or {}), HARNESS_PYTHON_ENV: python}}
 
 
 def cm_of(python: str) -> str:

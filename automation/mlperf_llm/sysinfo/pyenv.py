@@ -73,6 +73,11 @@ class PackageRequest:
 AUTOMATION_DIR = str(Path(__file__).resolve().parents[2])
 
 
+# the interpreter the harness and the compliance tests' scripts run in, when given (a replay's venv of
+# the recorded run environment, reproduce/runenv.py); else the one LoadGen was installed for
+HARNESS_PYTHON_ENV = "CM_MLPERF_HARNESS_PYTHON"
+
+
 def with_path(path: str, base: dict | None = None) -> dict:
     """A copy of the environment with `path` first on PYTHONPATH (unchanged for an empty path)."""
     env = dict(os.environ if base is None else base)

@@ -102,3 +102,16 @@ def test_the_request_is_the_same_cm_command_line():
 def test_the_chain_does_not_see_this_interpreters_packages():
     env = runenv.child_env({"PYTHONPATH": "/x", "VIRTUAL_ENV": "/v", "PYTHONHOME": "/h", "CM_REPOS": "/r"})
     assert env == {"CM_REPOS": "/r"}
+
+
+def test_the_harness_is_told_to_run_in_the_venv_too():
+    """A cached LoadGen step names the interpreter it was installed for (this one's): the chain in the
+    venv gives the harness its own interpreter instead, and the comparison does not count that setting."""
+    from mlperf_llm.harness.cmenv import harness_python
+    from mlperf_llm.reproduce.compare import REPLAY_ENV
+    from mlperf_llm.sysinfo.pyenv import HARNESS_PYTHON_ENV
+    request = runenv.in_venv({"tags": "run-mlperf,inference", "env": {"CM_VLLM_DTYPE": "float32"}}, "/e/bin/python")
+    assert request["env"] == {"CM_VLLM_DTYPE": "float32", HARNESS_PYTHON_ENV: "/e/bin/python"}
+    assert harness_python({"CM_LOADGEN_PYTHON": "/outer/bin/python", **request["env"]}) == "/e/bin/python"
+    assert harness_python({"CM_LOADGEN_PYTHON": "/outer/bin/python"}) == "/outer/bin/python"
+    assert HARNESS_PYTHON_ENV in REPLAY_ENV
