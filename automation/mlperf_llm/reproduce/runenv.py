@@ -123,19 +123,46 @@ def child_env(base: Optional[dict] = None) -> dict:
 
 
 def run_chain(python: str, request: dict, say: Callable[[str], None], cwd: Optional[str] = None) -> int:
-    """The chain of `request`, run by the `cm` of `python`'s venv; its output said line by line; its
-    exit status. Interrupted (Ctrl-C, SIGTERM): the chain is stopped (SIGTERM, its cleanup, then
-    SIGKILL after STOP_GRACE_S) and the interruption goes on."""
+    """The chain of `request`, run by the `cm` of `python`'s venv in a session of its own; its output
+    said line by line; its exit status. What it leaves in its session when it exits is stopped (a
+    process that kept the output open would otherwise hold the replay). Interrupted (Ctrl-C,
+    SIGTERM): the chain is stopped (SIGTERM, its cleanup, then SIGKILL after STOP_GRACE_S) and the
+    interruption goes on."""
+    import selectors
     from cmcontract.proctree import stop_tree
     proc = subprocess.Popen([cm_of(python), *request_argv(request)], cwd=cwd, env=child_env(),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     assert proc.stdout is not None
+    fd, pending = proc.stdout.fileno(), b""
     try:
-        for line in iter(proc.stdout.readline, b""):
-            say(line.decode(errors="replace").rstrip("\n"))
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while True:
+                if sel.select(timeout=0.5):
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        break
+                    *lines, pending = (pending + chunk).split(b"\n")
+                    for line in lines:
+                        say(line.decode(errors="replace"))
+                elif proc.poll() is not None:       # exited; what it left may hold the pipe open
+                    break
+        if pending:
+            say(pending.decode(errors="replace"))
         return proc.wait()
     except BaseException:
         stop_tree(proc, STOP_GRACE_S)
         raise
     finally:
+        _stop_session(proc.pid)
         proc.stdout.close()
+
+
+def _stop_session(sid: int) -> None:
+    """SIGKILL what is left in the chain's session (its own processes, once it has exited)."""
+    import signal
+    try:
+        os.killpg(sid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
