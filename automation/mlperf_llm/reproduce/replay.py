@@ -277,7 +277,7 @@ def _run_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: li
            "their form)")
     if opts.run_env == runenv.LOCKED:
         refusals.append(f"--run_env={runenv.LOCKED}: {why}; replay with --run_env={runenv.HERE}")
-    else:
+    elif entries is None:           # an older record's chain runs here, as it always did: nothing to say
         subs.append(f"{why}: the chain runs in this interpreter")
     return ""
 
