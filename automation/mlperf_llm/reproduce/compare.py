@@ -128,6 +128,8 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
         a, b = _get(recorded, section, key), _get(here, section, key)
         if key == "server_environment_sha256" and pinned_a is not None and pinned_b is not None:
             a, b = _digest(pinned_a), _digest(pinned_b)     # what a lock pins, on both sides
+        if key == "git_commit" and same_files and not (a and b):
+            continue            # an installed copy (a replay's venv) of the same files: no commit to compare
         if (a or b) and a != b:
             if section == "project" and same_files:   # another commit, the same installed files
                 why, acc = "the same automation/ and script/ files (the commits differ elsewhere)", False
@@ -151,6 +153,7 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     # a target the recorded run chose itself is what the replay was given (replay.plan_replay)
     rin.update({name: target for name, (target, _) in chosen_targets(recorded).items()})
     hin = {k: v for k, v in (here.request.get("inputs") or {}).items() if k not in (*REPLAY_PATHS, SIZES_INPUT)}
+    rin, hin = _as_typed(rin), _as_typed(hin)
     for d in _dict_diff("input", rin, hin, "another input to the chain", True):
         if d.name in ("input docker", "input container_engine"):     # the server's venv is the same lock's
             d.why, d.affects_accuracy = ("the server run from an image of its environment or on the host (whether "
@@ -272,6 +275,12 @@ def _package_differences(recorded: dict | None, here: dict | None) -> list:
     return _dict_diff("server package", {k: spell(v) for k, v in recorded.items()},
                       {k: spell(v) for k, v in here.items()},
                       "another version or build of a package the server imports or installs beside vLLM", True)
+
+
+def _as_typed(inputs: dict) -> dict:
+    """Inputs as the command line gives them: a number as its text (a replay's chain run by a venv's
+    cm gets --server_target_qps=1.02, which the record of a run in this process holds as 1.02)."""
+    return {k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for k, v in inputs.items()}
 
 
 def _run_package_differences(recorded, here) -> list:

@@ -216,6 +216,27 @@ def test_another_commit_with_the_same_files_does_not_count_against_accuracy(tmp_
     assert all(d.affects_accuracy for d in compare.differing_inputs(rec, other))
 
 
+def test_an_installed_copy_of_the_same_files_has_no_commit_to_differ_in(tmp_path):
+    """A replay's chain runs this project installed into its venv (no git): with the same files, the
+    missing commit is no difference; with other files, the files' row says so."""
+    rec = make_record(tmp_path)
+    rec = dataclasses.replace(rec, project=dict(rec.project, git_commit="c" * 40))
+    copy = dataclasses.replace(rec, project={k: v for k, v in rec.project.items() if k != "git_commit"})
+    assert compare.differing_inputs(rec, copy) == []
+    other = dataclasses.replace(copy, project=dict(copy.project, files_sha256="e" * 64))
+    assert {d.name for d in compare.differing_inputs(rec, other)} == {"cm4mlperf-llm files (sha256)",
+                                                                     "cm4mlperf-llm git commit"}
+
+
+def test_an_input_given_as_a_number_or_as_its_text_is_the_same_input(tmp_path):
+    rec = make_record(tmp_path)
+    a = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], server_target_qps=1.02)))
+    b = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], server_target_qps="1.02")))
+    assert compare.differing_inputs(a, b) == []
+    c = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], server_target_qps="1.2")))
+    assert [d.name for d in compare.differing_inputs(a, c)] == ["input server_target_qps"]
+
+
 def test_a_summarisation_benchmark_compares_rougelsum_and_gen_len_too(tmp_path):
     """llama3.1-8b's accuracy is ROUGE-1/2/L/Lsum and GEN_LEN (the benchmark table's metrics): a
     replay whose summaries are longer differs in GEN_LEN and ROUGE-Lsum, and both are shown."""
