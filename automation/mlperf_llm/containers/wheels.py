@@ -115,4 +115,14 @@ def _why(res: subprocess.CompletedProcess) -> str:
     if "THESE PACKAGES DO NOT MATCH THE HASHES" in text:
         return "the index serves a file whose sha256 is not the locked one"
     m = re.search(r"(No matching distribution found for [^\n]+|Could not find a version[^\n]+)", text)
-    return m.group(1) if m else (text.splitlines()[-1][:200] if text else f"pip exit {res.returncode}")
+    return _short_versions(m.group(1)) if m else (text.splitlines()[-1][:200] if text else f"pip exit {res.returncode}")
+
+
+def _short_versions(message: str) -> str:
+    """pip's "(from versions: 1.3.0, ..., 2.3.5)" with its first and last three of a long list."""
+    def cut(m: re.Match) -> str:
+        versions = [v.strip() for v in m.group(1).split(",")]
+        if len(versions) <= 8:
+            return m.group(0)
+        return f"(from {len(versions)} versions: {', '.join(versions[:3])}, ..., {', '.join(versions[-3:])})"
+    return re.sub(r"\(from versions: ([^)]*)\)", cut, message)

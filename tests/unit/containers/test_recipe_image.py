@@ -249,3 +249,17 @@ def test_a_stopped_build_removes_only_the_working_containers_it_made(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         image.build(fake, r, str(tmp_path))
     assert fake.removed == ["ccc333"]           # another build's and a user's containers are left alone
+
+
+def test_a_version_the_index_lacks_is_named_with_a_short_list_of_those_it_has():
+    """pip lists every version it found; the message keeps the first and last three of a long list."""
+    import subprocess
+    from mlperf_llm.containers import wheels
+    many = ", ".join(f"1.{n}.0" for n in range(30))
+    res = subprocess.CompletedProcess([], 1, "", "ERROR: Could not find a version that satisfies the requirement "
+                                      f"numpy==0.0.1 (from versions: {many})\nERROR: No matching distribution found")
+    assert wheels._why(res) == ("Could not find a version that satisfies the requirement numpy==0.0.1 (from 30 "
+                                "versions: 1.0.0, 1.1.0, 1.2.0, ..., 1.27.0, 1.28.0, 1.29.0)")
+    few = subprocess.CompletedProcess([], 1, "", "ERROR: Could not find a version that satisfies the requirement "
+                                      "x==2 (from versions: 1.0, 1.1)")
+    assert wheels._why(few).endswith("(from versions: 1.0, 1.1)")
