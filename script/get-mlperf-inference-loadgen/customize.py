@@ -9,12 +9,17 @@ the seed it applies for llama2-70b must be the round's, or the checker would rej
 LoadGen is built from the inference source at hand (CM_MLPERF_INFERENCE_SOURCE) into site-src/
 (mlperf_llm.sysinfo.loadgen_src), seed-checked like the wheel; each source file it compiled is
 re-checked on reuse. Where it cannot be built (no source, no compiler, a failed build), the wheel
-stays, CM_LOADGEN_TEST06_PROBLEM says why and the fix, and the entry is not kept."""
+stays, CM_LOADGEN_TEST06_PROBLEM says why and the fix, and the entry is not kept.
+
+--env.CM_LOADGEN_LOCK (a replay's: the recorded wheel's `mlcommons-loadgen==V --hash=sha256:H`)
+installs exactly that archive, by its hash; CM_LOADGEN_SHA256 is the sha256 of the wheel installed
+(from the site folder's lock), which the run's record keeps."""
 import os
 import sys
 
 from cmcontract.yesno import is_yes
 
+from mlperf_llm.sysinfo import envlock
 from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, pip_install_into
 from mlperf_llm.rounds import RoundError, round_for
 from mlperf_llm.sysinfo.rounds import loadgen_seed
@@ -31,10 +36,11 @@ def preprocess(i):
     env = i['env']
     try:
         rnd = round_for(env.get('CM_MLPERF_INFERENCE_VERSION', ''))
-        req = PackageRequest('mlcommons-loadgen', env.get('CM_VERSION', ''),
+        locked = envlock.loadgen_pin(env[envlock.LOADGEN_LOCK_ENV]) if env.get(envlock.LOADGEN_LOCK_ENV) else None
+        req = PackageRequest(envlock.LOADGEN_DIST, locked.version if locked else env.get('CM_VERSION', ''),
                              env.get('CM_VERSION_MIN', '') or rnd.loadgen_min,
                              env.get('CM_VERSION_MAX', '') or rnd.loadgen_max)
-    except (RoundError, PyEnvError) as e:
+    except (RoundError, PyEnvError, envlock.LockError) as e:
         return {'return': 1, 'error': str(e)}
     asked = [env.get(k, '') for k in ('CM_VERSION', 'CM_VERSION_MIN', 'CM_VERSION_MAX')]
     for v in asked:
@@ -44,10 +50,10 @@ def preprocess(i):
                     f'seeds): change --version/--version_min/--version_max (or --adr.loadgen.*)'}
     python = env.get('CM_VENV_PYTHON') or env.get('CM_PYTHON_BIN_WITH_PATH') or sys.executable
     site = os.path.join(i['work_dir'], 'site')
-    print(f'installing {req.pip_spec()} into {site} (for {python}; its own environment is left as it is)',
-          file=sys.stderr)
+    what = f'{locked.name}=={locked.version} (the recorded wheel, by its sha256)' if locked else req.pip_spec()
+    print(f'installing {what} into {site} (for {python}; its own environment is left as it is)', file=sys.stderr)
     try:
-        version = pip_install_into(python, req, site)
+        version = pip_install_into(python, req, site, locked=locked)
         seed = loadgen_seed(python, site)
     except (PyEnvError, RoundError) as e:
         return {'return': 1, 'error': str(e)}
@@ -59,6 +65,8 @@ def preprocess(i):
                 f'requires {rnd.qsl_rng_seed}: this wheel does not belong to the round; pin another '
                 f'wheel between {rnd.loadgen_min} and {rnd.loadgen_max}'}
     env['CM_LOADGEN_VERSION'] = version
+    wheel = envlock.site_lock(site).get(envlock.LOADGEN_DIST)
+    env['CM_LOADGEN_SHA256'] = wheel.sha256 if wheel else ''
     env['CM_LOADGEN_PYTHON'] = python
     env['CM_LOADGEN_PYTHONPATH'] = site
     env['CM_LOADGEN_QSL_RNG_SEED'] = str(seed)

@@ -88,6 +88,11 @@ def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme
     assert {k: v["version"] for k, v in replayed["versions"]["run_environment"].items()} == \
         {k: v["version"] for k, v in recorded_env.items()}
     assert replayed["request"]["env"]["CM_MLPERF_HARNESS_PYTHON"].endswith("/venv-run/bin/python")
+    # LoadGen's wheel: the recorded archive, installed by its sha256
+    recorded_versions = json.loads(next(readme_run.results.rglob("cm4mlperf-record.json")).read_text())["versions"]
+    assert re.fullmatch(r"[0-9a-f]{64}", recorded_versions["loadgen_sha256"])
+    assert replayed["versions"]["loadgen_sha256"] == recorded_versions["loadgen_sha256"]
+    assert "LoadGen's wheel as recorded: mlcommons-loadgen" in r.output
     # the README run was sized to this host; the replay ran each test at the size it recorded
     recorded = testsizes.read(str(readme_run.results))
     assert "sized to this host" in readme_run.output and "Offline/accuracy" in recorded, recorded

@@ -238,6 +238,7 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
            "vllm": env.get("CM_VLLM_VERSION", ""), "torch": env.get("CM_TORCH_VERSION", ""),
            "transformers": env.get("CM_TRANSFORMERS_VERSION", ""),
            "loadgen": env.get("CM_LOADGEN_VERSION", "") or env.get("CM_MLPERF_LOADGEN_VERSION", ""),
+           "loadgen_sha256": env.get("CM_LOADGEN_SHA256", ""),
            "inference_source": env.get("CM_MLPERF_INFERENCE_SOURCE_TAG", "")}
     if env.get("CM_VLLM_BUILD"):        # --vllm_python: the given vLLM's build and the GPUs it saw
         out["vllm_build"] = env["CM_VLLM_BUILD"]

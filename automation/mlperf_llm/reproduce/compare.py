@@ -10,6 +10,7 @@ from ..benchmarks import BenchmarkError, get_benchmark
 from ..harness.testsizes import NAME as SIZES_INPUT
 from ..submission.logs import ACCURACY_PATTERNS
 from ..containers.image import LOAD_ENV, REBUILD_ENV
+from ..sysinfo.envlock import LOADGEN_LOCK_ENV
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..vllm.install import LOCK_ENV as REPLAY_LOCK_ENV
 from .record import Record, chosen_targets, recorded_sizes
@@ -25,7 +26,7 @@ PLACE_FLAGS = {"port", "host", "served-model-name", "uvicorn-log-level", "disabl
                "disable-log-stats"}     # where it listens and what it logs: nothing measured
 REPLAY_PATHS = ("results_dir", "submission_dir", "inference_src")   # the replay's own folders
 # what a replay sets to repeat the recorded environment (the server's lock, its image), not overrides
-REPLAY_ENV = (REPLAY_LOCK_ENV, REBUILD_ENV, LOAD_ENV, HARNESS_PYTHON_ENV)
+REPLAY_ENV = (REPLAY_LOCK_ENV, REBUILD_ENV, LOAD_ENV, HARNESS_PYTHON_ENV, LOADGEN_LOCK_ENV)
 # the distributions whose code computes the accuracy figures in the run's own environment: the
 # third-party imports of mlperf_llm/accuracy (module -> distribution: detokenizing, ROUGE's stemmer
 # and sentence splitter, math answers, the data sets' frames) and transformers' fast tokenizers.
@@ -53,6 +54,8 @@ INPUTS = (
      "another version or build of some package beside vLLM (reproduce/compare: which ones)", True),
     ("versions", "python", "Python (harness)", "rarely matters", False),
     ("versions", "loadgen", "LoadGen version", "other scheduling; the accuracy set is the same", False),
+    ("versions", "loadgen_sha256", "LoadGen wheel (sha256)", "another build of LoadGen: other scheduling code; the "
+     "accuracy set is the same", False),
     ("loadgen", "seeds", "LoadGen seeds", "another query order and sample choice in performance runs", False),
     ("system", "device", "device", "other kernels (GPU vs CPU): float results and speed differ", True),
     ("system", "machine", "machine architecture", "other kernels and speed", True),

@@ -248,6 +248,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         subs.append("the record's server environment is not a lock this version can install (see the lines the "
                     "record carries): vLLM is installed afresh, as the recorded command says")
     run_lock = _run_env_plan(rec, opts, files, fixed, subs, refusals)
+    _loadgen_plan(rec, env, fixed, subs)
     request = {"tags": ",".join(asked.tags), "quiet": True, **inputs}
     if req.get("alias") and opts.trust_record:
         request["artifact"] = req["alias"]
@@ -280,6 +281,24 @@ def _run_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: li
     elif entries is None:           # an older record's chain runs here, as it always did: nothing to say
         subs.append(f"{why}: the chain runs in this interpreter")
     return ""
+
+
+def _loadgen_plan(rec: Record, env: dict, fixed: list, subs: list) -> None:
+    """LoadGen's wheel as recorded (versions.loadgen and loadgen_sha256): installed by that hash
+    (envlock.LOADGEN_LOCK_ENV, get-mlperf-inference-loadgen); a record without the hash (older, or
+    LoadGen built from source) installs the round's wheel, as before."""
+    versions = rec.versions or {}
+    sha, version = str(versions.get("loadgen_sha256") or ""), str(versions.get("loadgen") or "")
+    if not sha:
+        return
+    try:
+        pin = envlock.loadgen_pin(f"{envlock.LOADGEN_DIST}=={version} --hash=sha256:{sha}", "the record's LoadGen")
+    except envlock.LockError:
+        subs.append("the record's LoadGen wheel (its version and sha256) is not a pin this version can install: the "
+                    "round's wheel is installed")
+        return
+    env[envlock.LOADGEN_LOCK_ENV] = pin.requirement()
+    fixed.append(f"LoadGen's wheel as recorded: {pin.name} {pin.version}, installed by its sha256 {pin.sha256[:12]}")
 
 
 def _image_plan(rec: Record, opts: Options, inputs: dict, env: dict, image_facts: str, refusals: list) -> list:

@@ -109,6 +109,27 @@ def save(path: str, entries: dict[str, Locked]) -> None:
             f.write("\n")
 
 
+def site_lock(folder: str) -> dict[str, Locked]:
+    """The lock of a site folder pyenv.pip_install_into filled (LoadGen's wheel of a round), by
+    normalised name ({} for a folder without one: an older entry, a build from source)."""
+    return load(os.path.join(folder, LOCK_NAME))
+
+
+# get-mlperf-inference-loadgen's pin of the recorded wheel ("mlcommons-loadgen==V --hash=sha256:H",
+# one line of a lock): a replay's, so that the harness drives the same LoadGen build
+LOADGEN_LOCK_ENV = "CM_LOADGEN_LOCK"
+LOADGEN_DIST = "mlcommons-loadgen"
+
+
+def loadgen_pin(line: str, where: str = LOADGEN_LOCK_ENV) -> Locked:
+    """The one pin of LOADGEN_LOCK_ENV, read as any lock line (exact version, the archive's hash);
+    LockError for anything else."""
+    entries = parse(line, where)
+    if len(entries) != 1 or dist_key(entries[0].name) != LOADGEN_DIST:
+        raise LockError(f"{where}: give one '{LOADGEN_DIST}==VERSION --hash=sha256:<64 hex>' line")
+    return entries[0]
+
+
 def record_install(python: str, report_path: str) -> str | None:
     """Merge what pip installed (its report) into the lock of `python`'s venv; the lock's path, or
     None for an interpreter whose venv this project did not make (nothing is written)."""

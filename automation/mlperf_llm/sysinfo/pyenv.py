@@ -297,14 +297,23 @@ def compile_installed(python: str, names: list[str], timeout: float = 3600) -> N
 
 
 def pip_install_into(python: str, req: PackageRequest, folder: str, extra_args: tuple[str, ...] = (),
-                     timeout: float = 3600) -> str:
+                     timeout: float = 3600, locked: envlock.Locked | None = None) -> str:
     """pip-install req (without its dependencies) for `python` into `folder`, a site folder its users
     put first on PYTHONPATH, leaving the interpreter's environment as it was (a round's pinned
     LoadGen must not replace the one another round, or the user, installed). pip writes into
-    `folder`.tmp, renamed to `folder` only when complete. Returns the version `python` then sees."""
-    res = _target_install(python, [req.pip_spec(), *extra_args], folder, timeout)
+    `folder`.tmp, renamed to `folder` only when complete, with its lock (what was installed, each
+    archive's sha256: envlock.site_lock). `locked`: that exact archive (a replay's, by its recorded
+    hash) instead of req's resolution. Returns the version `python` then sees."""
+    if locked is None:
+        res = _target_install(python, [req.pip_spec(), *extra_args], folder, timeout)
+    else:
+        with tempfile.TemporaryDirectory(prefix="cm-pin-") as tmp:
+            pin = os.path.join(tmp, "requirements.txt")
+            with open(pin, "w", encoding="utf-8") as f:
+                f.write(locked.requirement() + "\n")
+            res = _target_install(python, ["--require-hashes", "-r", pin, *extra_args], folder, timeout)
     if res.returncode != 0:
-        raise _pip_failed(req, f"for {python}", res)
+        raise _pip_failed(req if locked is None else PackageRequest(locked.name, locked.version), f"for {python}", res)
     have = installed_version(python, req.dist_name, folder)
     if not have or not req.allows(have):
         raise PyEnvError(f"after pip install {req.pip_spec()} into {folder}, {python} sees {req.dist_name} "
@@ -322,17 +331,28 @@ def pip_install_target(python: str, args: list[str], folder: str, timeout: float
 
 
 def _target_install(python: str, args: list[str], folder: str, timeout: float) -> subprocess.CompletedProcess:
-    """`pip install --no-deps --target folder.tmp ARGS`, renamed to `folder` when pip succeeds; a
-    failed install leaves neither."""
-    tmp = folder + ".tmp"
+    """`pip install --no-deps --target folder.tmp ARGS`, renamed to `folder` when pip succeeds, with
+    the lock of what it installed (pip's report) in it; a failed install leaves neither."""
+    tmp, report = folder + ".tmp", folder + ".report.json"
     shutil.rmtree(tmp, ignore_errors=True)
-    argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "--target", tmp, *args]
-    res = _run(argv, timeout=timeout)
-    if res.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
+    argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps", "--target", tmp,
+            "--report", report, *args]
+    try:
+        res = _run(argv, timeout=timeout)
+        if res.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return res
+        try:
+            entries = {envlock.dist_key(d.name): d for d in envlock.from_report(report)}
+            envlock.save(os.path.join(tmp, envlock.LOCK_NAME), entries)
+        except envlock.LockError as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise PyEnvError(str(e)) from None
+        replace_dir(tmp, folder)
         return res
-    replace_dir(tmp, folder)
-    return res
+    finally:
+        if os.path.exists(report):
+            os.unlink(report)
 
 
 def _pip_failed(req: PackageRequest, where: str, res: subprocess.CompletedProcess) -> PyEnvError:

@@ -3,6 +3,7 @@ hash, nothing resolved, the venv's own lock written), and a lock that cannot be 
 (another archive behind the hash, a version the index does not have) refused naming each package,
 with nothing installed."""
 import hashlib
+import os
 import subprocess
 import sys
 
@@ -78,3 +79,21 @@ def test_this_project_is_installed_from_its_files_into_a_venv_of_its_own(tmp_pat
     assert res.stdout.split() == ["True", "True", "True"], res.stderr
     with pytest.raises(pyenv.PyEnvError, match=r"is not a whole copy of this project \(setup\.py, cmr\.yaml"):
         pyenv.pip_install_project(python, str(tmp_path))
+
+
+def test_a_site_folder_keeps_its_lock_and_a_recorded_archive_is_installed_by_its_hash(tmp_path, six_wheel):
+    """pyenv.pip_install_into (LoadGen's site folder of a round): the folder holds the lock of what it
+    installed (the archive's sha256, which the run's record keeps); given that pin (a replay's), the
+    same archive is installed by its hash, and another file behind the hash is refused, nothing left."""
+    python = pyenv.create_venv(sys.executable, str(tmp_path / "venv"))
+    req = pyenv.PackageRequest("six", "1.17.0")
+    site = str(tmp_path / "site")
+    assert pyenv.pip_install_into(python, req, site) == "1.17.0"
+    assert envlock.site_lock(site)["six"].sha256 == six_wheel
+    pinned = str(tmp_path / "pinned")
+    assert pyenv.pip_install_into(python, req, pinned, locked=envlock.Locked("six", "1.17.0", six_wheel)) == "1.17.0"
+    assert envlock.site_lock(pinned)["six"].sha256 == six_wheel
+    wrong = str(tmp_path / "wrong")
+    with pytest.raises(pyenv.PyEnvError, match=r"could not install six==1\.17\.0.*\n(.*\n)*.*HASHES"):
+        pyenv.pip_install_into(python, req, wrong, locked=envlock.Locked("six", "1.17.0", "0" * 64))
+    assert not os.path.exists(wrong) and not os.path.exists(wrong + ".tmp") and not os.path.exists(wrong + ".report.json")

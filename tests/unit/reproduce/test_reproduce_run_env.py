@@ -113,3 +113,24 @@ def test_the_harness_is_told_to_run_in_the_venv_too():
     assert harness_python({"CM_LOADGEN_PYTHON": "/outer/bin/python", **request["env"]}) == "/e/bin/python"
     assert harness_python({"CM_LOADGEN_PYTHON": "/outer/bin/python"}) == "/outer/bin/python"
     assert HARNESS_PYTHON_ENV in REPLAY_ENV
+
+
+def test_the_recorded_loadgen_wheel_is_installed_by_its_hash(tmp_path):
+    rec = make_record(tmp_path)
+    rec = dataclasses.replace(rec, versions=dict(rec.versions, loadgen="6.0.7", loadgen_sha256=SIX))
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path), exists=lambda p: False)
+    assert p.request["env"][envlock.LOADGEN_LOCK_ENV] == f"mlcommons-loadgen==6.0.7 --hash=sha256:{SIX}"
+    assert f"LoadGen's wheel as recorded: mlcommons-loadgen 6.0.7, installed by its sha256 {SIX[:12]}" in p.fixed
+    bad = dataclasses.replace(rec, versions=dict(rec.versions, loadgen="6.0.7 --index-url http://x", loadgen_sha256=SIX))
+    p = replay.plan_replay(bad, replay.Host(), opts(tmp_path), exists=lambda p: False)
+    assert envlock.LOADGEN_LOCK_ENV not in (p.request.get("env") or {})
+    assert any("LoadGen wheel (its version and sha256) is not a pin" in s for s in p.substitutions)
+    p = replay.plan_replay(make_record(tmp_path), replay.Host(), opts(tmp_path), exists=lambda p: False)
+    assert envlock.LOADGEN_LOCK_ENV not in (p.request.get("env") or {})     # an older record: the round's wheel
+
+
+@pytest.mark.parametrize("line", ["mlcommons-loadgen==6.0.7", "six==1.17.0 --hash=sha256:" + SIX,
+                                  f"mlcommons-loadgen==6.0.7 --hash=sha256:{SIX}\nsix==1 --hash=sha256:{SIX}"])
+def test_the_loadgen_pin_is_one_hashed_mlcommons_loadgen_line(line):
+    with pytest.raises(envlock.LockError):
+        envlock.loadgen_pin(line)
