@@ -178,7 +178,7 @@ def from_json(data: dict, where: str = "the record") -> Recipe:
 
 def project_files(root: str) -> list[str]:
     """The project's files an image installs from (relative paths, sorted); RecipeError when `root`
-    is not a checkout of this project (an installed package has no setup.py)."""
+    lacks one of them (a checkout has them all; an installed package too, since setup.py ships in it)."""
     missing = [p for p in PROJECT_FILES if not os.path.exists(os.path.join(root, p))]
     if missing:
         raise RecipeError(f"{root} is not a checkout of cm4mlperf-llm (no {', '.join(missing)}): an image is built "
