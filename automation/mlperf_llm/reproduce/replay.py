@@ -6,7 +6,6 @@ engine (a cmind-style input dict -> result dict), so tests can give their own.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import shutil
@@ -14,7 +13,6 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from cmcontract.places import cache_root
 from cmcontract.publish import write_text
 from cmcontract.secret import is_secret
 from cmcontract.yesno import is_yes
@@ -239,7 +237,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     lock = recorded_lock(rec)
     if lock and not inputs.get("api_server") and not inputs.get("vllm_python"):
         # named by its digest where every replay finds it: the same lock is the same install-vllm entry
-        path = os.path.join(cache_root(), "environments", f"vllm-lock-{hashlib.sha256(lock.encode()).hexdigest()[:16]}.txt")
+        path = runenv.lock_path(lock, "vllm")
         files[path] = lock
         env[LOCK_ENV] = path
         fixed.append(f"the server's environment as recorded: {lock.count(chr(10))} packages, each installed from the "

@@ -55,10 +55,10 @@ def recorded_run_lock(rec: Record) -> Optional[list[envlock.Locked]]:
         return None
 
 
-def lock_path(text: str) -> str:
-    """Where a replay writes a run environment's lock: named by its digest, so the same lock is the
-    same install-run-environment cache entry."""
-    return os.path.join(cache_root(), "environments", f"run-lock-{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt")
+def lock_path(text: str, kind: str = "run") -> str:
+    """Where a replay writes a lock it installs from (kind: run, vllm): named by its digest, so the
+    same lock is the same cache entry of the step that installs it, for every replay."""
+    return os.path.join(cache_root(), "environments", f"{kind}-lock-{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt")
 
 
 def describe(entries: list[envlock.Locked], path: str) -> str:
