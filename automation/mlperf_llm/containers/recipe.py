@@ -102,6 +102,10 @@ class Recipe:
                          f"python3 -m venv --without-pip {v.path()} && "
                          + wheel.format(lock=f"{PREFIX}/locks/{v.name}.txt") + " && " + install.format(venv=v.path()))
         if self.has_project:
+            # the project's digest in a layer of its own, just before the project's step: a change of
+            # the project rebuilds that step (a bind mount's content is not in the build cache's key),
+            # and only that step, the venvs' layers are reused
+            lines.append(f"COPY project.sha256 {PREFIX}/project.sha256")
             lines.append(f"RUN --mount=type=bind,source=project,target=/project cp -r /project /tmp/src && "
                          f"{build} wheel {offline} --no-build-isolation -w /tmp/wheels /tmp/src && rm -rf /tmp/src && "
                          + install.format(venv=f"{PREFIX}/{RUN_VENV}"))
@@ -207,13 +211,13 @@ def files_sha256(root: str, files: list[str]) -> str:
 def write_context(recipe: Recipe, dest: str, base_tar: str, wheelhouses: dict, project_root: str) -> str:
     """The build context in `dest` (emptied first): Containerfile, base.tar (a hard link where the
     file system allows), locks/, wheels/<venv>/ (from `wheelhouses`: venv name -> folder of the
-    locked archives), project/. Every archive is checked against its lock. Returns the Containerfile."""
+    locked archives), project/ and project.sha256. Every archive is checked against its lock. Returns the Containerfile."""
     if os.path.exists(dest):
         shutil.rmtree(dest)
     os.makedirs(os.path.join(dest, "locks"))
     _place(base_tar, os.path.join(dest, "base.tar"))
     if recipe.has_project:
-        with open(os.path.join(dest, "locks", "project.sha256"), "w", encoding="utf-8") as f:
+        with open(os.path.join(dest, "project.sha256"), "w", encoding="utf-8") as f:
             f.write(recipe.project_sha256 + "\n")     # in a layer, so the project's step is rebuilt when it changes
     indexes: dict[str, dict] = {}           # each wheelhouse's archives by sha256, hashed once (venvs share one)
     for v in recipe.venvs + (recipe.build_tools,):

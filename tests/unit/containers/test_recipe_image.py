@@ -48,7 +48,11 @@ def test_the_containerfile_starts_from_scratch_and_installs_only_hashed_archives
     assert len(runs) == 3 and all("--no-index" in line for line in runs)
     assert all("--require-hashes" in line for line in runs[:2]) and all("--without-pip" in line for line in runs[:2])
     assert text.count("--no-compile") == 3 and "FROM " + "scratch" in text and "docker.io" not in text
-    assert image.layer_steps(r)[0] == "ADD base.tar /" and len(image.layer_steps(r)) == 5
+    steps = image.layer_steps(r)
+    assert steps[0] == "ADD base.tar /" and len(steps) == 6
+    # the project's digest just before the project's step: a change of the project leaves the venvs' layers
+    assert steps[-2].startswith("COPY project.sha256") and "source=project" in steps[-1]
+    assert all("project" not in step for step in steps[:-2])
 
 
 def test_a_lock_without_a_hash_cannot_go_into_an_image():
@@ -106,8 +110,8 @@ def test_the_context_holds_the_locked_archives_and_the_projects_files_and_nothin
     recipe.write_context(r, str(ctx), str(tmp_path / "base.tar"), {"run": str(wheels_dir), "build": str(wheels_dir)},
                          root)
     files = sorted(os.path.relpath(os.path.join(d, f), ctx) for d, _, fs in os.walk(ctx) for f in fs)
-    assert files == ["Containerfile", "base.tar", "locks/build.txt", "locks/project.sha256", "locks/run.txt",
-                     "project/automation/a.py", "project/cmr.yaml", "project/script/s/_cm.yaml", "project/setup.py",
+    assert files == ["Containerfile", "base.tar", "locks/build.txt", "locks/run.txt",
+                     "project.sha256", "project/automation/a.py", "project/cmr.yaml", "project/script/s/_cm.yaml", "project/setup.py",
                      "wheels/build/pip-25.0.1-py3-none-any.whl", "wheels/run/six-1.17.0-py2.py3-none-any.whl"]
     assert (ctx / "locks/run.txt").read_text() == f"six==1.17.0 --hash=sha256:{sha(b'six wheel')}\n"
 
