@@ -226,10 +226,33 @@ def check_inputs(env: dict) -> list[str]:
                               env.get("CM_MLPERF_EXECUTION_MODE", ""))
         except SubmissionError as e:
             problems.append(str(e))
+    problems += _docker_problems(env)
     results, submission = env.get("CM_MLPERF_RESULTS_DIR"), env.get("CM_MLPERF_SUBMISSION_DIR")
     if results and submission and results.rstrip("/") == submission.rstrip("/"):
         problems.append("--results_dir and --submission_dir must be different folders")
     return problems
+
+
+def _docker_problems(env: dict) -> list[str]:
+    """--docker: yes or no (vLLM served from the run's image), or chain (the whole chain in it); chain
+    runs with no network, so not with servers or a Ray cluster outside the container."""
+    from .containers.chain import IN_IMAGE_ENV, runs_in_image
+    value = str(env.get("CM_MLPERF_DOCKER", "") or "no")
+    if not runs_in_image(env):
+        try:
+            parse_yes_no("--docker", value, default=False)
+        except YesNoError as e:
+            return [f"{e}; or --docker=chain: the whole chain in the run's image"]
+        return []
+    if is_yes(env.get(IN_IMAGE_ENV)):
+        return ["--docker=chain inside the run's image: the chain there runs as it is, not in another image"]
+    clash = [flag for key, flag in (("CM_MLPERF_API_SERVER", "--api_server"), ("CM_VLLM_RAY_ADDRESS", "--ray_address"),
+                                    ("CM_RAY_START", "--ray_start")) if env.get(key)]
+    if clash or env.get("CM_MLPERF_BACKEND") != "vllm":
+        what = ", ".join(clash) or f"--framework={env.get('CM_MLPERF_BACKEND')}"
+        return [f"--docker=chain runs vLLM and the benchmark in one container with no network; {what} needs more "
+                "than that: leave it out, or use --docker=yes (only vLLM in the image) or no --docker"]
+    return []
 
 
 _METRIC_NAMES = {"ROUGE1": "ROUGE-1", "ROUGE2": "ROUGE-2", "ROUGEL": "ROUGE-L", "ROUGELSUM": "ROUGE-Lsum",

@@ -60,20 +60,26 @@ def _load(eng, env):
 
 def _venvs(env):
     """--venvs: (name -> interpreter, name -> lock entries). `run`: the interpreter `cm` runs in, with
-    this project; `vllm`: --vllm_lock's entries (a record's lock: nothing installed here), else
+    this project; `loadgen`: the LoadGen wheel CM_LOADGEN_LOCK pins (--docker=chain's); `vllm`: --vllm_lock's entries (a record's lock: nothing installed here), else
     --vllm_python's venv (left out when neither is given, unless it is the only venv asked for)."""
     from mlperf_llm.containers.make import lock_entries
     from mlperf_llm.containers.recipe import RecipeError
+    from mlperf_llm.sysinfo import envlock
     wanted = [v.strip() for v in (env.get('CM_MLPERF_IMAGE_VENVS') or 'run,vllm').split(',') if v.strip()]
-    unknown = [v for v in wanted if v not in ('run', 'vllm')]
+    unknown = [v for v in wanted if v not in ('run', 'vllm', 'loadgen')]
     if unknown:
         raise RecipeError(f"--venvs={env.get('CM_MLPERF_IMAGE_VENVS')}: {', '.join(unknown)} is not a venv an image "
-                          "holds; give run, vllm or run,vllm")
+                          "holds; give run, vllm, loadgen, or several of them (run,loadgen,vllm)")
     if wanted == ['vllm'] and not env.get('CM_VLLM_PYTHON') and not env.get('CM_VLLM_LOCK'):
         raise RecipeError('--venvs=vllm (a server\'s image) needs --vllm_python=PATH (the python of the vLLM to put '
                           'in it) or --vllm_lock=FILE (its lock)')
     venvs = {'run': sys.executable} if 'run' in wanted else {}
     locked = {}
+    if 'loadgen' in wanted:          # the round's wheel, by its hash (get-mlperf-inference-loadgen's)
+        if not env.get(envlock.LOADGEN_LOCK_ENV):
+            raise RecipeError(f'--venvs=...loadgen needs --env.{envlock.LOADGEN_LOCK_ENV}="{envlock.LOADGEN_DIST}=='
+                              'VERSION --hash=sha256:..." (the round\'s wheel that get-mlperf-inference-loadgen installed)')
+        locked['loadgen'] = [envlock.loadgen_pin(env[envlock.LOADGEN_LOCK_ENV])]
     if 'vllm' in wanted and env.get('CM_VLLM_LOCK'):
         locked['vllm'] = lock_entries(env['CM_VLLM_LOCK'])
     elif 'vllm' in wanted and env.get('CM_VLLM_PYTHON'):

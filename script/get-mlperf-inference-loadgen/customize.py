@@ -13,14 +13,16 @@ stays, CM_LOADGEN_TEST06_PROBLEM says why and the fix, and the entry is not kept
 
 --env.CM_LOADGEN_LOCK (a replay's: the recorded wheel's `mlcommons-loadgen==V --hash=sha256:H`)
 installs exactly that archive, by its hash; CM_LOADGEN_SHA256 is the sha256 of the wheel installed
-(from the site folder's lock), which the run's record keeps."""
+(from the site folder's lock), which the run's record keeps. With it, --env.CM_LOADGEN_SITE=VENV (the
+run's image, `--docker=chain`: its `loadgen` venv, installed from that pin by its hash) is used as it
+is: nothing is installed, the version it holds must be the pin's."""
 import os
 import sys
 
 from cmcontract.yesno import is_yes
 
 from mlperf_llm.sysinfo import envlock
-from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, pip_install_into
+from mlperf_llm.sysinfo.pyenv import PackageRequest, PyEnvError, installed_version, pip_install_into
 from mlperf_llm.rounds import RoundError, round_for
 from mlperf_llm.sysinfo.rounds import loadgen_seed
 
@@ -50,10 +52,14 @@ def preprocess(i):
                     f'seeds): change --version/--version_min/--version_max (or --adr.loadgen.*)'}
     python = env.get('CM_VENV_PYTHON') or env.get('CM_PYTHON_BIN_WITH_PATH') or sys.executable
     site = os.path.join(i['work_dir'], 'site')
-    what = f'{locked.name}=={locked.version} (the recorded wheel, by its sha256)' if locked else req.pip_spec()
-    print(f'installing {what} into {site} (for {python}; its own environment is left as it is)', file=sys.stderr)
+    given = env.get(SITE_ENV, '')
     try:
-        version = pip_install_into(python, req, site, locked=locked)
+        if given:
+            site, version = _given_site(python, given, locked)
+        else:
+            what = f'{locked.name}=={locked.version} (the recorded wheel, by its sha256)' if locked else req.pip_spec()
+            print(f'installing {what} into {site} (for {python}; its own environment is left as it is)', file=sys.stderr)
+            version = pip_install_into(python, req, site, locked=locked)
         seed = loadgen_seed(python, site)
     except (PyEnvError, RoundError) as e:
         return {'return': 1, 'error': str(e)}
@@ -65,7 +71,7 @@ def preprocess(i):
                 f'requires {rnd.qsl_rng_seed}: this wheel does not belong to the round; pin another '
                 f'wheel between {rnd.loadgen_min} and {rnd.loadgen_max}'}
     env['CM_LOADGEN_VERSION'] = version
-    wheel = envlock.site_lock(site).get(envlock.LOADGEN_DIST)
+    wheel = locked if given else envlock.site_lock(site).get(envlock.LOADGEN_DIST)
     env['CM_LOADGEN_SHA256'] = wheel.sha256 if wheel else ''
     env['CM_LOADGEN_PYTHON'] = python
     env['CM_LOADGEN_PYTHONPATH'] = site
@@ -76,6 +82,26 @@ def preprocess(i):
     if is_yes(env.get('CM_LOADGEN_FOR_TEST06')):
         return _for_test06(i, rnd, python, version)
     return {'return': 0}
+
+
+SITE_ENV = 'CM_LOADGEN_SITE'
+
+
+def _given_site(python, venv, locked):
+    """(site folder, version) of a venv that already holds the pinned wheel (the image's); PyEnvError
+    when it is not one, or holds another version."""
+    import glob
+    if locked is None:
+        raise PyEnvError(f'--env.{SITE_ENV}={venv}: give the wheel it holds too, --env.{envlock.LOADGEN_LOCK_ENV}='
+                         f'"{envlock.LOADGEN_DIST}==VERSION --hash=sha256:..." (the image was built from it)')
+    sites = sorted(glob.glob(os.path.join(venv, 'lib', 'python3*', 'site-packages')))
+    version = installed_version(python, envlock.LOADGEN_DIST, sites[0]) if sites else ''
+    if version != locked.version:
+        raise PyEnvError(f'--env.{SITE_ENV}={venv} holds {envlock.LOADGEN_DIST} {version or "(none)"}, not the '
+                         f'pinned {locked.version}: it is not the venv the image installed from that pin')
+    print(f'{envlock.LOADGEN_DIST} {version} from {sites[0]} (installed by its sha256 when the image was built; '
+          'nothing installed now)', file=sys.stderr)
+    return sites[0], version
 
 
 def _for_test06(i, rnd, python, wheel_version):

@@ -27,18 +27,26 @@ def preview(i):
 def preprocess(i):
     """After the benchmark steps, before the submission: write how this run was made
     (results_dir/cm4mlperf-record.json; the submission step copies it into every measurement folder)."""
+    from mlperf_llm.containers import chain
     from mlperf_llm.reproduce import capture, record
     env = i['env']
+    if chain.runs_in_image(env):                  # --docker=chain: the chain in the image wrote it
+        return {'return': 0}
     results = env.get('CM_MLPERF_RESULTS_DIR', '')
     if results and os.path.isdir(results):
-        path = record.write(capture.this_run(i), os.path.join(results, record.RESULTS_RECORD))
+        path = record.write(capture.this_run(chain.as_requested(i)), os.path.join(results, record.RESULTS_RECORD))
         print(f'reproduction record: {path}')
         facts = record.keep_image_facts(env, results)
         if facts:
-            print(f'the image the server ran in: {facts}')
+            print(f'the image it ran in (its facts): {facts}')
     return {'return': 0}
 
 
 def postprocess(i):
+    from mlperf_llm.containers import chain
+    if chain.runs_in_image(i['env']):            # its summary was printed by the chain in the image
+        print(f"--docker=chain: the run above ran in image {i['env'].get('CM_MLPERF_CHAIN_IMAGE', '?')}; results in "
+              f"{i['env'].get('CM_MLPERF_RESULTS_DIR', '?')}, submission in {i['env'].get('CM_MLPERF_SUBMISSION_DIR', '?')}")
+        return {'return': 0}
     print(runapp.summary(i['env'], i['state']))
     return {'return': 0}

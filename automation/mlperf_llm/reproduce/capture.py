@@ -22,7 +22,7 @@ from cmcontract.secret import is_secret
 from ..portable import portable_argv
 
 from ..models.smollm2 import PROVENANCE_FILE
-from .record import RECORD_FORMAT, Record
+from .record import RECORD_FORMAT, Record, image_tag
 
 PROJECT = "cm4mlperf-llm"
 PROJECT_PARTS = ("automation", "script", "cmr.yaml")      # what the wheel installs, as in the checkout
@@ -253,7 +253,7 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
         out["server_torch"] = found.get("torch", "")
         out["server_transformers"] = found.get("transformers", "")
         out["server_python"] = found.get("python", "")
-    image = image_environment(env.get("CM_MLPERF_IMAGE_FACTS", "")) if env.get("CM_VLLM_IMAGE") else {}
+    image = image_environment(env.get("CM_MLPERF_IMAGE_FACTS", "")) if image_tag(env) else {}
     if image:                           # --docker: the server ran the image's venv, not a venv here
         pinned = image["server_environment"]
         out["server_torch"] = out.get("server_torch") or pinned.get("torch", {}).get("version", "")
@@ -338,8 +338,9 @@ def server_section(env: dict, results_dir: str = "") -> dict:
         out["placement"] = env["CM_VLLM_SERVER_PLACEMENT"]
     if env.get("CM_VLLM_SERVER_RAY_NODES"):
         out["ray_nodes"] = env["CM_VLLM_SERVER_RAY_NODES"]
-    if env.get("CM_VLLM_IMAGE"):        # --docker: served from this image (its facts file: beside the record)
-        out["image"] = {"tag": env["CM_VLLM_IMAGE"], "id": env.get("CM_MLPERF_IMAGE_ID", "")}
+    if image_tag(env):                  # --docker: served from this image (its facts file: beside the record)
+        out["image"] = {"tag": image_tag(env), "id": env.get("CM_MLPERF_IMAGE_ID", ""),
+                        "runs": "server" if env.get("CM_VLLM_IMAGE") else "chain"}
     shares = endpoint_shares(results_dir)
     if shares:
         out["endpoint_shares"] = shares
@@ -469,8 +470,9 @@ def build(*, request: dict, variations: list[str], steps: list[dict], env: dict,
 
 
 def this_run(i: dict) -> Record:
-    """The record of the run a hook belongs to (`i` is the hook's input). The edge: reads the
-    process's argv and environment, asks git and the server's interpreter."""
+    """The record of the run a hook belongs to (`i` is the hook's input; its "argv", where given, the
+    command typed: --docker=chain's, on the host). The edge: reads the process's argv and
+    environment, asks git and the server's interpreter."""
     env = i["env"]
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     try:
@@ -481,7 +483,7 @@ def this_run(i: dict) -> Record:
     memo = os.path.join(cache_root(), "memo", "content-hashes.json")
     return build(request=i.get("request") or {"inputs": dict(i.get("input") or {})},
                  variations=list(i.get("variation_tags") or []), steps=list(i.get("steps") or []),
-                 env=env, results_dir=env.get("CM_MLPERF_RESULTS_DIR", ""), argv=list(sys.argv),
+                 env=env, results_dir=env.get("CM_MLPERF_RESULTS_DIR", ""), argv=list(i.get("argv") or sys.argv),
                  project=project_section(root, version, git_runner(root)), memo_path=memo,
                  probe=package_probe, environ=dict(os.environ), lock_reader=_read_lock)
 

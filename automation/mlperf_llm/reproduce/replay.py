@@ -304,7 +304,9 @@ def _image_plan(rec: Record, opts: Options, inputs: dict, env: dict, image_facts
     (its recipe: the base's digest, every archive's hash) and checked against the recorded ID, or
     --image_archive loaded and checked by that ID (the env build-mlperf-image reads). What is fixed, said."""
     from ..containers.image import LOAD_ENV, REBUILD_ENV
-    docker = is_yes(str(inputs.get("docker", "") or "no"))
+    from ..containers.chain import DOCKER_ENV, runs_in_image
+    chain = runs_in_image({DOCKER_ENV: inputs.get("docker", "")})       # --docker=chain: the whole chain in it
+    docker = chain or is_yes(str(inputs.get("docker", "") or "no"))
     image = rec.server.get("image")
     recorded_id = str(image.get("id", "")) if isinstance(image, dict) else ""
     if opts.image_archive and not (docker and image_facts):
@@ -322,7 +324,8 @@ def _image_plan(rec: Record, opts: Options, inputs: dict, env: dict, image_facts
         return [f"the server's image: {os.path.basename(opts.image_archive)} loaded and checked against the recorded "
                 f"ID {recorded_id[:19] or '(in ' + os.path.basename(image_facts) + ')'} (the archive's maker is "
                 "trusted for its content; without --image_archive the image is rebuilt from its recipe)"]
-    return [f"the server's image rebuilt from its recorded recipe ({os.path.basename(image_facts)}: the base's "
+    what = "the image the whole chain ran in" if chain else "the server's image"
+    return [f"{what} rebuilt from its recorded recipe ({os.path.basename(image_facts)}: the base's "
             f"digest, every archive's hash) and checked against the recorded ID {recorded_id[:19]}".rstrip()]
 
 

@@ -268,3 +268,45 @@ def test_the_image_as_squashfs_runs_cm_and_the_harness_unprivileged(built, store
     assert sorted({rec["qsl_idx"] for rec in logged}) == list(range(8))      # every sample answered, in the image
     assert all(p.stat().st_uid == 1000 for p in (scratch / "results").rglob("*"))
     assert not engine.mounts_under(str(shared))                                # squashfuse unmounted
+
+
+# what --docker=chain's container is asked to prove here (the small image has no vLLM): the image's
+# cm with its CM home in the mounted folder, the results folder written at the host's path as the
+# caller's uid, the prepared model read-only, no network
+CHAIN_PROBE = """set -e
+cm run script --tags=detect,os --quiet >/dev/null
+echo written > "$1/result.txt"
+if touch "$2/changed" 2>/dev/null; then echo "model writable"; exit 3; fi
+python -c 'import urllib.request as u; u.urlopen("http://1.1.1.1", timeout=3)' 2>/dev/null && { echo "network"; exit 4; }
+echo chain-probe-ok
+"""
+
+
+def test_the_chains_container_mounts_what_the_host_prepared_and_writes_results_as_the_caller(built, stores, tmp_path):
+    from dataclasses import replace
+    from mlperf_llm.containers import chain
+    _, _, _, first = built
+    e = stores("a")
+    model = tmp_path / "prepared" / "model"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    results = tmp_path / "out" / "results"
+    env = {"CM_MLPERF_RESULTS_DIR": str(results), "CM_MLPERF_SUBMISSION_DIR": str(tmp_path / "out" / "submission"),
+           "CM_ML_MODEL_PATH": str(model), "CM_MLPERF_IMAGE_TAG": first.tag, "CM_GPU_COUNT": "0"}
+    request = {"tags": ["run-mlperf", "inference"], "inputs": {"docker": "chain"}, "env": {}, "adr": {}}
+    os.chmod(tmp_path, 0o755)                           # uid 1000 reaches the mounted folders
+    plan = chain.plan(request, env, first.tag, first.image_id, "mlcommons-loadgen==1 --hash=sha256:" + "a" * 64,
+                      str(tmp_path / "containers"), uid=1000, gid=1000)
+    assert {m.host for m in plan.spec.mounts if m.read_only} == {str(model)}
+    probe = replace(plan, spec=replace(plan.spec, argv=("sh", "-c", CHAIN_PROBE, "sh", str(results), str(model))))
+    chain.prepare_folders(probe)
+    for folder in (tmp_path / "out", results, Path(probe.home), *Path(probe.home).iterdir()):
+        os.chown(folder, 1000, 1000)
+    os.chmod(tmp_path / "containers", 0o755)
+    res = run.run(e, probe.spec, timeout=600)
+    assert res.returncode == 0 and "chain-probe-ok" in res.stdout, res.stdout[-2000:] + res.stderr[-2000:]
+    made = results / "result.txt"
+    assert made.read_text() == "written\n" and made.stat().st_uid == 1000       # at the host's path, the caller's
+    assert sorted(p.name for p in model.iterdir()) == ["config.json"]
+    assert (Path(probe.home) / "cache").is_dir() and any((Path(probe.home) / "cache").iterdir())  # its own cache
+    assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""

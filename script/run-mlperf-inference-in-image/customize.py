@@ -1,0 +1,43 @@
+"""run-mlperf-inference-in-image: --docker=chain's run of the whole chain in the run's image. The work
+is in mlperf_llm.containers.chain."""
+import os
+
+
+def preprocess(i):
+    from mlperf_llm.sysinfo import envlock
+    env = i['env']
+    version, sha = env.get('CM_LOADGEN_VERSION', ''), env.get('CM_LOADGEN_SHA256', '')
+    if env.get(envlock.LOADGEN_LOCK_ENV):        # a replay's pin: the get step installed exactly it
+        pin = env[envlock.LOADGEN_LOCK_ENV]
+    elif version and sha:
+        pin = f'{envlock.LOADGEN_DIST}=={version} --hash=sha256:{sha}'
+    else:
+        return {'return': 1, 'error': 'the round\'s LoadGen wheel has no recorded sha256 (a get-mlperf-inference-loadgen '
+                'entry made before it kept one): rerun with --renew_tags=loadgen, then --docker=chain again'}
+    env[envlock.LOADGEN_LOCK_ENV] = pin
+    results = env.get('CM_MLPERF_RESULTS_DIR') or os.path.join(env.get('CM_RUN_CWD') or os.getcwd(), 'mlperf_results')
+    os.makedirs(results, exist_ok=True)
+    env['CM_MLPERF_IMAGE_FACTS'] = os.path.join(os.getcwd(), 'cm4mlperf-image.json')
+    return {'return': 0}
+
+
+def postprocess(i):
+    from cmcontract.places import cache_root
+    from mlperf_llm.containers import chain, engine
+    from mlperf_llm.sysinfo import envlock
+    env = i['env']
+    try:
+        eng = engine.Engine.from_json(env['CM_MLPERF_IMAGE_ENGINE'])
+        run = chain.plan(i.get('request') or {}, env, env['CM_MLPERF_IMAGE_TAG'], env['CM_MLPERF_IMAGE_ID'],
+                         env[envlock.LOADGEN_LOCK_ENV], os.path.join(cache_root(), 'containers'))
+    except (chain.ChainError, engine.ContainerError) as e:
+        return {'return': 1, 'error': str(e)}
+    print(run.describe(), flush=True)
+    rc = chain.run(eng, run)
+    if rc != 0:
+        return {'return': 1, 'error': f'the chain in image {env["CM_MLPERF_IMAGE_TAG"]} exited with status {rc} (its '
+                'output is above); the container is gone. Its CM home and cache stay in ' + run.home}
+    env['CM_MLPERF_CHAIN_IMAGE'] = env['CM_MLPERF_IMAGE_TAG']
+    print(f'the chain ran in image {env["CM_MLPERF_IMAGE_TAG"]} (ID {env["CM_MLPERF_IMAGE_ID"][:19]}); the container '
+          'is gone')
+    return {'return': 0}

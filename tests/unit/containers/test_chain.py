@@ -1,0 +1,159 @@
+"""--docker=chain (containers/chain.py): the run's own request run again by the image's `cm`: the
+image's vLLM and LoadGen, the host's prepared outputs handed in, only the paths they name mounted
+(read-only; results and submission read-write, at the same place), no network, the caller's uid;
+and the record made in the image names the host's request."""
+import json
+
+import pytest
+
+from mlperf_llm.containers import chain, engine, run as crun
+from mlperf_llm.containers.served import VLLM_PYTHON
+from mlperf_llm.reproduce import record
+from mlperf_llm.runapp import check_inputs
+
+PODMAN = engine.Engine("podman", "/usr/bin/podman")
+PIN = "mlcommons-loadgen==6.0.9 --hash=sha256:" + "a" * 64
+
+
+def _request(src):
+    return {"tags": ["run-mlperf", "inference", "_full", "_embedded"], "alias": "",
+            "inputs": {"model": "llama2-70b-99.9", "division": "open", "docker": "chain", "quiet": True,
+                       "inference_src": str(src), "vllm_python": "/host/vllm/bin/python"},
+            "env": {"CM_MLPERF_DOCKER": "chain", "CM_SOMETHING": "1", "CM_MLPERF_HARNESS_PYTHON": "/host/venv/bin/python",
+                    "CM_VLLM_LOCK": "/host/vllm-lock.txt", "CM_MLPERF_IMAGE_FROM": "/host/facts.json"},
+            "adr": {}, "version": []}
+
+
+@pytest.fixture
+def host(tmp_path):
+    src, model, data = tmp_path / "inference", tmp_path / "cache" / "model", tmp_path / "cache" / "data.json"
+    for d in (src, model):
+        d.mkdir(parents=True)
+    data.write_text("[]")
+    (model / "model.safetensors").write_text("w")
+    env = {"CM_MLPERF_RESULTS_DIR": str(tmp_path / "out" / "results"),
+           "CM_MLPERF_SUBMISSION_DIR": str(tmp_path / "out" / "submission"),
+           "CM_MLPERF_INFERENCE_SOURCE": str(src), "CM_MLPERF_INFERENCE_SOURCE_COMMIT": "b66003e",
+           "CM_ML_MODEL_PATH": str(model), "CM_ML_MODEL_NAME": "SmolLM2",
+           "CM_ML_MODEL_FILE_WITH_PATH": str(model / "model.safetensors"), "CM_DATASET_PREPROCESSED_PATH": str(data),
+           "CM_DATASET_SOMETHING_ELSE": "/no/such/file", "CM_VLLM_PYTHON": "/host/vllm/bin/python",
+           "CM_MLPERF_IMAGE_ID": "sha256:" + "b" * 64, "CM_MLPERF_IMAGE_TAG": "localhost/cm4mlperf-llm:abc",
+           "CM_MLPERF_IMAGE_FACTS": str(tmp_path / "run" / "cm4mlperf-image.json"), "CM_GPU_COUNT": "0"}
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "cm4mlperf-image.json").write_text("{}")
+    return tmp_path, env, _request(src)
+
+
+def test_the_images_cm_runs_the_request_with_the_images_vllm_and_loadgen_and_the_hosts_outputs(host):
+    tmp, env, request = host
+    run = chain.plan(request, env, env["CM_MLPERF_IMAGE_TAG"], env["CM_MLPERF_IMAGE_ID"], PIN, str(tmp / "containers"),
+                     uid=1000, gid=1000, environ={"OMP_NUM_THREADS": "2", "HOME": "/root", "PATH": "/usr/bin"},
+                     argv=["/venv/bin/cm", "run", "script", "--docker=chain"], hostname="node7")
+    argv = list(run.argv)
+    assert argv[:4] == ["cm", "run", "script", "--tags=run-mlperf,inference,_full,_embedded"]
+    assert f"--vllm_python={VLLM_PYTHON}" in argv and "--vllm_python=/host/vllm/bin/python" not in argv
+    assert not any(a.startswith("--docker") or a.startswith("--env.CM_MLPERF_DOCKER") for a in argv)  # never again
+    assert f"--results_dir={tmp}/out/results" in argv and f"--submission_dir={tmp}/out/submission" in argv
+    assert argv[-1] == "--quiet" and "--env.CM_SOMETHING=1" in argv
+    given = {a.split("=", 1)[0][6:]: a.split("=", 1)[1] for a in argv if a.startswith("--env.")}
+    assert given["CM_MLPERF_IN_IMAGE"] == "yes" and given["CM_LOADGEN_LOCK"] == PIN
+    assert given["CM_LOADGEN_SITE"] == chain.LOADGEN_VENV and given["CM_ML_MODEL_PATH"] == env["CM_ML_MODEL_PATH"]
+    assert given["CM_MLPERF_INFERENCE_SOURCE_COMMIT"] == "b66003e"
+    assert given[chain.CHAIN_IMAGE_ENV] == env["CM_MLPERF_IMAGE_TAG"]
+    # what the record names as the run's: the host's request and command
+    assert json.loads(given[chain.REQUEST_ENV]) == {"request": request, "argv": ["/venv/bin/cm", "run", "script", "--docker=chain"]}
+    # the host's vLLM, its harness interpreter (a replay's venv) and how it got the image stay on the host
+    assert not {"CM_VLLM_PYTHON", "CM_VLLM_LOCK", "CM_MLPERF_HARNESS_PYTHON", "CM_MLPERF_IMAGE_FROM"} & set(given)
+
+    spec = run.spec
+    ro = {m.host for m in spec.mounts if m.read_only}
+    rw = {(m.host, m.target) for m in spec.mounts if not m.read_only}
+    # only what exists, each once; a file with its folder (and so a folder's file with it)
+    assert ro == {str(tmp / "inference"), str(tmp / "cache"), str(tmp / "run")}
+    # the results folder; the submission's parent (it is made beside its folder, its tarball too),
+    # which holds the results folder here: one mount
+    assert rw == {(f"{tmp}/out", f"{tmp}/out"), (run.home, run.home)}  # every path the chain prints: the host's
+    assert spec.user == "1000:1000" and not spec.network and not spec.gpus
+    assert spec.env["OMP_NUM_THREADS"] == "2" and spec.env["HOME"] == f"{run.home}/home"
+    assert "PATH" not in spec.env and spec.env["HF_HUB_OFFLINE"] == "1"
+    args = crun.run_args(spec, PODMAN, "cm4mlperf-x")
+    assert args[args.index("--network") + 1] == "none" and "--rm" in args
+    assert args[args.index("--hostname") + 1] == "node7"                # the system it describes is this one
+    assert run.home.startswith(str(tmp / "containers")) and "b" * 16 in run.home     # one home per image
+
+
+def test_mounts_go_parents_first_so_a_folder_inside_another_keeps_its_own_mode(host):
+    tmp, env, request = host
+    env["CM_MLPERF_SUBMISSION_DIR"] = str(tmp / "submission")        # its parent, tmp, holds every read-only path
+    run = chain.plan(request, env, "img", "sha256:" + "c" * 64, PIN, str(tmp / "c"), uid=0, gid=0)
+    order = [(m.host, m.read_only) for m in run.spec.mounts if m.target != run.home]
+    assert order[0] == (str(tmp), False)                              # the writable parent first, then
+    assert set(order[1:]) == {(str(tmp / "inference"), True), (str(tmp / "cache"), True), (str(tmp / "run"), True)}
+    env.update(CM_MLPERF_SUBMISSION_DIR=str(tmp / "subs" / "submission"), CM_MLPERF_RESULTS_DIR=str(tmp / "cache" / "res"))
+    run = chain.plan(request, env, "img", "sha256:" + "c" * 64, PIN, str(tmp / "c"), uid=0, gid=0)
+    order = [(m.host, m.read_only) for m in run.spec.mounts if m.target != run.home]
+    assert order.index((str(tmp / "cache"), True)) < order.index((str(tmp / "cache" / "res"), False))
+
+
+def test_a_submission_folder_in_a_system_folder_is_refused(host):
+    tmp, env, request = host
+    env["CM_MLPERF_SUBMISSION_DIR"] = "/usr/local/submission"
+    with pytest.raises(chain.ChainError, match="a folder of your own"):
+        chain.plan(request, env, "img", "sha256:" + "c" * 64, PIN, str(tmp / "c"), uid=0, gid=0)
+
+
+def test_system_folders_are_never_mounted_whatever_an_input_names(host):
+    tmp, env, request = host
+    request["inputs"].update(sut_json="/etc/passwd", lcb_tests="/", other="/usr/bin/python3", rel="relative/path")
+    env["CM_DATASET_X"] = "/proc/self"
+    run = chain.plan(request, env, "img", "sha256:" + "c" * 64, PIN, str(tmp / "c"), uid=0, gid=0)
+    hosts = {m.host for m in run.spec.mounts}
+    assert not hosts & {"/etc/passwd", "/", "/usr/bin/python3", "/proc/self"}
+    assert run.spec.user == ""                                          # root here: the image's own
+
+
+def test_a_gpu_host_passes_its_gpus_and_shares_ipc(host):
+    tmp, env, request = host
+    env.update(CM_GPU_VENDOR="amd", CM_GPU_COUNT="8")
+    run = chain.plan(request, env, "img", "sha256:" + "c" * 64, PIN, str(tmp / "c"), uid=0, gid=0)
+    args = crun.run_args(run.spec, PODMAN, "n")
+    assert "/dev/kfd" in args and "--ipc=host" in args
+
+
+def test_no_loadgen_hash_is_refused_with_the_fix(host):
+    tmp, env, request = host
+    with pytest.raises(chain.ChainError, match="--renew_tags=loadgen"):
+        chain.plan(request, env, "img", "sha256:" + "c" * 64, "", str(tmp / "c"))
+
+
+def test_the_record_made_in_the_image_names_the_hosts_request_and_the_image():
+    request = {"tags": ["run-mlperf"], "inputs": {"docker": "chain"}}
+    given = json.dumps({"request": request, "argv": ["cm", "run", "script", "--docker=chain"]})
+    i = {"env": {chain.IN_IMAGE_ENV: "yes", chain.REQUEST_ENV: given}, "request": {"tags": ["inner"]}}
+    assert chain.as_requested(i)["request"] == request
+    assert chain.as_requested(i)["argv"] == ["cm", "run", "script", "--docker=chain"]
+    host = {"env": {chain.REQUEST_ENV: given}, "request": {"tags": ["x"]}}
+    assert chain.as_requested(host) is host                            # only in the image
+    broken = {"env": {chain.IN_IMAGE_ENV: "yes", chain.REQUEST_ENV: "{not json"}, "request": {}}
+    assert chain.as_requested(broken) is broken
+    assert record.image_tag({chain.IN_IMAGE_ENV: "yes", chain.CHAIN_IMAGE_ENV: "img"}) == "img"
+    assert record.image_tag({chain.CHAIN_IMAGE_ENV: "img"}) == ""         # the host's env: it made no record
+    assert record.image_tag({"CM_VLLM_IMAGE": "srv"}) == "srv"
+
+
+@pytest.mark.parametrize("extra, problem", [
+    ({"CM_MLPERF_DOCKER": "maybe"}, "--docker=chain"),
+    ({"CM_MLPERF_DOCKER": "chain", "CM_MLPERF_API_SERVER": "http://localhost:8000"}, "--api_server"),
+    ({"CM_MLPERF_DOCKER": "chain", "CM_RAY_START": "head"}, "--ray_start"),
+    ({"CM_MLPERF_DOCKER": "chain", "CM_MLPERF_BACKEND": "transformers"}, "--framework=transformers"),
+    ({"CM_MLPERF_DOCKER": "chain", chain.IN_IMAGE_ENV: "yes"}, "inside the run's image"),
+])
+def test_docker_inputs_that_cannot_run_are_refused_with_the_fix(extra, problem):
+    env = {"CM_MLPERF_MODEL": "llama2-70b-99.9", "CM_MLPERF_IMPLEMENTATION": "reference", "CM_MLPERF_BACKEND": "vllm",
+           "CM_MLPERF_DEVICE": "cpu", "CM_MLPERF_SUBMISSION_DIVISION": "open",
+           "CM_MLPERF_SUBMISSION_CATEGORY": "datacenter", "CM_MLPERF_EXECUTION_MODE": "test", **extra}
+    found = [p for p in check_inputs(env) if "docker" in p]
+    assert len(found) == 1 and problem in found[0]
+    assert not [p for p in check_inputs({**env, "CM_MLPERF_DOCKER": "chain", chain.IN_IMAGE_ENV: "no",
+                                         "CM_MLPERF_API_SERVER": "", "CM_RAY_START": "",
+                                         "CM_MLPERF_BACKEND": "vllm"}) if "docker" in p]
