@@ -78,6 +78,7 @@ class ChainRun:
     spec: crun.RunSpec
     argv: tuple                     # the image's `cm` command line
     home: str                       # the container's CM home, cache and working folder: a host folder, at its own path
+    made: tuple = ()                # the folders it writes to, made on the host first (the results', the submission's parent)
 
     def describe(self) -> str:
         ro = [m.host for m in self.spec.mounts if m.read_only]
@@ -172,14 +173,13 @@ def plan(request: dict, env: dict, image: str, image_id: str, loadgen_pin: str, 
                         workdir=f"{home}/work",
                         # the host's name: the system the chain describes (detect-os) is this machine
                         extra=("--hostname", hostname or socket.gethostname()) + (("--ipc=host",) if gpus else ()))
-    return ChainRun(spec, argv, home)
+    return ChainRun(spec, argv, home, made=(results, parent))
 
 
 def prepare_folders(chain: ChainRun, uid: Optional[int] = None, gid: Optional[int] = None) -> None:
     """The folders the container writes to, made on the host (as the caller's) before it starts."""
-    for m in chain.spec.mounts:
-        if not m.read_only:
-            os.makedirs(m.host, exist_ok=True)      # the results folder, the submission's parent, the home
+    for folder in chain.made:
+        os.makedirs(folder, exist_ok=True)
     for sub in ("home", "CM", "cache", "work"):
         os.makedirs(os.path.join(chain.home, sub), exist_ok=True)
 
