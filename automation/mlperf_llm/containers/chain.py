@@ -149,7 +149,7 @@ def plan(request: dict, env: dict, image: str, image_id: str, loadgen_pin: str, 
     uid = os.getuid() if uid is None else uid
     gid = os.getgid() if gid is None else gid
     values = list(prepared_env(env).values()) + [v for k, v in request_in.items() if k not in ("env", "adr", "tags")]
-    values += list((request.get("env") or {}).values())
+    values += list(request_in["env"].values())
     # the submission is made beside its folder and renamed into place, its tarball written beside it:
     # its parent is mounted read-write
     parent = os.path.dirname(submission)

@@ -240,8 +240,13 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         path = runenv.lock_path(lock, "vllm")
         files[path] = lock
         env[LOCK_ENV] = path
-        fixed.append(f"the server's environment as recorded: {lock.count(chr(10))} packages, each installed from the "
-                     f"archive of its recorded sha256, nothing resolved ({os.path.basename(path)})")
+        from ..containers.chain import DOCKER_ENV, runs_in_image
+        from ..containers.image import REBUILD_ENV
+        where = ("in the image rebuilt from its facts, nothing installed here" if env.get(REBUILD_ENV) and
+                 runs_in_image({DOCKER_ENV: inputs.get("docker", "")}) else
+                 "each installed from the archive of its recorded sha256, nothing resolved")
+        fixed.append(f"the server's environment as recorded: {lock.count(chr(10))} packages, {where} "
+                     f"({os.path.basename(path)})")
     elif lock is None:
         subs.append("the record's server environment is not a lock this version can install (see the lines the "
                     "record carries): vLLM is installed afresh, as the recorded command says")

