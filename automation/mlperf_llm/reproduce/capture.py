@@ -253,7 +253,8 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
         out["server_torch"] = found.get("torch", "")
         out["server_transformers"] = found.get("transformers", "")
         out["server_python"] = found.get("python", "")
-    image = image_environment(env.get("CM_MLPERF_IMAGE_FACTS", "")) if image_tag(env) else {}
+    facts = env.get("CM_MLPERF_IMAGE_FACTS", "") if image_tag(env) else ""
+    image = image_environment(facts) if facts else {}
     if image:                           # --docker: the server ran the image's venv, not a venv here
         pinned = image["server_environment"]
         out["server_torch"] = out.get("server_torch") or pinned.get("torch", {}).get("version", "")
@@ -261,22 +262,27 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
         out.update(image)
     elif lock_reader is not None and server_python:
         out.update(environment_lock(server_python, lock_reader))
-    if lock_reader is not None:
+    # --docker=chain: this run's interpreter is the image's `run` venv, which its recipe pins by hash
+    pinned_run = image_environment(facts, venv="run", role="run") if facts and not env.get("CM_VLLM_IMAGE") else {}
+    if pinned_run:
+        out.update(pinned_run)
+    elif lock_reader is not None:
         out.update(environment_lock(sys.executable, lock_reader, role="run"))
     return {k: v for k, v in out.items() if v}
 
 
-def image_environment(facts_path: str) -> dict:
-    """environment_lock's fields for a server served from an image (--docker): its `vllm` venv as
-    the image's recipe pins it ({} where the facts file cannot be read)."""
+def image_environment(facts_path: str, venv: str = "vllm", role: str = "server") -> dict:
+    """environment_lock's fields for a venv of the image the run used (--docker: its `vllm` venv, the
+    server's; --docker=chain: its `run` venv too, the chain's) as the image's recipe pins it, each
+    archive by its sha256 ({} where the facts file cannot be read or has no such venv)."""
     from ..containers.make import read_facts
     from ..containers.recipe import RecipeError
     try:
         _, recipe = read_facts(facts_path)
     except RecipeError:
         return {}
-    entries = [d for v in recipe.venvs if v.name == "vllm" for d in v.entries]
-    return _environment("server", entries) if entries else {}
+    entries = [d for v in recipe.venvs if v.name == venv for d in v.entries]
+    return _environment(role, entries) if entries else {}
 
 
 def environment_lock(python: str, lock_reader: Callable[[str], list], role: str = "server") -> dict:

