@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from ..sysinfo.envlock import Locked
 from ..files import sha256_file
 
-FORMAT = 1
+FORMAT = 2                              # 2: each venv's lock in its own layer, vLLM's venv first (LAYER_ORDER)
 PREFIX = "/opt/cm4mlperf"               # the image's venvs: PREFIX/<name>, their locks PREFIX/locks/<name>.txt
 RUN_VENV = "run"                        # the venv `cm` runs in: this project and what it needs
+# the venvs' layers, first to last: the biggest and least often changed first (any other name between)
+LAYER_ORDER = {"vllm": 0, "loadgen": 1, RUN_VENV: 3}
 PROJECT_FILES = ("automation", "script", "cmr.yaml", "setup.py")
 SKIP = {"__pycache__", ".git", ".pytest_cache", "build", "dist"}
 # the image's environment: no byte code written and no pip cache kept (they would carry build
@@ -92,12 +94,17 @@ class Recipe:
         install = f"{build} --python {{venv}}/bin/python install {offline} --no-compile /tmp/wheels/*.whl && rm -rf /tmp/wheels"
         lines = ["# cm4mlperf-llm image (mlperf_llm/containers/recipe.py); every input is pinned:",
                  f"# base {self.base.get('suite')} from {self.base.get('mirror')}, tar sha256 {self.base['tar_sha256']}",
-                 "FROM scratch", "ADD base.tar /", f"ENV {env}", f"COPY locks {PREFIX}/locks",
+                 "FROM scratch", "ADD base.tar /", f"ENV {env}", f"COPY locks/build.txt {PREFIX}/locks/build.txt",
                  f"RUN --mount=type=bind,source=wheels/build,target=/wheels python3 -m venv --without-pip {PREFIX}/build && "
                  "PIP_WHEEL=$(echo /wheels/pip-*.whl) && "
                  f"{PREFIX}/build/bin/python $PIP_WHEEL/pip install {offline} --no-compile --require-hashes "
                  f"--find-links /wheels -r {PREFIX}/locks/build.txt"]
-        for v in self.venvs:
+        # each venv's lock in the layer before its own, the venvs in LAYER_ORDER: an image's layers
+        # up to a venv depend on nothing after it, so a server's image (vLLM's venv only) is the
+        # first layers of a run image with the same vLLM, and a change of the run venv or the
+        # project leaves vLLM's layer (gigabytes) as it is
+        for v in sorted(self.venvs, key=lambda v: LAYER_ORDER.get(v.name, len(LAYER_ORDER))):
+            lines.append(f"COPY locks/{v.name}.txt {PREFIX}/locks/{v.name}.txt")
             lines.append(f"RUN --mount=type=bind,source=wheels/{v.name},target=/wheels "
                          f"python3 -m venv --without-pip {v.path()} && "
                          + wheel.format(lock=f"{PREFIX}/locks/{v.name}.txt") + " && " + install.format(venv=v.path()))

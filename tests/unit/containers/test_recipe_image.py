@@ -49,7 +49,7 @@ def test_the_containerfile_starts_from_scratch_and_installs_only_hashed_archives
     assert all("--require-hashes" in line for line in runs[:2]) and all("--without-pip" in line for line in runs[:2])
     assert text.count("--no-compile") == 3 and "FROM " + "scratch" in text and "docker.io" not in text
     steps = image.layer_steps(r)
-    assert steps[0] == "ADD base.tar /" and len(steps) == 6
+    assert steps[0] == "ADD base.tar /" and len(steps) == 7
     # the project's digest just before the project's step: a change of the project leaves the venvs' layers
     assert steps[-2].startswith("COPY project.sha256") and "source=project" in steps[-1]
     assert all("project" not in step for step in steps[:-2])
@@ -207,8 +207,19 @@ def test_a_servers_image_holds_vllms_venv_and_no_project(tmp_path):
     tools = recipe.VenvLock("build", (Locked("pip", "25.0.1", sha(b"pip wheel")),))
     r = recipe.Recipe(BASE, (vllm,), tools, "", {})
     assert not r.has_project and "source=project" not in r.containerfile()
-    assert [line.split(" ", 1)[0] for line in image.layer_steps(r)] == ["ADD", "COPY", "RUN", "RUN"]
+    assert [line.split(" ", 1)[0] for line in image.layer_steps(r)] == ["ADD", "COPY", "RUN", "COPY", "RUN"]
     assert recipe.from_json(r.to_json()) == r
+    # the same vLLM in a run image (--docker=chain's: run, loadgen, vllm): the server's image is its
+    # first layers, vLLM's first of the venvs, so one is built on the other's layers
+    run = recipe.VenvLock("run", (Locked("cmind", "4.2.0", "c" * 64),))
+    loadgen = recipe.VenvLock("loadgen", (Locked("mlcommons-loadgen", "6.0.17", "d" * 64),))
+    whole = recipe.Recipe(BASE, (run, loadgen, vllm), tools, "9" * 64, {})
+    server_steps, whole_steps = image.layer_steps(r), image.layer_steps(whole)
+    assert whole_steps[:len(server_steps)] == server_steps
+    assert [s.split()[1] for s in whole_steps if s.startswith("COPY")] == [
+        "locks/build.txt", "locks/vllm.txt", "locks/loadgen.txt", "locks/run.txt", "project.sha256"]
+    env_lines = [[x for x in each.containerfile().splitlines() if x.startswith("ENV")] for each in (r, whole)]
+    assert env_lines[0] == env_lines[1] and len(env_lines[0]) == 1
     wheels_dir = tmp_path / "wheels"
     wheels_dir.mkdir()
     (wheels_dir / "six-1.17.0-py2.py3-none-any.whl").write_bytes(b"six wheel")
