@@ -52,7 +52,7 @@ def preprocess(i):
                     f'seeds): change --version/--version_min/--version_max (or --adr.loadgen.*)'}
     python = env.get('CM_VENV_PYTHON') or env.get('CM_PYTHON_BIN_WITH_PATH') or sys.executable
     site = os.path.join(i['work_dir'], 'site')
-    given = env.get(SITE_ENV, '')
+    given = env.get(envlock.LOADGEN_SITE_ENV, '')
     try:
         if given:
             site, version = _given_site(python, given, locked)
@@ -84,20 +84,17 @@ def preprocess(i):
     return {'return': 0}
 
 
-SITE_ENV = 'CM_LOADGEN_SITE'
-
-
 def _given_site(python, venv, locked):
     """(site folder, version) of a venv that already holds the pinned wheel (the image's); PyEnvError
     when it is not one, or holds another version."""
     import glob
     if locked is None:
-        raise PyEnvError(f'--env.{SITE_ENV}={venv}: give the wheel it holds too, --env.{envlock.LOADGEN_LOCK_ENV}='
+        raise PyEnvError(f'--env.{envlock.LOADGEN_SITE_ENV}={venv}: give the wheel it holds too, --env.{envlock.LOADGEN_LOCK_ENV}='
                          f'"{envlock.LOADGEN_DIST}==VERSION --hash=sha256:..." (the image was built from it)')
     sites = sorted(glob.glob(os.path.join(venv, 'lib', 'python3*', 'site-packages')))
     version = installed_version(python, envlock.LOADGEN_DIST, sites[0]) if sites else ''
     if version != locked.version:
-        raise PyEnvError(f'--env.{SITE_ENV}={venv} holds {envlock.LOADGEN_DIST} {version or "(none)"}, not the '
+        raise PyEnvError(f'--env.{envlock.LOADGEN_SITE_ENV}={venv} holds {envlock.LOADGEN_DIST} {version or "(none)"}, not the '
                          f'pinned {locked.version}: it is not the venv the image installed from that pin')
     print(f'{envlock.LOADGEN_DIST} {version} from {sites[0]} (installed by its sha256 when the image was built; '
           'nothing installed now)', file=sys.stderr)

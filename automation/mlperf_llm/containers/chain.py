@@ -7,9 +7,10 @@ image. Then the run's own request is run again by the image's `cm`, in one conta
 network**: the vLLM server, the harness, LoadGen, the scoring, the compliance tests, the submission
 and the checker all run from the image. What the host prepared is handed in (`--env.` of those
 steps' outputs, their steps skipped there, `IN_IMAGE_ENV`), each host path it names mounted
-read-only at the same place; the results and submission folders are mounted read-write, at the same
-place, and written as the caller's uid. The container's CM home and cache are a host folder of
-their own per image (`home_for`), so a second run in the same image reuses its entries.
+read-only at the same place; the results folder and the submission's parent are mounted read-write,
+at the same place, and written as the caller's uid. The container's CM home and cache are a host
+folder of their own per image (`home_for`), mounted at its own path (what the chain prints is the
+host's path), so a second run in the same image reuses its entries.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from ..sysinfo.envlock import LOADGEN_LOCK_ENV, LOADGEN_SITE_ENV
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..vllm.install import LOCK_ENV as VLLM_LOCK_ENV
 from . import run as crun
@@ -101,7 +103,7 @@ def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, 
     inputs = {k: v for k, v in (request.get("inputs") or {}).items() if k not in HOST_ONLY}
     given_env = {k: v for k, v in (request.get("env") or {}).items() if k not in HOST_ONLY_ENV}
     inputs.update(vllm_python=VLLM_PYTHON, results_dir=results_dir, submission_dir=submission_dir)
-    added = {**prepared_env(env), IN_IMAGE_ENV: "yes", "CM_LOADGEN_LOCK": loadgen_pin, "CM_LOADGEN_SITE": LOADGEN_VENV,
+    added = {**prepared_env(env), IN_IMAGE_ENV: "yes", LOADGEN_LOCK_ENV: loadgen_pin, LOADGEN_SITE_ENV: LOADGEN_VENV,
              REQUEST_ENV: json.dumps({"request": request, "argv": list(argv)}, sort_keys=True, separators=(",", ":"))}
     for key in ("CM_MLPERF_IMAGE_ID", "CM_MLPERF_IMAGE_FACTS"):
         if env.get(key):
@@ -176,7 +178,7 @@ def plan(request: dict, env: dict, image: str, image_id: str, loadgen_pin: str, 
     return ChainRun(spec, argv, home, made=(results, parent))
 
 
-def prepare_folders(chain: ChainRun, uid: Optional[int] = None, gid: Optional[int] = None) -> None:
+def prepare_folders(chain: ChainRun) -> None:
     """The folders the container writes to, made on the host (as the caller's) before it starts."""
     for folder in chain.made:
         os.makedirs(folder, exist_ok=True)

@@ -118,6 +118,7 @@ def site_lock(folder: str) -> dict[str, Locked]:
 # get-mlperf-inference-loadgen's pin of the recorded wheel ("mlcommons-loadgen==V --hash=sha256:H",
 # one line of a lock): a replay's, so that the harness drives the same LoadGen build
 LOADGEN_LOCK_ENV = "CM_LOADGEN_LOCK"
+LOADGEN_SITE_ENV = "CM_LOADGEN_SITE"        # a venv that holds LOADGEN_LOCK_ENV's wheel already (--docker=chain's image)
 LOADGEN_DIST = "mlcommons-loadgen"
 
 
