@@ -4,17 +4,13 @@ import os
 
 
 def preprocess(i):
+    from mlperf_llm.containers import chain
     from mlperf_llm.sysinfo import envlock
     env = i['env']
-    version, sha = env.get('CM_LOADGEN_VERSION', ''), env.get('CM_LOADGEN_SHA256', '')
-    if env.get(envlock.LOADGEN_LOCK_ENV):        # a replay's pin: the get step installed exactly it
-        pin = env[envlock.LOADGEN_LOCK_ENV]
-    elif version and sha:
-        pin = f'{envlock.LOADGEN_DIST}=={version} --hash=sha256:{sha}'
-    else:
-        return {'return': 1, 'error': 'the round\'s LoadGen wheel has no recorded sha256 (a get-mlperf-inference-loadgen '
-                'entry made before it kept one): rerun with --renew_tags=loadgen, then --docker=chain again'}
-    env[envlock.LOADGEN_LOCK_ENV] = pin
+    try:
+        env[envlock.LOADGEN_LOCK_ENV] = chain.loadgen_pin(env)   # build-mlperf-image's loadgen venv, by hash
+    except chain.ChainError as e:
+        return {'return': 1, 'error': str(e)}
     results = env.get('CM_MLPERF_RESULTS_DIR') or os.path.join(env.get('CM_RUN_CWD') or os.getcwd(), 'mlperf_results')
     os.makedirs(results, exist_ok=True)
     env['CM_MLPERF_IMAGE_FACTS'] = os.path.join(os.getcwd(), 'cm4mlperf-image.json')

@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from ..sysinfo.envlock import LOADGEN_LOCK_ENV, LOADGEN_SITE_ENV
+from ..sysinfo.envlock import LOADGEN_DIST, LOADGEN_LOCK_ENV, LOADGEN_SITE_ENV
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..vllm.install import LOCK_ENV as VLLM_LOCK_ENV
 from . import run as crun
@@ -52,6 +52,21 @@ SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/ru
 
 class ChainError(RuntimeError):
     pass
+
+
+NO_LOADGEN_HASH = ("the round's LoadGen wheel has no recorded sha256 (a get-mlperf-inference-loadgen entry made "
+                   "before it kept one): rerun with --renew_tags=loadgen, then with --docker=chain again")
+
+
+def loadgen_pin(env: dict) -> str:
+    """The pin of the LoadGen wheel the image holds: a replay's (LOADGEN_LOCK_ENV, which the get step
+    installed exactly), else the get step's version and sha256; ChainError when it kept no sha256."""
+    if env.get(LOADGEN_LOCK_ENV):
+        return env[LOADGEN_LOCK_ENV]
+    version, sha = env.get("CM_LOADGEN_VERSION", ""), env.get("CM_LOADGEN_SHA256", "")
+    if not (version and sha):
+        raise ChainError(NO_LOADGEN_HASH)
+    return f"{LOADGEN_DIST}=={version} --hash=sha256:{sha}"
 
 
 def runs_in_image(env: dict) -> bool:
@@ -142,8 +157,7 @@ def plan(request: dict, env: dict, image: str, image_id: str, loadgen_pin: str, 
     """How the run's request (and `argv`, the command typed on the host) runs in `image`: the
     container's command, mounts and user."""
     if not loadgen_pin:
-        raise ChainError("the round's LoadGen wheel has no recorded sha256 (an older get-mlperf-inference-loadgen "
-                         "entry): rerun with --renew_tags=loadgen, then with --docker=chain again")
+        raise ChainError(NO_LOADGEN_HASH)
     results = os.path.abspath(env.get("CM_MLPERF_RESULTS_DIR") or "mlperf_results")
     submission = os.path.abspath(env.get("CM_MLPERF_SUBMISSION_DIR") or "mlperf_submission")
     request_in = inner_request(request, env, loadgen_pin, results, submission, tuple(sys.argv if argv is None else argv))

@@ -127,6 +127,11 @@ def test_no_loadgen_hash_is_refused_with_the_fix(host):
     tmp, env, request = host
     with pytest.raises(chain.ChainError, match="--renew_tags=loadgen"):
         chain.plan(request, env, "img", "sha256:" + "c" * 64, "", str(tmp / "c"))
+    with pytest.raises(chain.ChainError, match="--renew_tags=loadgen"):
+        chain.loadgen_pin({"CM_LOADGEN_VERSION": "6.0.17", "CM_LOADGEN_SHA256": ""})
+    assert chain.loadgen_pin({"CM_LOADGEN_VERSION": "6.0.17", "CM_LOADGEN_SHA256": "a" * 64}) == \
+        "mlcommons-loadgen==6.0.17 --hash=sha256:" + "a" * 64
+    assert chain.loadgen_pin({"CM_LOADGEN_LOCK": PIN, "CM_LOADGEN_SHA256": ""}) == PIN     # a replay's pin wins
 
 
 def test_the_record_made_in_the_image_names_the_hosts_request_and_the_image():
