@@ -22,15 +22,8 @@ def preview(i):
         return {'return': 1, 'error': str(e)}
 
 
-def _docker(value):
-    """--docker: '' (as the recorded run was), 'yes' or 'no'."""
-    from cmcontract.yesno import parse_yes_no
-    if value is None or str(value).strip() == '':
-        return ''
-    return 'yes' if parse_yes_no('--docker', value) else 'no'
-
-
 def preprocess(i):
+    from mlperf_llm.containers.chain import docker_mode
     from mlperf_llm.reproduce.record import RecordError
     from mlperf_llm.reproduce.runenv import RunEnvError, check_choice
     from mlperf_llm.reproduce.replay import (Options, ReplayError, SourceError, compare_only, rehearse,
@@ -39,7 +32,7 @@ def preprocess(i):
     env = i['env']
     try:
         limits = _limits(env)
-        docker = _docker(env.get('CM_REPRODUCE_DOCKER'))
+        docker = docker_mode(env.get('CM_REPRODUCE_DOCKER'))    # '': as the recorded run was
         run_env = check_choice(env.get('CM_REPRODUCE_RUN_ENV', ''))
     except (ValueError, RunEnvError) as e:
         return {'return': 1, 'error': str(e)}

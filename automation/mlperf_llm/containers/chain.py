@@ -22,6 +22,8 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from cmcontract.yesno import YesNoError, parse_yes_no
+
 from ..sysinfo.envlock import LOADGEN_DIST, LOADGEN_LOCK_ENV, LOADGEN_SITE_ENV
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..vllm.install import LOCK_ENV as VLLM_LOCK_ENV
@@ -69,9 +71,26 @@ def loadgen_pin(env: dict) -> str:
     return f"{LOADGEN_DIST}=={version} --hash=sha256:{sha}"
 
 
+CHAIN = "chain"
+
+
+def docker_mode(value, flag: str = "--docker") -> str:
+    """--docker's value as one of yes (vLLM served from an image), no, or chain (the whole chain in
+    it); "" where not given. ValueError naming the flag and the choices for anything else."""
+    text = str(value if value is not None else "").strip()
+    if not text:
+        return ""
+    if text.lower() == CHAIN:
+        return CHAIN
+    try:
+        return "yes" if parse_yes_no(flag, text) else "no"
+    except YesNoError as e:
+        raise ValueError(f"{e}; or {flag}={CHAIN}: the whole chain in the run's image") from None
+
+
 def runs_in_image(env: dict) -> bool:
     """True on the host of a --docker=chain run: its steps from the server on ran in the image."""
-    return str(env.get(DOCKER_ENV, "")).strip().lower() == "chain"
+    return str(env.get(DOCKER_ENV, "")).strip().lower() == CHAIN
 
 
 def as_requested(i: dict) -> dict:

@@ -224,15 +224,14 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
                      f"{where}), given here so that each accuracy test scores the same samples; nothing is "
                      "sized again (--size_anew=yes sizes the tests to this host instead)")
     inputs.update(replay_folders(opts))
+    recorded_docker = _recorded_docker(inputs, refusals)
     if opts.docker:
-        recorded = str(inputs.pop("docker", "") or "no")
-        if opts.docker == "yes":
-            inputs["docker"] = "yes"
-        if is_yes(recorded) != (opts.docker == "yes"):
-            subs.append(f"--docker={opts.docker} (the original run: {recorded}): vLLM served "
-                        + ("from an image of the recorded vLLM venv, built here (docs/containers.md)" if opts.docker == "yes"
-                           else "from the recorded vLLM venv on this machine"))
-    fixed += _image_plan(rec, opts, inputs, env, image_facts, refusals)
+        inputs.pop("docker", None)
+        if opts.docker != "no":
+            inputs["docker"] = opts.docker
+        if recorded_docker != opts.docker:
+            subs.append(f"--docker={opts.docker} (the original run: {recorded_docker}): {DOCKER_REPLAYS[opts.docker]}")
+    fixed += _image_plan(rec, opts, inputs, env, image_facts, recorded_docker, refusals)
     files = {}
     lock = recorded_lock(rec)
     if lock and not inputs.get("api_server") and not inputs.get("vllm_python"):
@@ -304,32 +303,60 @@ def _loadgen_plan(rec: Record, env: dict, fixed: list, subs: list) -> None:
     fixed.append(f"LoadGen's wheel as recorded: {pin.name} {pin.version}, installed by its sha256 {pin.sha256[:12]}")
 
 
-def _image_plan(rec: Record, opts: Options, inputs: dict, env: dict, image_facts: str, refusals: list) -> list:
-    """A --docker replay of a --docker run: the server's image rebuilt from the recorded facts file
-    (its recipe: the base's digest, every archive's hash) and checked against the recorded ID, or
-    --image_archive loaded and checked by that ID (the env build-mlperf-image reads). What is fixed, said."""
+# what a replay's --docker does, where it differs from the recorded run's
+DOCKER_REPLAYS = {
+    "yes": "vLLM served from an image of the recorded vLLM venv, built here (docs/containers.md)",
+    "no": "vLLM served from the recorded vLLM venv on this machine",
+    "chain": "the whole chain in an image of the recorded environments (the run's, LoadGen's and vLLM's), built "
+             "here, with no network (docs/containers.md)",
+}
+
+
+def _recorded_docker(inputs: dict, refusals: list) -> str:
+    """The recorded run's --docker (yes, no or chain; no where it had none); a value that is none of
+    them is refused, naming it."""
+    from ..containers.chain import docker_mode
+    try:
+        return docker_mode(inputs.get("docker")) or "no"
+    except ValueError as e:
+        refusals.append(f"the record's request: {e}")
+        inputs.pop("docker", None)
+        return "no"
+
+
+def _image_plan(rec: Record, opts: Options, inputs: dict, env: dict, image_facts: str, recorded_docker: str,
+                refusals: list) -> list:
+    """A --docker replay of a --docker run (or --docker=chain of --docker=chain): the recorded image
+    rebuilt from the recorded facts file (its recipe: the base's digest, every archive's hash) and
+    checked against the recorded ID, or --image_archive loaded and checked by that ID (the env
+    build-mlperf-image reads). A replay in another kind of image than the recorded run's builds it
+    from the recorded locks. What is fixed, said."""
     from ..containers.image import LOAD_ENV, REBUILD_ENV
-    from ..containers.chain import DOCKER_ENV, runs_in_image
+    from ..containers.chain import CHAIN, DOCKER_ENV, runs_in_image
     chain = runs_in_image({DOCKER_ENV: inputs.get("docker", "")})       # --docker=chain: the whole chain in it
     docker = chain or is_yes(str(inputs.get("docker", "") or "no"))
+    same_kind = (CHAIN if chain else "yes") == recorded_docker
     image = rec.server.get("image")
     recorded_id = str(image.get("id", "")) if isinstance(image, dict) else ""
-    if opts.image_archive and not (docker and image_facts):
+    if opts.image_archive and not (docker and image_facts and same_kind):
         refusals.append(f"--image_archive={opts.image_archive}: " + (
-            "only a replay with --docker=yes serves from an image" if not docker else
+            "only a replay with --docker=yes or --docker=chain runs from an image" if not docker else
+            f"the recorded run's image (--docker={recorded_docker}) is not the kind this replay runs in "
+            f"(--docker={inputs['docker']}): replay with --docker={recorded_docker}, or without --image_archive "
+            "(the image is built from the recorded locks)" if image_facts and not same_kind else
             "the submission holds no facts file of the recorded image (cm4mlperf-image.json beside its record) "
             "to check the archive against: replay without --image_archive (the image is built from the "
             "recorded lock)"))
         return []
-    if not (docker and image_facts):
+    if not (docker and image_facts and same_kind):
         return []
     env[REBUILD_ENV] = image_facts
+    what = "the image the whole chain ran in" if chain else "the server's image"
     if opts.image_archive:
         env[LOAD_ENV] = os.path.abspath(opts.image_archive)
-        return [f"the server's image: {os.path.basename(opts.image_archive)} loaded and checked against the recorded "
+        return [f"{what}: {os.path.basename(opts.image_archive)} loaded and checked against the recorded "
                 f"ID {recorded_id[:19] or '(in ' + os.path.basename(image_facts) + ')'} (the archive's maker is "
                 "trusted for its content; without --image_archive the image is rebuilt from its recipe)"]
-    what = "the image the whole chain ran in" if chain else "the server's image"
     return [f"{what} rebuilt from its recorded recipe ({os.path.basename(image_facts)}: the base's "
             f"digest, every archive's hash) and checked against the recorded ID {recorded_id[:19]}".rstrip()]
 

@@ -160,7 +160,7 @@ def test_docker_as_recorded_or_as_asked_and_the_records_engine_never_run(tmp_pat
     assert any(f"--container_engine={engine}: the original run's engine" in s for s in p.substitutions)
     p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path, docker="no"), exists=lambda p: False)
     assert "docker" not in p.request
-    assert any(s.startswith("--docker=no (the original run: True): vLLM served from the recorded vLLM venv")
+    assert any(s.startswith("--docker=no (the original run: yes): vLLM served from the recorded vLLM venv")
                for s in p.substitutions)
     p = replay.plan_replay(rec, replay.Host(), opts(tmp_path, docker="yes"), exists=lambda p: False)
     assert p.request["docker"] == "yes"
@@ -168,6 +168,47 @@ def test_docker_as_recorded_or_as_asked_and_the_records_engine_never_run(tmp_pat
                for s in p.substitutions)
     p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path, docker="yes"), exists=lambda p: False)
     assert p.request["docker"] == "yes" and not any(s.startswith("--docker") for s in p.substitutions)
+
+
+def test_any_record_is_replayed_with_the_whole_chain_in_an_image_built_from_its_locks(tmp_path):
+    """--docker=chain on the replay of a run on the host or of a --docker run: the whole chain in an
+    image built here from the recorded environments, said; a --docker run's facts (its server's image)
+    are not that image, so they are not rebuilt, and its archive is refused, naming both kinds; a
+    --docker=chain run replayed as recorded rebuilds the recorded image; a recorded --docker that is
+    none of yes, no or chain is refused, naming it."""
+    from mlperf_llm.containers.image import LOAD_ENV, REBUILD_ENV
+    rec = make_record(tmp_path)
+    p = replay.plan_replay(rec, replay.Host(), opts(tmp_path, docker="chain"), exists=lambda p: False)
+    assert p.request["docker"] == "chain" and not p.refusals
+    assert any(s.startswith("--docker=chain (the original run: no): the whole chain in an image of the recorded "
+                            "environments") for s in p.substitutions)
+    image = {"tag": "localhost/cm4mlperf-llm:abc", "id": "sha256:" + "1" * 64}
+    docker_run = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], docker=True)),
+                                     server=dict(rec.server, image=image))
+    facts = str(tmp_path / "sub" / "cm4mlperf-image.json")
+    p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path, docker="chain"), exists=lambda p: False,
+                           image_facts=facts)
+    assert p.request["docker"] == "chain" and REBUILD_ENV not in (p.request.get("env") or {}) and not p.refusals
+    assert any(s.startswith("--docker=chain (the original run: yes)") for s in p.substitutions)
+    p = replay.plan_replay(docker_run, replay.Host(), opts(tmp_path, docker="chain", image_archive="image.tar"),
+                           exists=lambda p: False, image_facts=facts)
+    assert any("the recorded run's image (--docker=yes) is not the kind this replay runs in (--docker=chain)" in r
+               for r in p.refusals)
+    chain_run = dataclasses.replace(docker_run, request=dict(docker_run.request, inputs=dict(
+        rec.request["inputs"], docker="chain")))
+    for asked in ("", "chain"):
+        p = replay.plan_replay(chain_run, replay.Host(), opts(tmp_path, docker=asked), exists=lambda p: False,
+                               image_facts=facts)
+        assert p.request["docker"] == "chain" and p.request["env"][REBUILD_ENV] == facts and not p.refusals
+        assert LOAD_ENV not in p.request["env"] and not any(s.startswith("--docker") for s in p.substitutions)
+        assert any(f.startswith("the image the whole chain ran in rebuilt from its recorded recipe") for f in p.fixed)
+    p = replay.plan_replay(chain_run, replay.Host(), opts(tmp_path, docker="yes"), exists=lambda p: False,
+                           image_facts=facts)
+    assert p.request["docker"] == "yes" and REBUILD_ENV not in (p.request.get("env") or {})
+    odd = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], docker="sometimes")))
+    p = replay.plan_replay(odd, replay.Host(), opts(tmp_path), exists=lambda p: False)
+    assert "docker" not in p.request and any("the record's request: --docker" in r and "'sometimes'" in r
+                                             for r in p.refusals), p.refusals
 
 
 def test_a_docker_replay_of_a_docker_run_rebuilds_the_recorded_image_or_loads_its_archive_checked_by_id(tmp_path):
