@@ -12,7 +12,8 @@ import sys
 from mlperf_llm.sysinfo.sutenv import software_from_env, sut_inputs_from_env
 from mlperf_llm.sysinfo.probe import collect
 from mlperf_llm.files import write_atomic, write_json_atomic
-from mlperf_llm.sysinfo.sut import SutInputError, build_sut_description, load_user_json
+from mlperf_llm.sysinfo.sut import (HOST_VIEW_ENV, SutInputError, build_sut_description, load_host_view,
+                                    load_user_json)
 
 
 def preprocess(i):
@@ -21,7 +22,8 @@ def preprocess(i):
         overrides = load_user_json(env['CM_MLPERF_SUT_DESC_JSON']) if env.get('CM_MLPERF_SUT_DESC_JSON') else {}
         inputs = sut_inputs_from_env(env, overrides)
         env.setdefault('CM_CM4MLPERF_LLM_VERSION', _tool_version(i['script_path']))
-        desc = build_sut_description(collect(), inputs, software_from_env(env))
+        host = load_host_view(env[HOST_VIEW_ENV]) if env.get(HOST_VIEW_ENV) else None   # --docker=chain's host
+        desc = build_sut_description(collect(), inputs, software_from_env(env), host)
     except SutInputError as e:
         return {'return': 1, 'error': str(e)}
     out_dir = env.get('CM_MLPERF_SUT_DESC_DIR') or os.getcwd()

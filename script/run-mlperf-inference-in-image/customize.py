@@ -21,11 +21,14 @@ def postprocess(i):
     from cmcontract.places import cache_root
     from mlperf_llm.containers import chain, engine
     from mlperf_llm.sysinfo import envlock
+    from mlperf_llm.sysinfo.probe import collect
+    from mlperf_llm.sysinfo.sut import host_view
     env = i['env']
     try:
         eng = engine.Engine.from_json(env['CM_MLPERF_IMAGE_ENGINE'])
         run = chain.plan(i.get('request') or {}, env, env['CM_MLPERF_IMAGE_TAG'], env['CM_MLPERF_IMAGE_ID'],
-                         env[envlock.LOADGEN_LOCK_ENV], os.path.join(cache_root(), 'containers'))
+                         env[envlock.LOADGEN_LOCK_ENV], os.path.join(cache_root(), 'containers'),
+                         host_view=host_view(collect(accelerators=False)))
     except (chain.ChainError, engine.ContainerError) as e:
         return {'return': 1, 'error': str(e)}
     print(run.describe(), flush=True)

@@ -25,7 +25,9 @@ from typing import Optional
 from cmcontract.yesno import YesNoError, parse_yes_no
 
 from ..sysinfo.envlock import LOADGEN_DIST, LOADGEN_LOCK_ENV, LOADGEN_SITE_ENV
+from ..files import write_json_atomic
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
+from ..sysinfo.sut import HOST_VIEW_ENV
 from ..vllm.install import LOCK_ENV as VLLM_LOCK_ENV
 from . import run as crun
 from .engine import Engine
@@ -115,6 +117,7 @@ class ChainRun:
     argv: tuple                     # the image's `cm` command line
     home: str                       # the container's CM home, cache and working folder: a host folder, at its own path
     made: tuple = ()                # the folders it writes to, made on the host first (the results', the submission's parent)
+    host_view: Optional[dict] = None    # what the container cannot see of this machine (sysinfo.sut.HOST_VIEW)
 
     def describe(self) -> str:
         ro = [m.host for m in self.spec.mounts if m.read_only]
@@ -131,7 +134,7 @@ def prepared_env(env: dict) -> dict:
 
 
 def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, submission_dir: str,
-                  argv: tuple = ()) -> dict:
+                  argv: tuple = (), host_view_file: str = "") -> dict:
     """The run's request (the engine's record of it: tags, inputs, env, adr) as the image's `cm`
     runs it: cmind's input form, the image's vLLM and LoadGen, the host's prepared outputs."""
     inputs = {k: v for k, v in (request.get("inputs") or {}).items() if k not in HOST_ONLY}
@@ -143,6 +146,8 @@ def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, 
         if env.get(key):
             added[key] = env[key]
     added[CHAIN_IMAGE_ENV] = env.get("CM_MLPERF_IMAGE_TAG", "")
+    if host_view_file:
+        added[HOST_VIEW_ENV] = host_view_file
     return {"tags": ",".join(request.get("tags") or []), **inputs, "env": {**given_env, **added},
             "adr": request.get("adr") or {}, "quiet": True}
 
@@ -172,15 +177,17 @@ def home_for(cache_containers: str, image_id: str) -> str:
 
 def plan(request: dict, env: dict, image: str, image_id: str, loadgen_pin: str, cache_containers: str,
          uid: Optional[int] = None, gid: Optional[int] = None, environ: Optional[dict] = None,
-         argv: Optional[list] = None, hostname: str = "") -> ChainRun:
+         argv: Optional[list] = None, hostname: str = "", host_view: Optional[dict] = None) -> ChainRun:
     """How the run's request (and `argv`, the command typed on the host) runs in `image`: the
-    container's command, mounts and user."""
+    container's command, mounts and user. host_view: this machine's fields the container cannot see
+    (sysinfo.sut.host_view), handed to the image's systems description in a file of its CM home."""
     if not loadgen_pin:
         raise ChainError(NO_LOADGEN_HASH)
     results = os.path.abspath(env.get("CM_MLPERF_RESULTS_DIR") or "mlperf_results")
     submission = os.path.abspath(env.get("CM_MLPERF_SUBMISSION_DIR") or "mlperf_submission")
-    request_in = inner_request(request, env, loadgen_pin, results, submission, tuple(sys.argv if argv is None else argv))
     home = home_for(cache_containers, image_id)
+    request_in = inner_request(request, env, loadgen_pin, results, submission, tuple(sys.argv if argv is None else argv),
+                               host_view_file(home) if host_view else "")
     uid = os.getuid() if uid is None else uid
     gid = os.getgid() if gid is None else gid
     values = list(prepared_env(env).values()) + [v for k, v in request_in.items() if k not in ("env", "adr", "tags")]
@@ -208,15 +215,22 @@ def plan(request: dict, env: dict, image: str, image_id: str, loadgen_pin: str, 
                         workdir=f"{home}/work",
                         # the host's name: the system the chain describes (detect-os) is this machine
                         extra=("--hostname", hostname or socket.gethostname()) + (("--ipc=host",) if gpus else ()))
-    return ChainRun(spec, argv, home, made=(results, parent))
+    return ChainRun(spec, argv, home, made=(results, parent), host_view=host_view)
+
+
+def host_view_file(home: str) -> str:
+    return os.path.join(home, "host-system.json")
 
 
 def prepare_folders(chain: ChainRun) -> None:
-    """The folders the container writes to, made on the host (as the caller's) before it starts."""
+    """The folders the container writes to, made on the host (as the caller's) before it starts, and
+    the host's view of this machine beside them."""
     for folder in chain.made:
         os.makedirs(folder, exist_ok=True)
     for sub in ("home", "CM", "cache", "work"):
         os.makedirs(os.path.join(chain.home, sub), exist_ok=True)
+    if chain.host_view:
+        write_json_atomic(host_view_file(chain.home), chain.host_view)
 
 
 def run(engine: Engine, chain: ChainRun) -> int:

@@ -45,8 +45,45 @@ UNDEFINED = "undefined"
 HW_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
+# what a container does not see of the machine it runs on (--docker=chain): the network cards (a
+# container with no network has none), the memory modules (dmidecode reads /dev/mem) and the
+# operating system (its files are the image's). The host detects them and hands them in: a JSON
+# object of these fields, named by HOST_VIEW_ENV.
+HOST_VIEW = ("host_networking", "host_network_card_count", "host_memory_configuration", "operating_system")
+HOST_VIEW_ENV = "CM_MLPERF_HOST_SYSTEM"
+
+
 class SutInputError(ValueError):
     pass
+
+
+def host_view(facts: SystemFacts) -> dict[str, str]:
+    """The HOST_VIEW fields `facts` has (those not detected are left out)."""
+    out: dict[str, str] = {}
+    net = facts.network
+    if net and net.cards:
+        out["host_networking"] = net.networking_text
+        out["host_network_card_count"] = str(net.card_count)
+    if facts.memory and facts.memory.configuration:
+        out["host_memory_configuration"] = facts.memory.configuration
+    if facts.operating_system:
+        out["operating_system"] = facts.operating_system
+    return out
+
+
+def load_host_view(path: str) -> dict[str, str]:
+    """The host's view (HOST_VIEW_ENV): only HOST_VIEW fields, each a string; SutInputError naming
+    the file otherwise."""
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise SutInputError(f"{HOST_VIEW_ENV}={path}: the host's view of the system cannot be read ({e}); run "
+                            "the chain again from the host (--docker=chain writes it)") from e
+    if not isinstance(data, dict) or any(k not in HOST_VIEW or not isinstance(v, str) for k, v in data.items()):
+        raise SutInputError(f"{HOST_VIEW_ENV}={path}: not the host's view of the system (a JSON object of "
+                            f"{', '.join(HOST_VIEW)}, each a string)")
+    return data
 
 
 @dataclass(frozen=True)
@@ -196,7 +233,10 @@ def _auto_system_name(hw_name: str, facts: SystemFacts, software: SoftwareStack)
     return f"{hw_name} ({', '.join(parts) + '; ' if parts else ''}auto detected)"
 
 
-def build_sut_description(facts: SystemFacts, inputs: SutInputs, software: SoftwareStack) -> SutDescription:
+def build_sut_description(facts: SystemFacts, inputs: SutInputs, software: SoftwareStack,
+                          host: dict[str, str] | None = None) -> SutDescription:
+    """`host`: the HOST_VIEW fields the host detected, for a description made in a container; they
+    stand for what the container sees of them (the user's --sut_json still wins)."""
     validate_inputs(inputs)
     review: dict[str, str] = {}
 
@@ -229,10 +269,11 @@ def build_sut_description(facts: SystemFacts, inputs: SutInputs, software: Softw
     if cpu and cpu.sockets and cpu.sockets > 1:
         review["host_processor_interconnect"] = "multi-socket link (UPI/xGMI) is not detectable"
 
+    seen = {**host_view(facts), **(host or {})}
     mem = facts.memory
     f["host_memory_capacity"] = mem.capacity_text if mem else UNDEFINED
-    f["host_memory_configuration"] = (mem.configuration if mem and mem.configuration else UNDEFINED)
-    if not (mem and mem.configuration):
+    f["host_memory_configuration"] = seen.get("host_memory_configuration", UNDEFINED)
+    if "host_memory_configuration" not in seen:
         why = [str(g) for g in facts.gaps if "host_memory_configuration" in g.affects]
         review["host_memory_configuration"] = (why[0] if why else "dmidecode listed no memory module") + \
             "; or give it: --sut_json with e.g. {\"host_memory_configuration\": \"16x 32GB DDR5-4800\"}"
@@ -245,16 +286,15 @@ def build_sut_description(facts: SystemFacts, inputs: SutInputs, software: Softw
     if not (st and st.disks):
         review["host_storage_capacity"] = review["host_storage_type"] = "lsblk found no disk"
 
-    net = facts.network
-    f["host_networking"] = net.networking_text if net and net.cards else UNDEFINED
-    f["host_network_card_count"] = str(net.card_count) if net and net.cards else UNDEFINED
-    if not (net and net.cards):
+    f["host_networking"] = seen.get("host_networking", UNDEFINED)
+    f["host_network_card_count"] = seen.get("host_network_card_count", UNDEFINED)
+    if "host_networking" not in seen:
         review["host_networking"] = review["host_network_card_count"] = "no network card found"
 
     acc_gaps = [str(g) for g in facts.gaps if g.affects.startswith("accelerator")]
     f.update(_accelerator_fields(facts.accelerators, review, acc_gaps[0] if acc_gaps else ""))
-    f["operating_system"] = facts.operating_system or UNDEFINED
-    if not facts.operating_system:
+    f["operating_system"] = seen.get("operating_system", UNDEFINED)
+    if "operating_system" not in seen:
         review["operating_system"] = "OS was not detected"
 
     f["framework"] = software.framework_text() or UNDEFINED

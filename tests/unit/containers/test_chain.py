@@ -165,3 +165,21 @@ def test_docker_inputs_that_cannot_run_are_refused_with_the_fix(extra, problem):
     assert not [p for p in check_inputs({**env, "CM_MLPERF_DOCKER": "chain", chain.IN_IMAGE_ENV: "no",
                                          "CM_MLPERF_API_SERVER": "", "CM_RAY_START": "",
                                          "CM_MLPERF_BACKEND": "vllm"}) if "docker" in p]
+
+
+def test_the_hosts_view_of_the_machine_is_handed_to_the_images_systems_description(host):
+    """What the container cannot see of this machine (its network cards, memory modules, operating
+    system: sysinfo.sut.HOST_VIEW) is detected on the host, written into the container's CM home and
+    named to the image's chain; without it nothing is named."""
+    from mlperf_llm.sysinfo.sut import HOST_VIEW_ENV, load_host_view
+    tmp, env, request = host
+    view = {"host_networking": "1x 1GbE (igb)", "host_network_card_count": "1", "operating_system": "Debian 12"}
+    run = chain.plan(request, env, env["CM_MLPERF_IMAGE_TAG"], env["CM_MLPERF_IMAGE_ID"], PIN, str(tmp / "containers"),
+                     uid=1000, gid=1000, environ={}, argv=["cm"], hostname="node7", host_view=view)
+    given = {a.split("=", 1)[0][6:]: a.split("=", 1)[1] for a in run.argv if a.startswith("--env.")}
+    assert given[HOST_VIEW_ENV] == f"{run.home}/host-system.json"
+    chain.prepare_folders(run)
+    assert load_host_view(given[HOST_VIEW_ENV]) == view
+    bare = chain.plan(request, env, env["CM_MLPERF_IMAGE_TAG"], env["CM_MLPERF_IMAGE_ID"], PIN, str(tmp / "other"),
+                      uid=1000, gid=1000, environ={}, argv=["cm"], hostname="node7")
+    assert not any(a.startswith(f"--env.{HOST_VIEW_ENV}=") for a in bare.argv)

@@ -6,8 +6,8 @@ import pytest
 from mlperf_llm.sysinfo.cpu import parse_lscpu
 from mlperf_llm.sysinfo.probe import CommandResult, SystemFacts, collect
 from mlperf_llm.files import write_json_atomic
-from mlperf_llm.sysinfo.sut import (MEANINGFUL_FIELDS, REQUIRED_FIELDS, SoftwareStack, SutInputError,
-                                    SutInputs, build_sut_description, load_user_json)
+from mlperf_llm.sysinfo.sut import (HOST_VIEW, MEANINGFUL_FIELDS, REQUIRED_FIELDS, SoftwareStack, SutInputError,
+                                    SutInputs, build_sut_description, host_view, load_host_view, load_user_json)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "sysinfo")
 
@@ -164,6 +164,39 @@ def test_user_json_wins_and_clears_the_review_mark(tmp_path):
     assert desc.fields["cooling"] == "liquid" and "cooling" not in desc.review
     assert desc.fields["host_memory_configuration"] == "8x 64GB DDR5-5600"
     assert desc.fields["number_of_nodes"] == "1"
+
+
+def test_a_description_made_in_a_container_takes_the_hosts_view_of_what_the_container_cannot_see(tmp_path):
+    """--docker=chain: in a container with no network /sys/class/net holds no card, dmidecode cannot
+    read the modules and /etc/os-release is the image's; the host's view of those fields stands for
+    them (not marked for review: detected), and the user's --sut_json still wins."""
+    folder = "xeon_w7_2495x_2x4090"                 # an Ubuntu host; the image is Debian
+    host = seed_facts(tmp_path / "host", folder, "6.2.0-39-generic", "2.37")
+    container = collect(run=fake_runner(folder), meminfo_path=os.path.join(FIXTURES, folder, "meminfo.txt"),
+                        net_root=str(tmp_path), os_release_path=os.path.join(FIXTURES, "this_machine", "os-release.txt"),
+                        kernel="6.2.0-39-generic", glibc="2.36")
+    view = host_view(host)
+    assert set(view) <= set(HOST_VIEW) and view["host_networking"] == "1 Gbit/s Ethernet (eno1, igb)"
+    assert view["host_network_card_count"] == "1" and view["operating_system"].startswith("Ubuntu")
+    assert view["operating_system"] == host.operating_system != container.operating_system
+    path = tmp_path / "host-system.json"
+    write_json_atomic(str(path), view)
+    alone = build_sut_description(container, SutInputs(hw_name="n1"), SoftwareStack())
+    assert alone.fields["host_networking"] == "undefined" and "host_networking" in alone.review
+    desc = build_sut_description(container, SutInputs(hw_name="n1"), SoftwareStack(), load_host_view(str(path)))
+    for key, value in view.items():
+        assert desc.fields[key] == value and key not in desc.review
+    mine = build_sut_description(container, SutInputs(hw_name="n1", overrides={"host_networking": "2x 100GbE"}),
+                                 SoftwareStack(), view)
+    assert mine.fields["host_networking"] == "2x 100GbE" and mine.fields["operating_system"] == view["operating_system"]
+
+
+@pytest.mark.parametrize("text", ['{"cooling": "liquid"}', '{"host_networking": 1}', "[]", "{not json"])
+def test_a_host_view_with_anything_else_is_refused_naming_the_file(tmp_path, text):
+    path = tmp_path / "host-system.json"
+    path.write_text(text)
+    with pytest.raises(SutInputError, match=f"CM_MLPERF_HOST_SYSTEM={path}"):
+        load_host_view(str(path))
 
 
 @pytest.mark.parametrize("inputs,match", [
