@@ -241,9 +241,10 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         env[LOCK_ENV] = path
         from ..containers.chain import DOCKER_ENV, runs_in_image
         from ..containers.image import REBUILD_ENV
-        where = ("in the image rebuilt from its facts, nothing installed here" if env.get(REBUILD_ENV) and
-                 runs_in_image({DOCKER_ENV: inputs.get("docker", "")}) else
-                 "each installed from the archive of its recorded sha256, nothing resolved")
+        in_image = runs_in_image({DOCKER_ENV: inputs.get("docker", "")})
+        where = ("in the image rebuilt from its facts, nothing installed here" if env.get(REBUILD_ENV) and in_image else
+                 "the image's vLLM venv built from it, each archive by its recorded sha256, nothing installed here"
+                 if in_image else "each installed from the archive of its recorded sha256, nothing resolved")
         fixed.append(f"the server's environment as recorded: {lock.count(chr(10))} packages, {where} "
                      f"({os.path.basename(path)})")
     elif lock is None:

@@ -182,6 +182,11 @@ def test_any_record_is_replayed_with_the_whole_chain_in_an_image_built_from_its_
     assert p.request["docker"] == "chain" and not p.refusals
     assert any(s.startswith("--docker=chain (the original run: no): the whole chain in an image of the recorded "
                             "environments") for s in p.substitutions)
+    locked = with_environment(rec, {"six": {"version": "1.17.0", "sha256": SIX}})
+    p = replay.plan_replay(locked, replay.Host(), opts(tmp_path, docker="chain"), exists=lambda p: False)
+    assert p.files and not p.refusals        # the record's vLLM lock: the image's venv is built from it
+    assert any(f.startswith("the server's environment as recorded") and "the image's vLLM venv built from it" in f
+                   for f in p.fixed), p.fixed
     image = {"tag": "localhost/cm4mlperf-llm:abc", "id": "sha256:" + "1" * 64}
     docker_run = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], docker=True)),
                                      server=dict(rec.server, image=image))
