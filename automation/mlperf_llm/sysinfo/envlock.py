@@ -131,16 +131,23 @@ def loadgen_pin(line: str, where: str = LOADGEN_LOCK_ENV) -> Locked:
     return entries[0]
 
 
-def record_install(python: str, report_path: str) -> str | None:
+def record_install(python: str, report_path: str, fetched: tuple[Locked, ...] = ()) -> str | None:
     """Merge what pip installed (its report) into the lock of `python`'s venv; the lock's path, or
-    None for an interpreter whose venv this project did not make (nothing is written)."""
+    None for an interpreter whose venv this project did not make (nothing is written). fetched: the
+    archives the packages were fetched as, where pip installed wheels built here from some of them:
+    the lock names what was fetched (a source archive's sha256 is the index's; a wheel built from it
+    is this machine's, and no index serves it)."""
     folder = venv_dir_of(python)
     if folder is None:
         return None
     path = os.path.join(folder, LOCK_NAME)
     entries = load(path)
+    archives = {dist_key(d.name): d for d in fetched}
     for d in from_report(report_path):
-        entries[dist_key(d.name)] = d           # a newer install of the same name replaces the older one
+        got = archives.get(dist_key(d.name))
+        # a newer install of the same name replaces the older one
+        entries[dist_key(d.name)] = Locked(d.name, d.version, got.sha256, got.url) if got and got.sha256 and \
+            got.version == d.version else d
     save(path, entries)
     return path
 

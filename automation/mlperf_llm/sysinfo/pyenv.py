@@ -215,7 +215,7 @@ def pip_install_locked(python: str, lock_path: str, timeout: float = 3600, bare_
         names = installed_by(report)
         compile_installed(python, names, timeout)
         try:
-            envlock.record_install(python, report)
+            envlock.record_install(python, report, tuple(fetched))   # the archives fetched, not the wheels built
         except envlock.LockError as e:
             raise PyEnvError(str(e)) from None
     return names

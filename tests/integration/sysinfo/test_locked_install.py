@@ -65,6 +65,19 @@ def test_a_run_environment_of_exact_versions_and_a_source_archive_is_installed_a
     assert sorted(envlock.dist_key(n) for n in names) == ["rouge-score", "six"]
     assert installed(python, "six") == "1.17.0" and installed(python, "rouge-score") == "0.1.2"
     assert installed(python, "nltk") == "" and installed(python, "wheel") == ""    # not resolved, no build tools left
+    # the venv's lock names the source archive as the index serves it (not the wheel built here), so
+    # a venv or an image made from that lock, every line by its hash, fetches the same archive
+    sdist = tmp_path / "sdist"
+    res = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary=:all:",
+                          "rouge-score==0.1.2", "-d", str(sdist)], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    archive, = sdist.iterdir()
+    locked = {envlock.dist_key(d.name): d for d in envlock.read(python)}
+    assert locked["rouge-score"].sha256 == hashlib.sha256(archive.read_bytes()).hexdigest()
+    again = tmp_path / "again.txt"
+    again.write_text(envlock.requirements([locked["rouge-score"], locked["six"]]))
+    other = pyenv.create_venv(sys.executable, str(tmp_path / "venv-again"))
+    assert sorted(envlock.dist_key(n) for n in pyenv.pip_install_locked(other, str(again))) == ["rouge-score", "six"]
 
 
 def test_this_project_is_installed_from_its_files_into_a_venv_of_its_own(tmp_path):

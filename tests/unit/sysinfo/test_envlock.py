@@ -57,6 +57,26 @@ def test_installs_merge_into_the_lock_of_a_venv_of_ours_and_never_elsewhere(tmp_
         envlock.load(path)
 
 
+def test_a_wheel_built_here_from_a_source_archive_is_locked_as_the_archive_fetched(tmp_path):
+    """pip_install_locked builds rouge-score's wheel from its source archive and installs that wheel:
+    the lock names the source archive (its sha256 is the index's; the built wheel's is this
+    machine's, and no index serves it), so an image or another venv made from the lock can fetch it."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / DONE_MARK).write_text("/usr/bin/python3\n")
+    python = str(venv / "bin" / "python")
+    built = "ab" * 32
+    path = envlock.record_install(python, report(
+        tmp_path, item("rouge_score", "0.1.2", archive_info={"hashes": {"sha256": built}}),
+        item("six", "1.17.0", archive_info={"hashes": {"sha256": SHA}})),
+        fetched=(envlock.Locked("rouge-score", "0.1.2", "cd" * 32, "https://files/rouge_score-0.1.2.tar.gz"),
+                 envlock.Locked("six", "1.17.0", SHA), envlock.Locked("other", "1", "ef" * 32)))
+    entries = envlock.load(path)
+    assert {k: (d.name, d.version, d.sha256) for k, d in entries.items()} == {
+        "rouge-score": ("rouge_score", "0.1.2", "cd" * 32), "six": ("six", "1.17.0", SHA)}   # only what pip installed
+    assert entries["rouge-score"].url == "https://files/rouge_score-0.1.2.tar.gz"
+
+
 def test_the_lock_as_requirements_puts_what_has_no_hash_apart():
     text = envlock.requirements([envlock.Locked("six", "1.17.0", SHA), envlock.Locked("pip", "23.2.1", note=envlock.NO_HASH)])
     assert text == (f"six==1.17.0 --hash=sha256:{SHA}\n"
