@@ -7,11 +7,14 @@ run sized to the host, so the replay must run each test at the recorded size (it
 nothing is sized again) for its accuracy tests to score the same samples, however fast this host is
 at the replay's moment. The cache is the session's, so nothing is installed twice.
 
-Where podman can run (container_tools.why_not), the replay is asked for with --docker=yes (issue
-40): its vLLM server runs in an image built from the record's lock, nothing of vLLM installed on
-this machine; the image is the one tests/integration/containers/test_server_image.py built from the
-venv the README's run used (the same recipe: found, not built again) where that test ran first, and
-no container is left after the replay; the images the tests built are removed at the end.
+Where podman can run (container_tools.why_not), the replay is asked for with --docker=chain (issue
+40): the whole chain (the vLLM server, the harness, LoadGen, the scoring, the submission and its
+checker) runs in one container with no network, of an image built here from what the record pins:
+the replay's run environment, LoadGen's wheel by its recorded sha256 and vLLM's venv from the
+recorded lock, nothing of vLLM installed on this machine. Its first layers are those of the server's
+image tests/integration/containers/test_server_image.py built from the venv the README's run used
+(the same recipe up to vLLM's venv: found, not built again) where that test ran first; no container
+is left after the replay, and the images the tests built are removed at the end.
 
 The chain runs in a venv made from the record's run environment (the interpreter the README's run
 used: every package at its recorded version, nothing resolved; reproduce/runenv.py), by that
@@ -25,6 +28,7 @@ import pytest
 import chain
 from container_tools import MADE_IMAGES, image_tags, why_not
 from mlperf_llm.harness import testsizes
+from mlperf_llm.sysinfo.sut import HOST_VIEW
 
 DOCKER = not why_not()
 
@@ -65,21 +69,29 @@ def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme
     env = chain.cm_env(cache_dir, str(tmp_path / "CM-replayer"))      # a fresh CM home, the session's cache
     chain.register_checkout(env)
     r = chain.run_cm(["run", "script", "--tags=reproduce,mlperf,inference", f"--from={tarball}",
-                      f"--results_dir={out_dir}", "--quiet", *(["--docker=yes"] if DOCKER else [])],
+                      f"--results_dir={out_dir}", "--quiet", *(["--docker=chain"] if DOCKER else [])],
                      env, tmp_path / "replay.log", "test_a_fresh_cm_home_replays", pace,
                      chain.queries_of(chain.FULL_QUERIES, 0), results_dir=out_dir, cwd=tmp_path)
     assert r.returncode == 0, f"replay failed:\n{r.tail()}"
     if DOCKER:
         eng, made = test_images
-        assert "--docker=yes (the original run: no): vLLM served from an image of the recorded vLLM venv" in r.output
-        assert "served from an image built from that lock; nothing installed on this machine" in r.output
-        tag = re.search(r"^serving from image (\S+) ", r.output, re.M).group(1)
-        if made:                        # test_server_image built it from the venv the README's run used
-            assert tag in made, f"the replay's image {tag} is not the one built from the same venv: {made}"
-        assert re.search(r"container cm4mlperf-vllm-\S+ removed", r.output), r.tail()
+        assert "--docker=chain (the original run: no): the whole chain in an image of the recorded environments" in r.output
+        assert "the image's vLLM venv built from it, each archive by its recorded sha256, nothing installed here" in r.output
+        tag = re.search(r"^the chain runs in image (\S+), no network", r.output, re.M).group(1)
+        assert re.search(rf"^the chain ran in image {re.escape(tag)} \(ID \S+\); the container is gone", r.output, re.M)
         assert eng.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
+        if made:            # test_server_image's image of the venv the README's run used: the chain's first layers
+            layers = {t: json.loads(eng.run("image", "inspect", t).stdout)[0]["RootFS"]["Layers"]
+                      for t in (tag, *made)}
+            assert any(layers[tag][:len(layers[m])] == layers[m] for m in made), layers
         record = json.loads(next((out_dir / "results").rglob("cm4mlperf-record.json")).read_text())
-        assert record["server"]["image"]["tag"] == tag and record["versions"]["server_environment"]
+        assert record["server"]["image"]["tag"] == tag and record["server"]["image"]["runs"] == "chain"
+        assert record["versions"]["server_environment"]
+        # the systems JSON made in the container names this machine's network cards and operating
+        # system as the README's run on this machine did (the host's view, not the container's)
+        system = json.loads(next((out_dir / "submission").rglob("systems/*.json")).read_text())
+        original = json.loads(next(readme_run.submission.rglob("systems/*.json")).read_text())
+        assert {k: system[k] for k in HOST_VIEW} == {k: original[k] for k in HOST_VIEW}
     # the chain ran in the venv of the recorded run environment, the harness in it too
     assert "the chain's own environment as recorded" in r.output and "nothing resolved" in r.output
     assert re.search(r"^  \S+/venv-run/bin/cm run script --tags=run-mlperf,inference", r.output, re.M), r.tail()

@@ -18,6 +18,7 @@ import shutil
 from dataclasses import dataclass, field
 
 from ..sysinfo.envlock import Locked
+from ..sysinfo.pyenv import PROJECT_FILES          # what `pip install .` builds from: what an image installs
 from ..files import sha256_file
 
 FORMAT = 2                              # 2: each venv's lock in its own layer, vLLM's venv first (LAYER_ORDER)
@@ -25,7 +26,6 @@ PREFIX = "/opt/cm4mlperf"               # the image's venvs: PREFIX/<name>, thei
 RUN_VENV = "run"                        # the venv `cm` runs in: this project and what it needs
 # the venvs' layers, first to last: the biggest and least often changed first (any other name between)
 LAYER_ORDER = {"vllm": 0, "loadgen": 1, RUN_VENV: 3}
-PROJECT_FILES = ("automation", "script", "cmr.yaml", "setup.py")
 SKIP = {"__pycache__", ".git", ".pytest_cache", "build", "dist"}
 # the image's environment: no byte code written and no pip cache kept (they would carry build
 # times), nothing asked of an index, no usage report from vLLM, Ray or the hub client; the recipe

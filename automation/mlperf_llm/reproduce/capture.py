@@ -22,10 +22,14 @@ from cmcontract.secret import is_secret
 from ..portable import portable_argv
 
 from ..models.smollm2 import PROVENANCE_FILE
+from ..sysinfo.pyenv import PROJECT_FILES
 from .record import RECORD_FORMAT, Record, image_tag
 
 PROJECT = "cm4mlperf-llm"
-PROJECT_PARTS = ("automation", "script", "cmr.yaml")      # what the wheel installs, as in the checkout
+# the project's code as the record hashes it: what `pip install .` builds from, but for the files
+# that only build or describe it (setup.py, README.md), so a checkout and its wheel hash alike and
+# an edit of the README is not taken for a change of code
+PROJECT_PARTS = tuple(p for p in PROJECT_FILES if p not in ("setup.py", "README.md"))
 SKIP_DIRS = {"__pycache__", ".git", ".pytest_cache", "build", "dist"}
 KNOWN_SECRETS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")   # read from the environment by the model steps
 SEED_KEYS = ("effective_qsl_rng_seed", "effective_sample_index_rng_seed", "effective_schedule_rng_seed")

@@ -159,8 +159,9 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     rin, hin = _as_typed(rin), _as_typed(hin)
     for d in _dict_diff("input", rin, hin, "another input to the chain", True):
         if d.name in ("input docker", "input container_engine"):     # the server's venv is the same lock's
-            d.why, d.affects_accuracy = ("the server run from an image of its environment or on the host (whether "
-                                         "the environment is the same is the server environment's row)"), False
+            d.why, d.affects_accuracy = ("where it ran: on the host, the server in an image (yes) or the whole chain "
+                                         "in one (chain); whether the environments are the same is said by their "
+                                         "rows"), False
         out.append(d)
     out += size_differences(recorded_sizes(recorded)[0], recorded_sizes(here)[0])
     # the lock a replay installs the server's venv from, the image it rebuilds or loads, are how it

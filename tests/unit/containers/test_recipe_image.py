@@ -21,7 +21,7 @@ def sha(data: bytes) -> str:
 
 
 def project(root):
-    for rel, text in (("cmr.yaml", "alias: cm4mlperf-llm\n"), ("setup.py", "# setup\n"),
+    for rel, text in (("cmr.yaml", "alias: cm4mlperf-llm\n"), ("setup.py", "# setup\n"), ("README.md", "# read me\n"),
                       ("automation/a.py", "A = 1\n"), ("script/s/_cm.yaml", "alias: s\n"),
                       ("automation/__pycache__/a.cpython-311.pyc", "x"), ("automation/x.egg-info/PKG-INFO", "y")):
         path = root / rel
@@ -111,7 +111,8 @@ def test_the_context_holds_the_locked_archives_and_the_projects_files_and_nothin
                          root)
     files = sorted(os.path.relpath(os.path.join(d, f), ctx) for d, _, fs in os.walk(ctx) for f in fs)
     assert files == ["Containerfile", "base.tar", "locks/build.txt", "locks/run.txt",
-                     "project.sha256", "project/automation/a.py", "project/cmr.yaml", "project/script/s/_cm.yaml", "project/setup.py",
+                     "project.sha256", "project/README.md", "project/automation/a.py", "project/cmr.yaml", "project/script/s/_cm.yaml",
+                     "project/setup.py",
                      "wheels/build/pip-25.0.1-py3-none-any.whl", "wheels/run/six-1.17.0-py2.py3-none-any.whl"]
     assert (ctx / "locks/run.txt").read_text() == f"six==1.17.0 --hash=sha256:{sha(b'six wheel')}\n"
 
