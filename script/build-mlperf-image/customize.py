@@ -60,6 +60,7 @@ def _load(eng, env):
 
 def _venvs(env):
     """--venvs: (name -> interpreter, name -> lock entries). `run`: the interpreter `cm` runs in, with
+    this project, or --run_lock's entries (a record's run environment: nothing installed here), with
     this project; `loadgen`: the LoadGen wheel CM_LOADGEN_LOCK pins (--docker=chain's); `vllm`: --vllm_lock's entries (a record's lock: nothing installed here), else
     --vllm_python's venv (left out when neither is given, unless it is the only venv asked for)."""
     from mlperf_llm.containers.make import lock_entries
@@ -73,8 +74,8 @@ def _venvs(env):
     if wanted == ['vllm'] and not env.get('CM_VLLM_PYTHON') and not env.get('CM_VLLM_LOCK'):
         raise RecipeError('--venvs=vllm (a server\'s image) needs --vllm_python=PATH (the python of the vLLM to put '
                           'in it) or --vllm_lock=FILE (its lock)')
-    venvs = {'run': sys.executable} if 'run' in wanted else {}
-    locked = {}
+    venvs = {'run': sys.executable} if 'run' in wanted and not env.get(envlock.RUN_LOCK_ENV) else {}
+    locked = {'run': lock_entries(env[envlock.RUN_LOCK_ENV], bare_pins=True)} if 'run' in wanted and not venvs else {}
     if 'loadgen' in wanted:          # the round's wheel, by its hash (get-mlperf-inference-loadgen's)
         if not env.get(envlock.LOADGEN_LOCK_ENV):
             raise RecipeError(f'--venvs=...loadgen needs --env.{envlock.LOADGEN_LOCK_ENV}="{envlock.LOADGEN_DIST}=='

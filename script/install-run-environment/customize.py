@@ -4,12 +4,12 @@ import os
 import sys
 
 from mlperf_llm.sysinfo import envlock
-from mlperf_llm.sysinfo.pyenv import PyEnvError, create_venv, pip_install_locked, pip_install_project
+from mlperf_llm.sysinfo.pyenv import PyEnvError, build_tools, create_venv, pip_install_locked, pip_install_project
 
 
 def preprocess(i):
     env = i['env']
-    lock = env.get('CM_RUN_ENV_LOCK', '')
+    lock = env.get(envlock.RUN_LOCK_ENV, '')
     if not lock:
         return {'return': 1, 'error': 'no run environment given: pass --lock=FILE (name==version lines, with '
                                       '--hash=sha256:... where the record knows it; a replay writes it)'}
@@ -21,8 +21,9 @@ def preprocess(i):
               f'{len(entries) - len(bare)} by their archive\'s sha256, {len(bare)} by exact version only '
               '(no hash recorded for them), nothing resolved', file=sys.stderr)
         python = create_venv(env['CM_PYTHON_BIN_WITH_PATH'], venv_dir)
-        pip_install_locked(python, lock, bare_pins=True)
-        pip_install_project(python)
+        with build_tools(python) as build:      # one venv of the pinned build tools for both builds
+            pip_install_locked(python, lock, bare_pins=True, build=build)
+            pip_install_project(python, build=build)
     except (envlock.LockError, PyEnvError) as e:
         return {'return': 1, 'error': str(e)}
     env['CM_RUN_ENV_PYTHON'] = python

@@ -24,7 +24,7 @@ from typing import Optional
 
 from cmcontract.yesno import YesNoError, parse_yes_no
 
-from ..sysinfo.envlock import LOADGEN_DIST, LOADGEN_LOCK_ENV, LOADGEN_SITE_ENV
+from ..sysinfo.envlock import LOADGEN_DIST, LOADGEN_LOCK_ENV, LOADGEN_SITE_ENV, RUN_LOCK_ENV
 from ..files import write_json_atomic
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..sysinfo.sut import HOST_VIEW_ENV
@@ -47,8 +47,9 @@ PREPARED = ("CM_MLPERF_INFERENCE_SOURCE", "CM_MLPERF_INFERENCE_CHECKER", "CM_MLP
 # inputs the chain in the image is not given: how the host runs it, and the host's own vLLM
 HOST_ONLY = frozenset(("docker", "container_engine", "vllm_python", "quiet", "out", "v"))
 # --env. values the chain in the image is not given: how the host runs it, the host's interpreter for
-# the harness and its vLLM lock (a replay's: the image holds both)
-HOST_ONLY_ENV = frozenset((DOCKER_ENV, IN_IMAGE_ENV, HARNESS_PYTHON_ENV, VLLM_LOCK_ENV, REBUILD_ENV, LOAD_ENV))
+# the harness and its vLLM and run environment locks (a replay's: the image holds them)
+HOST_ONLY_ENV = frozenset((DOCKER_ENV, IN_IMAGE_ENV, HARNESS_PYTHON_ENV, VLLM_LOCK_ENV, RUN_LOCK_ENV, REBUILD_ENV,
+                           LOAD_ENV))
 # host folders never mounted, whatever an input names: these, and anything in the system's trees
 SYSTEM = ("/", "/home", "/opt", "/root", "/tmp", "/var")
 SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/run", "/sbin", "/sys", "/usr", PREFIX)

@@ -49,10 +49,12 @@ def venv_entries(python: str, reader=envlock.read) -> list[envlock.Locked]:
     return [d for d in reader(python) if envlock.dist_key(d.name) not in LEFT_OUT and d.note != "a folder, not an archive"]
 
 
-def lock_entries(path: str) -> list[envlock.Locked]:
+def lock_entries(path: str, bare_pins: bool = False) -> list[envlock.Locked]:
     """A lock file's distributions for an image (a record's, as `envlock.requirements` writes it):
-    all but LEFT_OUT; LockError naming the file, or a line that is not `name==version --hash=...`."""
-    return [d for d in envlock.parse_file(path) if envlock.dist_key(d.name) not in LEFT_OUT]
+    all but LEFT_OUT; LockError naming the file, or a line that is not `name==version --hash=...`
+    (bare_pins: or `name==version`, a run environment's package installed by hand, fetched by that
+    version and hashed)."""
+    return [d for d in envlock.parse_file(path, bare_pins) if envlock.dist_key(d.name) not in LEFT_OUT]
 
 
 def recipe_here(base: basemod.Base, venvs: dict, project_root: str, places: Places, project: dict,

@@ -232,6 +232,8 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         if recorded_docker != opts.docker:
             subs.append(f"--docker={opts.docker} (the original run: {recorded_docker}): {DOCKER_REPLAYS[opts.docker]}")
     fixed += _image_plan(rec, opts, inputs, env, image_facts, recorded_docker, refusals)
+    from ..containers.chain import DOCKER_ENV, runs_in_image
+    in_image = runs_in_image({DOCKER_ENV: inputs.get("docker", "")})     # --docker=chain: the whole chain in it
     files = {}
     lock = recorded_lock(rec)
     if lock and not inputs.get("api_server") and not inputs.get("vllm_python"):
@@ -239,9 +241,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         path = runenv.lock_path(lock, "vllm")
         files[path] = lock
         env[LOCK_ENV] = path
-        from ..containers.chain import DOCKER_ENV, runs_in_image
         from ..containers.image import REBUILD_ENV
-        in_image = runs_in_image({DOCKER_ENV: inputs.get("docker", "")})
         where = ("in the image rebuilt from its facts, nothing installed here" if env.get(REBUILD_ENV) and in_image else
                  "the image's vLLM venv built from it, each archive by its recorded sha256, nothing installed here"
                  if in_image else "each installed from the archive of its recorded sha256, nothing resolved")
@@ -250,7 +250,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     elif lock is None:
         subs.append("the record's server environment is not a lock this version can install (see the lines the "
                     "record carries): vLLM is installed afresh, as the recorded command says")
-    run_lock = _run_env_plan(rec, opts, files, fixed, subs, refusals)
+    run_lock = _run_env_plan(rec, opts, files, fixed, subs, refusals, env, in_image)
     _loadgen_plan(rec, env, fixed, subs)
     request = {"tags": ",".join(asked.tags), "quiet": True, **inputs}
     if req.get("alias") and opts.trust_record:
@@ -262,9 +262,12 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     return Plan(request, subs, refusals, fixed, files, run_lock)
 
 
-def _run_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: list, refusals: list) -> str:
+def _run_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: list, refusals: list, env: dict,
+                  in_image: bool = False) -> str:
     """Where the chain runs: in a venv of the record's run environment (its lock written to files,
-    its path returned), or in this interpreter ("", said where the record asked otherwise)."""
+    its path returned), or in this interpreter ("", said where the record asked otherwise). in_image
+    (--docker=chain): the image's `run` venv is made from that lock (envlock.RUN_LOCK_ENV, for
+    build-mlperf-image), and the host's steps run in this interpreter ("")."""
     if opts.run_env == runenv.HERE:
         subs.append(f"--run_env={runenv.HERE}: the chain runs in this interpreter, not in the recorded run "
                     "environment (the comparison names each package that differs)")
@@ -274,7 +277,10 @@ def _run_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: li
         text = envlock.requirements(entries, bare_pins=True)
         path = runenv.lock_path(text)
         files[path] = text
-        fixed.append(runenv.describe(entries, path))
+        fixed.append(runenv.describe(entries, path, in_image))
+        if in_image:
+            env[envlock.RUN_LOCK_ENV] = path
+            return ""
         return path
     why = ("the record holds no run environment (an older record)" if entries == [] else
            "the record's run environment is not a lock this version can install (a name, version or hash not in "

@@ -61,10 +61,13 @@ def lock_path(text: str, kind: str = "run") -> str:
     return os.path.join(cache_root(), "environments", f"{kind}-lock-{hashlib.sha256(text.encode()).hexdigest()[:16]}.txt")
 
 
-def describe(entries: list[envlock.Locked], path: str) -> str:
+def describe(entries: list[envlock.Locked], path: str, in_image: bool = False) -> str:
+    """in_image: --docker=chain's, the image's `run` venv made from the lock, nothing installed here."""
     bare = sum(1 for d in entries if not d.sha256)
     return (f"the chain's own environment as recorded (the harness, LoadGen's wheel, the scoring, the checker, cm): "
-            f"{len(entries)} packages in a venv of their own, {len(entries) - bare} by their archive's recorded sha256, "
+            f"{len(entries)} packages in " + ("the image's run venv, nothing installed here" if in_image else
+                                              "a venv of their own") +
+            f", {len(entries) - bare} by their archive's recorded sha256, "
             f"{bare} by exact version only (the recorded venv was not made by this project, so it holds no hashes "
             f"for them), nothing resolved; this project from its files here ({os.path.basename(path)})")
 

@@ -120,6 +120,9 @@ def site_lock(folder: str) -> dict[str, Locked]:
 LOADGEN_LOCK_ENV = "CM_LOADGEN_LOCK"
 LOADGEN_SITE_ENV = "CM_LOADGEN_SITE"        # a venv that holds LOADGEN_LOCK_ENV's wheel already (--docker=chain's image)
 LOADGEN_DIST = "mlcommons-loadgen"
+# a run environment's lock (a record's: name==version[ --hash=sha256:...] lines): install-run-environment's
+# venv, or --docker=chain's image's `run` venv (build-mlperf-image)
+RUN_LOCK_ENV = "CM_RUN_ENV_LOCK"
 
 
 def loadgen_pin(line: str, where: str = LOADGEN_LOCK_ENV) -> Locked:

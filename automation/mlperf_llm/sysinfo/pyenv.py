@@ -12,8 +12,10 @@ import re
 import shutil
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from cmcontract.publish import replace_dir
 from cmcontract.versions import compare          # the project's one version ordering (0.32.0rc1 < 0.32.0)
@@ -178,7 +180,8 @@ def pip_install(python: str, req: PackageRequest, extra_args: tuple[str, ...] = 
 SOURCE_ARCHIVES = (".tar.gz", ".zip", ".tar.bz2")
 
 
-def pip_install_locked(python: str, lock_path: str, timeout: float = 3600, bare_pins: bool = False) -> list[str]:
+def pip_install_locked(python: str, lock_path: str, timeout: float = 3600, bare_pins: bool = False,
+                       build: str = "") -> list[str]:
     """Every distribution of a lock (envlock.requirements' form) into `python`'s venv, nothing
     resolved: each archive fetched by its hash first (PyEnvError naming every package that could not
     be had), then installed from them with no index and no dependency resolution, compiled and
@@ -186,7 +189,8 @@ def pip_install_locked(python: str, lock_path: str, timeout: float = 3600, bare_
     exact version alone (a run environment's hand-installed packages): it is fetched by that version
     and installed by the hash of what was fetched. A package published only as a source archive
     (rouge-score) is built into a wheel by the pinned build tools (envlock.BUILD_TOOLS), as an
-    image's recipe builds it. Returns the names installed."""
+    image's recipe builds it (`build`: a python of build_tools', else one made here). Returns the
+    names installed."""
     from ..containers.wheels import WheelError, download
     try:
         entries = envlock.parse_file(lock_path, bare_pins)
@@ -204,7 +208,7 @@ def pip_install_locked(python: str, lock_path: str, timeout: float = 3600, bare_
         args = ["--require-hashes", "-r", pinned]
         if any(n.endswith(SOURCE_ARCHIVES) for n in os.listdir(wheels)):
             built = os.path.join(tmp, "built")              # checked by hash here, then built
-            _pip_wheel(_build_venv(python, tmp, timeout), ["--find-links", wheels, *args], built, timeout)
+            _pip_wheel(build or _build_venv(python, tmp, timeout), ["--find-links", wheels, *args], built, timeout)
             wheels, args = built, [os.path.join(built, n) for n in sorted(os.listdir(built))]
         report = os.path.join(tmp, "report.json")
         argv = [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-compile", "--no-deps",
@@ -219,6 +223,14 @@ def pip_install_locked(python: str, lock_path: str, timeout: float = 3600, bare_
         except envlock.LockError as e:
             raise PyEnvError(str(e)) from None
     return names
+
+
+@contextmanager
+def build_tools(python: str, timeout: float = 3600) -> Iterator[str]:
+    """The python of a venv holding the pinned build tools, made once for the builds of one install
+    (a run environment's source archives, then this project) and removed after it."""
+    with tempfile.TemporaryDirectory(prefix="cm-build-tools-") as tmp:
+        yield _build_venv(python, tmp, timeout)
 
 
 def _build_venv(python: str, tmp: str, timeout: float) -> str:
@@ -253,10 +265,10 @@ PROJECT_FILES = ("setup.py", "cmr.yaml", "README.md", "automation", "script")
 PROJECT_ROOT = str(Path(AUTOMATION_DIR).parent)
 
 
-def pip_install_project(python: str, root: str = PROJECT_ROOT, timeout: float = 1800) -> None:
+def pip_install_project(python: str, root: str = PROJECT_ROOT, timeout: float = 1800, build: str = "") -> None:
     """This project, as its files are at `root` (a checkout, or the installed package), into
     `python`'s venv: copied first (a build writes build/ and egg-info where it builds), built into a
-    wheel by the pinned build tools (envlock.BUILD_TOOLS) and installed with no index and no
+    wheel by the pinned build tools (envlock.BUILD_TOOLS; `build`: a python of build_tools') and installed with no index and no
     dependency (the venv's packages are a lock's). PyEnvError naming the file that is missing or
     pip's complaint."""
     missing = [n for n in PROJECT_FILES if not os.path.exists(os.path.join(root, n))]
@@ -274,7 +286,7 @@ def pip_install_project(python: str, root: str = PROJECT_ROOT, timeout: float = 
             else:
                 shutil.copy2(path, src)
         built = os.path.join(tmp, "built")
-        _pip_wheel(_build_venv(python, tmp, timeout), [src], built, timeout)
+        _pip_wheel(build or _build_venv(python, tmp, timeout), [src], built, timeout)
         res = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "--no-compile", "--no-deps",
                     "--no-index", *[os.path.join(built, n) for n in os.listdir(built)]], timeout=timeout)
     if res.returncode != 0:

@@ -84,12 +84,16 @@ def test_this_project_is_installed_from_its_files_into_a_venv_of_its_own(tmp_pat
     """pyenv.pip_install_project: the package cmind registers (cm4mlperf_llm with its cmr.yaml) and the
     .pth of its import hook, built with no index; a folder that is not the whole project is named."""
     python = pyenv.create_venv(sys.executable, str(tmp_path / "venv"))
-    pyenv.pip_install_project(python)
-    res = subprocess.run([python, "-c", "import cm4mlperf_llm, os, sysconfig; d = os.path.dirname(cm4mlperf_llm.__file__); "
-                          "print(os.path.isfile(os.path.join(d, 'cmr.yaml')), os.path.isfile(os.path.join(d, 'setup.py')), "
-                          "os.path.isfile(os.path.join(sysconfig.get_paths()['purelib'], 'cm4mlperf_llm-cmind.pth')))"],
-                         capture_output=True, text=True)
-    assert res.stdout.split() == ["True", "True", "True"], res.stderr
+    with pyenv.build_tools(python) as build:            # install-run-environment's one build venv
+        pyenv.pip_install_project(python, build=build)
+        assert os.path.isfile(build)
+    assert not os.path.exists(build)
+    files = [f for f in pyenv.PROJECT_FILES if os.path.splitext(f)[1]]      # setup.py, cmr.yaml, README.md
+    res = subprocess.run([python, "-c", "import cm4mlperf_llm, os, sys, sysconfig; d = os.path.dirname(cm4mlperf_llm.__file__); "
+                          "print(*(os.path.isfile(os.path.join(d, f)) for f in sys.argv[1:]), "
+                          "os.path.isfile(os.path.join(sysconfig.get_paths()['purelib'], 'cm4mlperf_llm-cmind.pth')))",
+                          *files], capture_output=True, text=True)
+    assert len(files) == 3 and res.stdout.split() == ["True"] * 4, res.stderr    # whole: it can be installed again
     with pytest.raises(pyenv.PyEnvError, match=r"is not a whole copy of this project \(setup\.py, cmr\.yaml"):
         pyenv.pip_install_project(python, str(tmp_path))
 

@@ -87,6 +87,33 @@ def test_a_replays_lock_and_the_venv_it_came_from_make_the_same_servers_recipe(t
     assert from_venv == from_lock and not from_lock.has_project
 
 
+def test_a_run_environments_lock_makes_the_run_venv_of_a_chains_image_with_this_project(tmp_path):
+    """reproduce --docker=chain: the record's run environment (hashed pins and exact versions of a venv
+    made by hand) is the image's `run` venv, the project installed into it from its files: the
+    versions fetched and hashed, pip and the recorded project left out; a bare pin is refused where
+    every line must carry a hash (a server's lock)."""
+    from mlperf_llm.containers import base, make
+    from mlperf_llm.sysinfo import envlock
+    (tmp_path / "run-lock.txt").write_text(f"six==1.17.0 --hash=sha256:{'a' * 64}\nnumpy==2.3.5\npip==23.2.1\n"
+                                           "cm4mlperf-llm==0.1.0\n")
+    with pytest.raises(envlock.LockError, match="numpy==2.3.5"):
+        make.lock_entries(str(tmp_path / "run-lock.txt"))
+    entries = make.lock_entries(str(tmp_path / "run-lock.txt"), bare_pins=True)
+    assert [(d.name, d.version, d.sha256) for d in entries] == [("six", "1.17.0", "a" * 64), ("numpy", "2.3.5", "")]
+    project = tmp_path / "project"
+    for rel in ("setup.py", "cmr.yaml", "README.md", "automation/a.py", "script/s/_cm.yaml"):
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(rel)
+    the_base = base.Base(base.BaseSpec("http://deb.debian.org/debian"), str(tmp_path / "b.tar"), "c" * 64,
+                         (("python3", "3.11.2-1+b1"),))
+    fetched = lambda wanted, wheels, python: [envlock.Locked(d.name, d.version, d.sha256 or "d" * 64)
+                                              for d in wanted]    # noqa: E731
+    r = make.recipe_here(the_base, {}, str(project), make.Places(str(tmp_path)), {}, locked={"run": entries},
+                         download=fetched)
+    assert r.has_project and [v.name for v in r.venvs] == ["run"]
+    assert [(d.name, d.sha256) for d in r.venvs[0].entries] == [("six", "a" * 64), ("numpy", "d" * 64)]
+
+
 def test_a_lock_names_the_servers_vllm_or_is_refused(tmp_path):
     from mlperf_llm.sysinfo import envlock
     lock = tmp_path / "vllm-lock.txt"

@@ -43,6 +43,21 @@ def test_the_recorded_run_environment_is_written_as_a_lock_and_the_chain_runs_in
     assert other.run_lock != p.run_lock                 # another lock, another cache entry
 
 
+def test_with_docker_chain_the_images_run_venv_is_made_from_the_lock_and_nothing_here(tmp_path, monkeypatch):
+    """--docker=chain: the recorded run environment's lock is the image's `run` venv
+    (envlock.RUN_LOCK_ENV, which build-mlperf-image reads), not a venv on this machine: the host's
+    steps run in this interpreter, and the plan says so; the image's chain is not handed the lock."""
+    from mlperf_llm.containers import chain
+    monkeypatch.setenv("CM4MLPERF_CACHE_DIR", str(tmp_path / "cache"))
+    p = replay.plan_replay(with_run_environment(make_record(tmp_path), RUN), replay.Host(),
+                           opts(tmp_path, docker="chain"), exists=lambda p: False)
+    path = p.request["env"][envlock.RUN_LOCK_ENV]
+    assert not p.run_lock and p.files[path] == f"six==1.17.0 --hash=sha256:{SIX}\nnumpy==2.3.5\npip==23.2.1\n"
+    assert any("3 packages in the image's run venv, nothing installed here, 1 by their archive's recorded sha256"
+               in f for f in p.fixed), p.fixed
+    assert envlock.RUN_LOCK_ENV in chain.HOST_ONLY_ENV
+
+
 def test_run_env_here_runs_the_chain_in_this_interpreter_and_says_so(tmp_path):
     p = replay.plan_replay(with_run_environment(make_record(tmp_path), RUN), replay.Host(),
                            opts(tmp_path, run_env="here"), exists=lambda p: False)
