@@ -105,6 +105,9 @@ def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme
     if DOCKER:
         assert "packages in the image's run venv, nothing installed here" in r.output
         assert "venv-run" not in r.output
+        # the image holds no checkout: the record made in it names the commit its project was built from
+        recorded_project = json.loads(next(readme_run.results.rglob("cm4mlperf-record.json")).read_text())["project"]
+        assert replayed["project"].get("git_commit") == recorded_project.get("git_commit"), replayed["project"]
     else:
         assert re.search(r"^  \S+/venv-run/bin/cm run script --tags=run-mlperf,inference", r.output, re.M), r.tail()
         assert replayed["request"]["env"]["CM_MLPERF_HARNESS_PYTHON"].endswith("/venv-run/bin/python")

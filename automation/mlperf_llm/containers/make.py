@@ -165,7 +165,8 @@ def image_for(engine: Engine, places: Places, project_root: str, venvs: dict | N
     say(f"Base: Debian {spec.suite} from {spec.mirror} (mmdebstrap, SOURCE_DATE_EPOCH={spec.epoch})")
     base = basemod.build(spec, places.base_tar(spec))
     venvs = venvs if venvs or locked else {RUN_VENV: sys.executable}
-    recipe = recipe_here(base, venvs, project_root, places, _project(project_root) if RUN_VENV in venvs else {},
+    has_project = RUN_VENV in venvs or RUN_VENV in (locked or {})      # the run venv: this project in it
+    recipe = recipe_here(base, venvs, project_root, places, _project(project_root) if has_project else {},
                          locked=locked)
     say("Venvs: " + ", ".join(f"{v.name} ({len(v.entries)} packages)" for v in recipe.venvs))
     return build(engine, recipe, base, places, project_root, say=say)

@@ -114,6 +114,25 @@ def test_a_run_environments_lock_makes_the_run_venv_of_a_chains_image_with_this_
     assert [(d.name, d.sha256) for d in r.venvs[0].entries] == [("six", "a" * 64), ("numpy", "d" * 64)]
 
 
+def test_a_chains_image_from_a_run_lock_records_the_project_it_installs(tmp_path, monkeypatch):
+    """image_for with the run venv from a lock (no interpreter of it here): the project goes into the
+    image all the same, and the recipe names its section (the commit), as for the run venv of `cm`."""
+    from mlperf_llm.containers import base, make
+    from mlperf_llm.sysinfo import envlock
+    project = tmp_path / "project"
+    for rel in ("setup.py", "cmr.yaml", "README.md", "automation/a.py", "script/s/_cm.yaml"):
+        (project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (project / rel).write_text(rel)
+    seen = {}
+    monkeypatch.setattr(base, "build", lambda spec, path: base.Base(spec, path, "c" * 64, (("python3", "3.11.2"),)))
+    monkeypatch.setattr(make, "build", lambda engine, recipe, *a, **kw: seen.setdefault("recipe", recipe))
+    monkeypatch.setattr(make, "_project", lambda root: {"name": "cm4mlperf-llm", "git_commit": "ab" * 20})
+    make.image_for(PODMAN, make.Places(str(tmp_path)), str(project), venvs={}, mirror="http://deb.example/debian",
+                   say=lambda line: None, locked={"run": [envlock.Locked("six", "1.17.0", "a" * 64)]})
+    r = seen["recipe"]
+    assert r.has_project and r.project == {"name": "cm4mlperf-llm", "git_commit": "ab" * 20}
+
+
 def test_a_lock_names_the_servers_vllm_or_is_refused(tmp_path):
     from mlperf_llm.sysinfo import envlock
     lock = tmp_path / "vllm-lock.txt"

@@ -56,6 +56,8 @@ def test_with_docker_chain_the_images_run_venv_is_made_from_the_lock_and_nothing
     assert any("3 packages in the image's run venv, nothing installed here, 1 by their archive's recorded sha256"
                in f for f in p.fixed), p.fixed
     assert envlock.RUN_LOCK_ENV in chain.HOST_ONLY_ENV
+    from mlperf_llm.reproduce.compare import REPLAY_ENV
+    assert envlock.RUN_LOCK_ENV in REPLAY_ENV           # how the replay repeats the environment, not an override
 
 
 def test_run_env_here_runs_the_chain_in_this_interpreter_and_says_so(tmp_path):
