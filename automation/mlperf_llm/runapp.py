@@ -236,13 +236,13 @@ def check_inputs(env: dict) -> list[str]:
 def _docker_problems(env: dict) -> list[str]:
     """--docker: yes or no (vLLM served from the run's image), or chain (the whole chain in it); chain
     runs with no network, so not with servers or a Ray cluster outside the container."""
-    from .containers.chain import CHAIN, DOCKER_ENV, IN_IMAGE_ENV, docker_mode
+    from .containers.chain import CHAIN, DOCKER_ENV, docker_mode, in_image
     try:
         if docker_mode(env.get(DOCKER_ENV)) != CHAIN:
             return []
     except ValueError as e:
         return [str(e)]
-    if is_yes(env.get(IN_IMAGE_ENV)):
+    if in_image(env):
         return ["--docker=chain inside the run's image: the chain there runs as it is, not in another image"]
     clash = [flag for key, flag in (("CM_MLPERF_API_SERVER", "--api_server"), ("CM_VLLM_RAY_ADDRESS", "--ray_address"),
                                     ("CM_RAY_START", "--ray_start")) if env.get(key)]

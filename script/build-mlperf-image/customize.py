@@ -10,6 +10,7 @@ def preprocess(i):
     from mlperf_llm.containers.base import BaseError
     from mlperf_llm.containers.recipe import RecipeError
     from mlperf_llm.containers.wheels import WheelError
+    from mlperf_llm.submission.spec import IMAGE_FACTS_NAME
     from mlperf_llm.sysinfo.envlock import LockError
 
     env = i['env']
@@ -24,8 +25,8 @@ def preprocess(i):
         built = make.image_for(eng, make.Places(os.path.join(cache_root(), 'containers')), _project_root(env), venvs,
                                mirror=env.get('CM_MLPERF_IMAGE_BASE_MIRROR', ''),
                                recorded_path=env.get(image.REBUILD_ENV, ''), locked=locked)
-        facts = os.path.abspath(env.get('CM_MLPERF_IMAGE_FACTS') or
-                                os.path.join(env.get('CM_RUN_CWD') or os.getcwd(), 'cm4mlperf-image.json'))
+        facts = os.path.abspath(env.get(image.FACTS_ENV) or
+                                os.path.join(env.get('CM_RUN_CWD') or os.getcwd(), IMAGE_FACTS_NAME))
         image.write_facts(facts, built)
         print(f'Image {built.tag}\n  ID {built.image_id}\n  facts (recipe, layers, base packages): {facts}')
         if env.get('CM_MLPERF_IMAGE_ARCHIVE'):
@@ -37,9 +38,9 @@ def preprocess(i):
             print(f'  SquashFS: {out} (ch-run --set-env={out}.env {out} -- cm ...)')
     except (engine.ContainerError, BaseError, RecipeError, WheelError, LockError) as e:
         return {'return': 1, 'error': str(e)}
-    env['CM_MLPERF_IMAGE_ID'] = built.image_id
-    env['CM_MLPERF_IMAGE_TAG'] = built.tag
-    env['CM_MLPERF_IMAGE_FACTS'] = facts
+    env[image.ID_ENV] = built.image_id
+    env[image.TAG_ENV] = built.tag
+    env[image.FACTS_ENV] = facts
     env['CM_MLPERF_IMAGE_ENGINE'] = eng.to_json()      # the engine (and store) the image is in
     return {'return': 0}
 

@@ -4,7 +4,8 @@ import os
 
 
 def preprocess(i):
-    from mlperf_llm.containers import chain
+    from mlperf_llm.containers import chain, image
+    from mlperf_llm.submission.spec import IMAGE_FACTS_NAME
     from mlperf_llm.sysinfo import envlock
     env = i['env']
     try:
@@ -13,20 +14,20 @@ def preprocess(i):
         return {'return': 1, 'error': str(e)}
     results = env.get('CM_MLPERF_RESULTS_DIR') or os.path.join(env.get('CM_RUN_CWD') or os.getcwd(), 'mlperf_results')
     os.makedirs(results, exist_ok=True)
-    env['CM_MLPERF_IMAGE_FACTS'] = os.path.join(os.getcwd(), 'cm4mlperf-image.json')
+    env[image.FACTS_ENV] = os.path.join(os.getcwd(), IMAGE_FACTS_NAME)
     return {'return': 0}
 
 
 def postprocess(i):
     from cmcontract.places import cache_root
-    from mlperf_llm.containers import chain, engine
+    from mlperf_llm.containers import chain, engine, image
     from mlperf_llm.sysinfo import envlock
     from mlperf_llm.sysinfo.probe import collect
     from mlperf_llm.sysinfo.sut import host_view
     env = i['env']
     try:
         eng = engine.Engine.from_json(env['CM_MLPERF_IMAGE_ENGINE'])
-        run = chain.plan(i.get('request') or {}, env, env['CM_MLPERF_IMAGE_TAG'], env['CM_MLPERF_IMAGE_ID'],
+        run = chain.plan(i.get('request') or {}, env, env[image.TAG_ENV], env[image.ID_ENV],
                          env[envlock.LOADGEN_LOCK_ENV], os.path.join(cache_root(), 'containers'),
                          host_view=host_view(collect(accelerators=False)))
     except (chain.ChainError, engine.ContainerError) as e:
@@ -34,9 +35,9 @@ def postprocess(i):
     print(run.describe(), flush=True)
     rc = chain.run(eng, run)
     if rc != 0:
-        return {'return': 1, 'error': f'the chain in image {env["CM_MLPERF_IMAGE_TAG"]} exited with status {rc} (its '
+        return {'return': 1, 'error': f'the chain in image {env[image.TAG_ENV]} exited with status {rc} (its '
                 'output is above); the container is gone. Its CM home and cache stay in ' + run.home}
-    env['CM_MLPERF_CHAIN_IMAGE'] = env['CM_MLPERF_IMAGE_TAG']
-    print(f'the chain ran in image {env["CM_MLPERF_IMAGE_TAG"]} (ID {env["CM_MLPERF_IMAGE_ID"][:19]}); the container '
+    env[chain.CHAIN_IMAGE_ENV] = env[image.TAG_ENV]
+    print(f'the chain ran in image {env[image.TAG_ENV]} (ID {env[image.ID_ENV][:19]}); the container '
           'is gone')
     return {'return': 0}

@@ -4,8 +4,9 @@ mlperf_llm.vllm.service.stop_from_env (unless --keep_server)."""
 import os
 
 from mlperf_llm.containers.engine import ContainerError
-from mlperf_llm.containers.image import REBUILD_ENV
+from mlperf_llm.containers.image import FACTS_ENV, ID_ENV, REBUILD_ENV, TAG_ENV
 from mlperf_llm.containers.served import served_from_lock
+from mlperf_llm.submission.spec import IMAGE_FACTS_NAME
 from mlperf_llm.sysinfo.envlock import LockError
 from mlperf_llm.raycluster.placement import RayClusterError
 from mlperf_llm.sysinfo.pyenv import PyEnvError
@@ -41,7 +42,7 @@ def preprocess(i):
             return {'return': 0}
         env['CM_VLLM_DOCKER'] = 'yes' if parse_bool('--docker', env.get('CM_VLLM_DOCKER')) else 'no'
         if env['CM_VLLM_DOCKER'] == 'yes':           # the image's facts beside this step's server log (the app
-            env['CM_MLPERF_IMAGE_FACTS'] = os.path.join(os.getcwd(), 'cm4mlperf-image.json')  # copies them)
+            env[FACTS_ENV] = os.path.join(os.getcwd(), IMAGE_FACTS_NAME)  # copies them)
         service.prepare(env, log=lambda m: None, tune=False)   # check every input before installing anything
         run_options_from_env(env)
         env['CM_VLLM_START'] = 'yes'
@@ -81,10 +82,10 @@ def postprocess(i):
     if env.get('CM_VLLM_START') != 'yes':
         return {'return': 0}
     if env.get('CM_VLLM_DOCKER') == 'yes':           # build-mlperf-image (a prehook dep) built it
-        env['CM_VLLM_IMAGE'] = env['CM_MLPERF_IMAGE_TAG']
+        env['CM_VLLM_IMAGE'] = env[TAG_ENV]
         env['CM_VLLM_IMAGE_ENGINE'] = env['CM_MLPERF_IMAGE_ENGINE']
-        print(f'serving from image {env["CM_VLLM_IMAGE"]} (ID {env.get("CM_MLPERF_IMAGE_ID", "?")[:19]}; '
-              f'facts: {env.get("CM_MLPERF_IMAGE_FACTS", "?")}): a container with no network, vLLM on a Unix '
+        print(f'serving from image {env["CM_VLLM_IMAGE"]} (ID {env.get(ID_ENV, "?")[:19]}; '
+              f'facts: {env.get(FACTS_ENV, "?")}): a container with no network, vLLM on a Unix '
               'socket there, reached through a relay on this machine\'s port (docs/containers.md)')
     try:
         env.update(service.start_from_env(env, os.getcwd()))

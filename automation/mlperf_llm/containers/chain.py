@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from cmcontract.yesno import YesNoError, parse_yes_no
+from cmcontract.yesno import YesNoError, is_yes, parse_yes_no
 
 from ..sysinfo.envlock import LOADGEN_DIST, LOADGEN_LOCK_ENV, LOADGEN_SITE_ENV, RUN_LOCK_ENV
 from ..files import write_json_atomic
@@ -31,7 +31,7 @@ from ..sysinfo.sut import HOST_VIEW_ENV
 from ..vllm.install import LOCK_ENV as VLLM_LOCK_ENV
 from . import run as crun
 from .engine import Engine
-from .image import LOAD_ENV, REBUILD_ENV
+from .image import FACTS_ENV, ID_ENV, LOAD_ENV, REBUILD_ENV, TAG_ENV
 from .recipe import PREFIX
 from .served import PASSED, VLLM_PYTHON, gpu_kind
 
@@ -96,11 +96,16 @@ def runs_in_image(env: dict) -> bool:
     return str(env.get(DOCKER_ENV, "")).strip().lower() == CHAIN
 
 
+def in_image(env: dict) -> bool:
+    """True in the image of a --docker=chain run: the host prepared this chain's inputs."""
+    return is_yes(env.get(IN_IMAGE_ENV))
+
+
 def as_requested(i: dict) -> dict:
     """A hook's input with the request the user made: in the image, the host's (REQUEST_ENV), not
     the one the host made for the image's `cm`; elsewhere `i` as it is."""
     given = i["env"].get(REQUEST_ENV, "")
-    if str(i["env"].get(IN_IMAGE_ENV, "")).lower() != "yes" or not given:
+    if not in_image(i["env"]) or not given:
         return i
     try:
         host = json.loads(given)
@@ -143,10 +148,10 @@ def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, 
     inputs.update(vllm_python=VLLM_PYTHON, results_dir=results_dir, submission_dir=submission_dir)
     added = {**prepared_env(env), IN_IMAGE_ENV: "yes", LOADGEN_LOCK_ENV: loadgen_pin, LOADGEN_SITE_ENV: LOADGEN_VENV,
              REQUEST_ENV: json.dumps({"request": request, "argv": list(argv)}, sort_keys=True, separators=(",", ":"))}
-    for key in ("CM_MLPERF_IMAGE_ID", "CM_MLPERF_IMAGE_FACTS"):
+    for key in (ID_ENV, FACTS_ENV):
         if env.get(key):
             added[key] = env[key]
-    added[CHAIN_IMAGE_ENV] = env.get("CM_MLPERF_IMAGE_TAG", "")
+    added[CHAIN_IMAGE_ENV] = env.get(TAG_ENV, "")
     if host_view_file:
         added[HOST_VIEW_ENV] = host_view_file
     return {"tags": ",".join(request.get("tags") or []), **inputs, "env": {**given_env, **added},
@@ -200,7 +205,7 @@ def plan(request: dict, env: dict, image: str, image_id: str, loadgen_pin: str, 
         raise ChainError(f"--submission_dir={submission}: the chain in the image writes the submission beside it, "
                          f"in {parent}, a system folder it does not mount: give a folder of your own")
     writable = (results, parent)
-    ro = host_paths(values + [env.get("CM_MLPERF_IMAGE_FACTS", "")], exclude=(results, submission))
+    ro = host_paths(values + [env.get(FACTS_ENV, "")], exclude=(results, submission))
     mounts = tuple(crun.Mount(p, p) for p in ro) + tuple(
         crun.Mount(p, p, read_only=False) for p in writable if not _under(p, tuple(w for w in writable if w != p)))
     # parents first: a read-only folder inside a writable one stays read-only, and the other way round

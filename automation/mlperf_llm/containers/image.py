@@ -22,6 +22,10 @@ REPOSITORY = "localhost/cm4mlperf-llm"
 # file and checked against its ID; an archive of it loaded first (then checked, not rebuilt)
 REBUILD_ENV = "CM_MLPERF_IMAGE_FROM"
 LOAD_ENV = "CM_MLPERF_IMAGE_LOAD"
+# build-mlperf-image's outputs: the image's ID and tag, and its facts file (what a record keeps)
+ID_ENV = "CM_MLPERF_IMAGE_ID"
+TAG_ENV = "CM_MLPERF_IMAGE_TAG"
+FACTS_ENV = "CM_MLPERF_IMAGE_FACTS"
 
 
 class ImageMismatch(ContainerError):

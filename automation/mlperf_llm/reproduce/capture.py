@@ -19,6 +19,7 @@ from typing import Callable, Optional
 from cmcontract.places import cache_root
 from cmcontract.secret import is_secret
 
+from ..containers.image import FACTS_ENV, ID_ENV
 from ..portable import portable_argv
 
 from ..models.smollm2 import PROVENANCE_FILE
@@ -131,11 +132,11 @@ def project_section(root: str, version: str, git: Optional[Callable[[list], str]
 def image_project(section: dict, env: dict) -> dict:
     """A record made in the run's image (--docker=chain), where no checkout is at hand: the commit its
     project was built from, as the image's recipe names it (the build checked the files' digest)."""
-    from ..containers.chain import IN_IMAGE_ENV
+    from ..containers.chain import in_image
     from ..containers.make import read_facts
     from ..containers.recipe import RecipeError
-    facts = env.get("CM_MLPERF_IMAGE_FACTS", "")
-    if section.get("git_commit") or str(env.get(IN_IMAGE_ENV, "")).lower() != "yes" or not facts:
+    facts = env.get(FACTS_ENV, "")
+    if section.get("git_commit") or not in_image(env) or not facts:
         return section
     try:
         _, recipe = read_facts(facts)
@@ -277,7 +278,7 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
         out["server_torch"] = found.get("torch", "")
         out["server_transformers"] = found.get("transformers", "")
         out["server_python"] = found.get("python", "")
-    facts = env.get("CM_MLPERF_IMAGE_FACTS", "") if image_tag(env) else ""
+    facts = env.get(FACTS_ENV, "") if image_tag(env) else ""
     image = image_environment(facts) if facts else {}
     if image:                           # --docker: the server ran the image's venv, not a venv here
         pinned = image["server_environment"]
@@ -369,7 +370,7 @@ def server_section(env: dict, results_dir: str = "") -> dict:
     if env.get("CM_VLLM_SERVER_RAY_NODES"):
         out["ray_nodes"] = env["CM_VLLM_SERVER_RAY_NODES"]
     if image_tag(env):                  # --docker: served from this image (its facts file: beside the record)
-        out["image"] = {"tag": image_tag(env), "id": env.get("CM_MLPERF_IMAGE_ID", ""),
+        out["image"] = {"tag": image_tag(env), "id": env.get(ID_ENV, ""),
                         "runs": "server" if env.get("CM_VLLM_IMAGE") else "chain"}
     shares = endpoint_shares(results_dir)
     if shares:

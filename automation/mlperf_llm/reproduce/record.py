@@ -132,17 +132,18 @@ def write(record: Record, path: str) -> str:
 def image_tag(env: dict) -> str:
     """The image this run's server ran in (--docker, CM_VLLM_IMAGE), or its whole chain (--docker=chain,
     in the image: CM_MLPERF_CHAIN_IMAGE); "" for neither."""
-    from ..containers.chain import CHAIN_IMAGE_ENV, IN_IMAGE_ENV
+    from ..containers.chain import CHAIN_IMAGE_ENV, in_image
     if env.get("CM_VLLM_IMAGE"):
         return env["CM_VLLM_IMAGE"]
-    return env.get(CHAIN_IMAGE_ENV, "") if str(env.get(IN_IMAGE_ENV, "")).lower() == "yes" else ""
+    return env.get(CHAIN_IMAGE_ENV, "") if in_image(env) else ""
 
 
 def keep_image_facts(env: dict, results_dir: str) -> str | None:
     """--docker: the facts of the image the server (or the chain) ran in (build-mlperf-image's file), copied beside
     the record (the submission step copies both into every measurement folder); its path, or None."""
     import shutil
-    facts = env.get("CM_MLPERF_IMAGE_FACTS", "")
+    from ..containers.image import FACTS_ENV
+    facts = env.get(FACTS_ENV, "")
     if not image_tag(env) or not os.path.isfile(facts):
         return None
     dest = os.path.join(results_dir, IMAGE_FACTS_NAME)
