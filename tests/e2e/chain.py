@@ -142,6 +142,20 @@ def run_cm(args: list[str], env: dict, log: Path, who: str, pace: Pace | None, q
     return run
 
 
+def on_session_server(args: list[str], work: Path, who: str, env: dict, pace: Pace, queries: int,
+                      server_url: str, served_name: str, round_name: str) -> tuple[str, Path, Path]:
+    """`cm ARGS` on the session's running server (no server of its own), its results and submission
+    in `work`, the round's inference source given: its output, results and submission folders. The
+    run must succeed and start no server."""
+    results, submission = work / "results", work / "submission"
+    full = [*args, f"--api_server={server_url}", f"--vllm_model_name={served_name}", f"--results_dir={results}",
+            f"--submission_dir={submission}", f"--inference_src={inference_source(round_name)}"]
+    r = run_cm(full, env, work / f"{who}.log", who, pace, queries, results_dir=results, cwd=work, server_starts=0)
+    assert r.returncode == 0, f"{who} failed:\n{r.tail(8000)}"
+    assert "vLLM server ready" not in r.output, "a server started though the run was given one"
+    return r.output, results, submission
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -25,16 +25,8 @@ QUERIES = 4 * chain.SMALL_QUERIES          # performance, accuracy, TEST07, TEST
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory, cm_env, pace, readme_run, session_server, server_env):
-    work = tmp_path_factory.mktemp(MODEL)
-    results, submission = work / "results", work / "submission"
-    args = [*ARGS, f"--api_server={session_server['CM_VLLM_SERVER_URL']}",
-            f"--vllm_model_name={server_env['CM_VLLM_SERVED_MODEL_NAME']}", f"--results_dir={results}",
-            f"--submission_dir={submission}", f"--inference_src={chain.inference_source('6.1')}"]
-    r = chain.run_cm(args, cm_env, work / f"{MODEL}.log", "test_gptoss_command", pace, QUERIES,
-                     results_dir=results, cwd=work, server_starts=0)
-    assert r.returncode == 0, f"{MODEL} failed:\n{r.tail(8000)}"
-    assert "vLLM server ready" not in r.output, "a server started though the run was given one"
-    return r.output, results, submission
+    return chain.on_session_server(ARGS, tmp_path_factory.mktemp(MODEL), "test_gptoss_command", cm_env, pace, QUERIES,
+                                   session_server["CM_VLLM_SERVER_URL"], server_env["CM_VLLM_SERVED_MODEL_NAME"], "6.1")
 
 
 def test_each_test_read_its_own_set_and_the_answers_were_marked(run):
