@@ -1,5 +1,9 @@
 """The embedded model chain for real, through the engine: the GGUF conversion (ml venv) and a
-small quantization (quant venv, llmcompressor) scored against the unquantized model."""
+small quantization (quant venv, llmcompressor) scored against the unquantized model.
+
+No server, no load, no limit from this host's pace: the module runs among the other units, not in
+the e2e unit (tests/conftest.py: E2E_BESIDE), in the session's cache, where the README run then
+finds the conversion made."""
 import json
 import os
 
@@ -15,8 +19,8 @@ EVAL_SAMPLES = 2
 
 @pytest.fixture(scope="module")
 def runner(engine_runner):
-    # the session's cache: the conversion is the one every e2e test uses (made once, here or by
-    # the first test that needed the model), and the quantization reuses it and its venv
+    # the session's cache: the conversion is the one every e2e test uses (made once, here: this
+    # module runs before the e2e unit), and the quantization reuses it and its venv
     return engine_runner
 
 

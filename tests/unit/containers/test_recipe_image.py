@@ -279,3 +279,30 @@ def test_a_version_the_index_lacks_is_named_with_a_short_list_of_those_it_has():
     few = subprocess.CompletedProcess([], 1, "", "ERROR: Could not find a version that satisfies the requirement "
                                       "x==2 (from versions: 1.0, 1.1)")
     assert wheels._why(few).endswith("(from versions: 1.0, 1.1)")
+
+
+def test_each_venvs_byte_code_is_built_in_its_layer_and_a_format_2_recipe_builds_as_it_was():
+    """Format 3: each venv's layer compiles its modules by their source's hash (not its time: the same
+    bytes on every build); the project's layer does not. A recorded format-2 recipe reads back as
+    format 2 and its Containerfile compiles nothing, so it rebuilds the image it recorded; a format
+    neither reads is refused, naming both."""
+    vllm = recipe.VenvLock("vllm", (Locked("six", "1.17.0", sha(b"six wheel")),))
+    run = recipe.VenvLock("run", (Locked("cmind", "4.2.0", "c" * 64),))
+    tools = recipe.VenvLock("build", (Locked("pip", "25.0.1", sha(b"pip wheel")),))
+    now = recipe.Recipe(BASE, (run, vllm), tools, "9" * 64, {})
+    assert now.format == recipe.FORMAT == 3 and now.to_json()["format"] == 3
+    steps = [line for line in now.containerfile().splitlines() if line.startswith("RUN")]
+    compiled = [line for line in steps if "compileall" in line]
+    assert len(compiled) == 2 and all("--invalidation-mode unchecked-hash" in line for line in compiled)
+    assert any(f"{recipe.PREFIX}/vllm/bin/python -m compileall" in line and f"{recipe.PREFIX}/vllm/lib" in line
+               for line in compiled)
+    assert "compileall" not in steps[-1] and "source=project" in steps[-1]
+    assert "PYTHONDONTWRITEBYTECODE=1" in now.containerfile()        # nothing written when the container runs
+    old = recipe.from_json(now.to_json() | {"format": 2})
+    assert old.format == 2 and old.to_json()["format"] == 2 and "compileall" not in old.containerfile()
+    assert old.digest() != now.digest() and recipe.from_json(old.to_json()) == old
+    assert old.containerfile() == now.containerfile().replace(
+        f" && ({recipe.PREFIX}/run/bin/python {recipe.BYTECODE} {recipe.PREFIX}/run/lib > /dev/null || true)", "").replace(
+        f" && ({recipe.PREFIX}/vllm/bin/python {recipe.BYTECODE} {recipe.PREFIX}/vllm/lib > /dev/null || true)", "")
+    with pytest.raises(recipe.RecipeError, match="recipe format 1, this version reads 2 and 3"):
+        recipe.from_json(now.to_json() | {"format": 1})
