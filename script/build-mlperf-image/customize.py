@@ -19,7 +19,9 @@ def preprocess(i):
                                 os.path.join(cache_root(), 'containers'))
         if env.get('CM_MLPERF_IMAGE_STORE'):
             eng = eng.with_store(os.path.abspath(env['CM_MLPERF_IMAGE_STORE']))
-        venvs, locked = _venvs(env)
+        # --from: the recorded recipe holds every venv's lock; the venvs and locks given beside it (a
+        # replay's, for the steps that install) are not read
+        venvs, locked = ({}, {}) if env.get(image.REBUILD_ENV) else _venvs(env)
         if env.get(image.LOAD_ENV):
             _load(eng, env)
         built = make.image_for(eng, make.Places(os.path.join(cache_root(), 'containers')), _project_root(env), venvs,

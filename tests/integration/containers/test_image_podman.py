@@ -86,7 +86,8 @@ def built(work, stores):
 def test_the_record_rebuilds_the_same_image_id_in_another_cm_home_cache_and_store(built, stores, work):
     """The facts file rebuilds the image by `cm` in another CM home, cache and store: the same ID; the
     image saved as an archive loads by `cm --load` into a third store with that ID (the archive is
-    checked against the facts, a wrong ID refused), and nothing is built for it."""
+    checked against the facts, a wrong ID refused), and nothing is built for it; a vLLM lock given
+    beside --from is not read."""
     r, b, places, first = built
     assert {v.name for v in r.venvs} == {"run"} and len(r.venvs[0].entries) == len(SMALL)
     assert b.facts()["packages"] and any(p.startswith("python3=") for p in b.facts()["packages"])
@@ -117,7 +118,11 @@ def test_the_record_rebuilds_the_same_image_id_in_another_cm_home_cache_and_stor
         image.load(stores("e"), str(work / "missing.tar"))
     load = [cm, "run", "script", "--tags=build,mlperf,image", f"--from={facts}", f"--load={archive}",
             f"--store={work / 'e'}", f"--facts={work / 'e.json'}", "--quiet"]
-    res = subprocess.run(load, env=env, capture_output=True, text=True, timeout=1200, cwd=str(home))
+    # a replay gives its steps the record's vLLM lock too: with --from, the recipe's locks are the
+    # image's, and a lock given beside them is not read (here one that is no lock at all)
+    (work / "not-a-lock.txt").write_text("this is not == a lock\n")
+    res = subprocess.run([*load, f"--vllm_lock={work / 'not-a-lock.txt'}"], env=env, capture_output=True, text=True,
+                         timeout=1200, cwd=str(home))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert f"Loaded {first.image_id}" in res.stdout and f"the same image ID: {first.image_id}" in res.stdout
     assert f"{first.tag}: in the store already, not built again" in res.stdout  # found by its tag, not built
