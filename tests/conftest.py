@@ -28,7 +28,7 @@ GROUPED = ("tests/integration/models/",)
 # e2e modules that run among the other units, not in the e2e unit: no vLLM server, no LoadGen load,
 # no wait by this host's pace, so nothing of theirs is measured against the machine being quiet. The
 # quantization (llmcompressor and transformers on the CPU: ~120 s of 1.4 cores on a fast host, fresh)
-# and the conversion it starts from, made in the session's cache, where the README run finds it
+# and the conversion it starts from, in a cache of its own (the README run converts the model itself)
 E2E_BESIDE = ("tests/e2e/test_models_embedded.py",)
 # assigned first, in this order: units that leave in the session's cache what an e2e test then takes
 # (vLLM's venv, which the README's command installs otherwise, and the server image of it the
@@ -46,7 +46,34 @@ FIRST = ("tests/integration/containers/test_server_image.py",
          "tests/integration/harness/test_harness_standin.py")
 
 
+def session_cache_was_empty(config) -> bool:
+    """Whether the session's cache (CM4MLPERF_CACHE_DIR; without it the e2e tests make one) held no
+    entry when the run began (CI's fresh cache): read once by the controller, before any worker ran a
+    test, and handed to the workers (pytest_configure_node)."""
+    given = getattr(config, "workerinput", {}).get("session_cache_was_empty")
+    if given is not None:
+        return given
+    folder = os.environ.get("CM4MLPERF_CACHE_DIR", "").strip()
+    store = os.path.join(folder, "store") if folder else ""
+    return not store or not os.path.isdir(store) or not os.listdir(store)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput["session_cache_was_empty"] = node.config.stash[CACHE_WAS_EMPTY]
+
+
+CACHE_WAS_EMPTY = pytest.StashKey[bool]()
+
+
+@pytest.fixture(scope="session")
+def cache_was_empty(request) -> bool:
+    """The session's cache held no entry when the run began (session_cache_was_empty)."""
+    return request.config.stash[CACHE_WAS_EMPTY]
+
+
 def pytest_configure(config):
+    config.stash[CACHE_WAS_EMPTY] = session_cache_was_empty(config)
     config.addinivalue_line(
         "markers", "e2e: end-to-end test on real components (the cm command, vLLM, models); runs in CI; "
         "every test under tests/e2e has it, so `-m 'not e2e'` is the quick lane (README)")

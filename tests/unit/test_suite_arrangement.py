@@ -44,3 +44,20 @@ def test_an_e2e_module_beside_the_others_is_its_own_unit_and_asks_for_no_server_
         calls = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
         assert "run_cm" not in calls and "getfixturevalue" not in calls, module
     assert conftest.work_unit("tests/e2e/test_models_embeddedX.py::test_a") == "e2e"
+
+
+def test_whether_the_sessions_cache_was_empty_is_read_by_the_controller_and_handed_to_the_workers(tmp_path, monkeypatch):
+    """The README run's check of its fresh steps fails, not skips, where the cache was empty when the
+    run began (CI's): the controller reads the store before any worker runs a test."""
+    from types import SimpleNamespace
+    controller = SimpleNamespace()
+    monkeypatch.delenv("CM4MLPERF_CACHE_DIR", raising=False)
+    assert conftest.session_cache_was_empty(controller) is True          # the e2e tests make a cache
+    monkeypatch.setenv("CM4MLPERF_CACHE_DIR", str(tmp_path))
+    assert conftest.session_cache_was_empty(controller) is True          # no store yet
+    (tmp_path / "store").mkdir()
+    assert conftest.session_cache_was_empty(controller) is True
+    (tmp_path / "store" / "install-vllm-0-1").mkdir()
+    assert conftest.session_cache_was_empty(controller) is False
+    # a worker takes the controller's reading, whatever the store holds by the time it starts
+    assert conftest.session_cache_was_empty(SimpleNamespace(workerinput={"session_cache_was_empty": True})) is True
