@@ -2,9 +2,7 @@
 (pytest.ini: `-n auto`) spreads it. Every module but the e2e ones is a unit of its own (its module
 fixtures made once), spread over all workers; the e2e tests share session fixtures (one full run of
 the README command, one vLLM server, the host's pace) and run last, in one worker, in their order,
-once the other workers are done: alone on the machine, as their limits assume. The e2e modules of
-E2E_BESIDE start no server, issue no load and wait by no limit of the host's pace: each is a unit of
-its own, among the others. The e2e worker's ledger of real work comes back here and is printed at the end."""
+once the other workers are done: alone on the machine, as their limits assume. The e2e worker's ledger of real work comes back here and is printed at the end."""
 import os
 import sys
 
@@ -25,11 +23,6 @@ GPU = os.path.join(ROOT, "tests", "gpu") + os.sep
 # one module builds and the next takes (the model steps' ml venv, ~40 s: tests/integration/models/
 # conftest.py), which a second worker would otherwise wait for, idle, on the cache entry's lock
 GROUPED = ("tests/integration/models/",)
-# e2e modules that run among the other units, not in the e2e unit: no vLLM server, no LoadGen load,
-# no wait by this host's pace, so nothing of theirs is measured against the machine being quiet. The
-# quantization (llmcompressor and transformers on the CPU: ~120 s of 1.4 cores on a fast host, fresh)
-# and the conversion it starts from, in a cache of its own (the README run converts the model itself)
-E2E_BESIDE = ("tests/e2e/test_models_embedded.py",)
 # assigned first, in this order: units that leave in the session's cache what an e2e test then takes
 # (vLLM's venv, which the README's command installs otherwise, and the server image of it the
 # replay with --docker uses: ~8 min on the slow kind of host; the v4.1 LoadGen build seed 003's
@@ -39,11 +32,13 @@ E2E_BESIDE = ("tests/e2e/test_models_embedded.py",)
 FIRST = ("tests/integration/containers/test_server_image.py",
          "tests/integration/sysinfo/test_loadgen_source_build.py",
          "tests/integration/containers/test_image_podman.py",
-         "tests/e2e/test_models_embedded.py",
          "tests/integration/engine/test_cm4mlops_both_engines.py",
          "tests/integration/models/",
          "tests/integration/engine/test_cmind_coexistence.py",
          "tests/integration/harness/test_harness_standin.py")
+
+
+CACHE_WAS_EMPTY = pytest.StashKey[bool]()
 
 
 def session_cache_was_empty(config) -> bool:
@@ -61,9 +56,6 @@ def session_cache_was_empty(config) -> bool:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     node.workerinput["session_cache_was_empty"] = node.config.stash[CACHE_WAS_EMPTY]
-
-
-CACHE_WAS_EMPTY = pytest.StashKey[bool]()
 
 
 @pytest.fixture(scope="session")
@@ -111,10 +103,10 @@ def pytest_collection_modifyitems(config, items):
 
 
 def work_unit(nodeid: str) -> str:
-    """What one pytest-xdist worker runs whole, in order: "e2e" (tests/e2e but E2E_BESIDE), a GROUPED
-    folder, else the test's module."""
+    """What one pytest-xdist worker runs whole, in order: "e2e" (tests/e2e), a GROUPED folder, else
+    the test's module."""
     path = nodeid.split("::", 1)[0]
-    if path.startswith("tests/e2e/") and path not in E2E_BESIDE:
+    if path.startswith("tests/e2e/"):
         return "e2e"
     return next((folder for folder in GROUPED if path.startswith(folder)), path)
 

@@ -1,10 +1,5 @@
 """The embedded model chain for real, through the engine: the GGUF conversion (ml venv) and a
-small quantization (quant venv, llmcompressor) scored against the unquantized model.
-
-No server, no load, no limit from this host's pace: the module runs among the other units, not in
-the e2e unit (tests/conftest.py: E2E_BESIDE), in a cache of its own: the README run, the session's
-first e2e run, converts the model and makes the data set itself, as on a new user's machine (and
-tests/e2e/test_main_command.py checks each of those steps' cached replay against its fresh run)."""
+small quantization (quant venv, llmcompressor) scored against the unquantized model."""
 import json
 import os
 
@@ -19,14 +14,10 @@ EVAL_SAMPLES = 2
 
 
 @pytest.fixture(scope="module")
-def runner(tmp_path_factory):
-    """The engine on this project's scripts, in the module's own cache: the quantization reuses the
-    conversion made here and its ml venv."""
-    from cmengine.registry import Repo
-    from enginefixtures import Runner
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return Runner([Repo("cm4mlperf-llm", root)], str(tmp_path_factory.mktemp("models-embedded-cache")),
-                  include_project=True)
+def runner(engine_runner):
+    # the session's cache: the conversion is the one every e2e test uses (made once, here or by
+    # the first test that needed the model), and the quantization reuses it and its venv
+    return engine_runner
 
 
 def test_conversion_answers_paris(runner):

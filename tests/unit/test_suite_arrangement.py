@@ -26,26 +26,6 @@ def test_a_grouped_folder_is_one_unit_and_every_first_unit_exists():
     assert len(set(conftest.FIRST)) == len(conftest.FIRST)
 
 
-def test_an_e2e_module_beside_the_others_is_its_own_unit_and_asks_for_no_server_load_or_pace():
-    """E2E_BESIDE modules run among the other units: each is its own unit, named first (long), and
-    none of its functions asks for a fixture that starts a server, runs the README command or
-    measures this host's pace (tests/e2e/conftest.py), nor calls chain.run_cm (a limit by the pace)."""
-    import ast
-    root = Path(__file__).resolve().parents[2]
-    measured = {"pace", "session_server", "second_server_start", "readme_run", "small_run", "server_env",
-                "vllm_python", "embedded_model_path"}
-    assert conftest.E2E_BESIDE
-    for module in conftest.E2E_BESIDE:
-        assert module.startswith("tests/e2e/") and module in conftest.FIRST
-        assert conftest.work_unit(f"{module}::test_a[x]") == module
-        tree = ast.parse((root / module).read_text())
-        asked = {a.arg for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) for a in f.args.args}
-        assert not asked & measured, (module, asked & measured)
-        calls = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-        assert "run_cm" not in calls and "getfixturevalue" not in calls, module
-    assert conftest.work_unit("tests/e2e/test_models_embeddedX.py::test_a") == "e2e"
-
-
 def test_whether_the_sessions_cache_was_empty_is_read_by_the_controller_and_handed_to_the_workers(tmp_path, monkeypatch):
     """The README run's check of its fresh steps fails, not skips, where the cache was empty when the
     run began (CI's): the controller reads the store before any worker runs a test."""
