@@ -40,7 +40,7 @@ ENV = (("LANG", "C.UTF-8"), ("PYTHONDONTWRITEBYTECODE", "1"), ("PIP_NO_INDEX", "
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 # each venv's modules compiled when its layer is built (format 3), checked against their source's hash
 # and not its time (`unchecked-hash`: the same bytes on every build, so the same layer): without them
-# every process in a container compiled what it imported, each time (vLLM's imports 9.7 s -> 4.6 s
+# every process in a container compiled what it imported, each time (vLLM's import 9.7 s -> 4.7 s
 # on a fast 2-core host). A file that does not compile (a template, another Python's syntax) is left
 # to its source, as pip leaves it; PYTHONDONTWRITEBYTECODE keeps the container from writing any
 BYTECODE = "-m compileall -q -j 0 --invalidation-mode unchecked-hash"
