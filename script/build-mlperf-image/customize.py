@@ -43,7 +43,7 @@ def preprocess(i):
     env[image.ID_ENV] = built.image_id
     env[image.TAG_ENV] = built.tag
     env[image.FACTS_ENV] = facts
-    env['CM_MLPERF_IMAGE_ENGINE'] = eng.to_json()      # the engine (and store) the image is in
+    env[image.ENGINE_ENV] = eng.to_json()
     return {'return': 0}
 
 

@@ -45,7 +45,7 @@ def preprocess(i):
 def postprocess(i):
     from mlperf_llm.containers import chain
     if chain.runs_in_image(i['env']):            # its summary was printed by the chain in the image
-        print(f"--docker=chain: the run above ran in image {i['env'].get('CM_MLPERF_CHAIN_IMAGE', '?')}; results in "
+        print(f"--docker=chain: the run above ran in image {i['env'].get(chain.CHAIN_IMAGE_ENV, '?')}; results in "
               f"{i['env'].get('CM_MLPERF_RESULTS_DIR', '?')}, submission in {i['env'].get('CM_MLPERF_SUBMISSION_DIR', '?')}")
         return {'return': 0}
     print(runapp.summary(i['env'], i['state']))

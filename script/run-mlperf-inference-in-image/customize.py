@@ -26,7 +26,7 @@ def postprocess(i):
     from mlperf_llm.sysinfo.sut import host_view
     env = i['env']
     try:
-        eng = engine.Engine.from_json(env['CM_MLPERF_IMAGE_ENGINE'])
+        eng = engine.Engine.from_json(env[image.ENGINE_ENV])
         run = chain.plan(i.get('request') or {}, env, env[image.TAG_ENV], env[image.ID_ENV],
                          env[envlock.LOADGEN_LOCK_ENV], os.path.join(cache_root(), 'containers'),
                          host_view=host_view(collect(accelerators=False)))

@@ -4,7 +4,7 @@ mlperf_llm.vllm.service.stop_from_env (unless --keep_server)."""
 import os
 
 from mlperf_llm.containers.engine import ContainerError
-from mlperf_llm.containers.image import FACTS_ENV, ID_ENV, REBUILD_ENV, TAG_ENV
+from mlperf_llm.containers.image import ENGINE_ENV, FACTS_ENV, ID_ENV, REBUILD_ENV, TAG_ENV
 from mlperf_llm.containers.served import served_from_lock
 from mlperf_llm.submission.spec import IMAGE_FACTS_NAME
 from mlperf_llm.sysinfo.envlock import LockError
@@ -83,7 +83,7 @@ def postprocess(i):
         return {'return': 0}
     if env.get('CM_VLLM_DOCKER') == 'yes':           # build-mlperf-image (a prehook dep) built it
         env['CM_VLLM_IMAGE'] = env[TAG_ENV]
-        env['CM_VLLM_IMAGE_ENGINE'] = env['CM_MLPERF_IMAGE_ENGINE']
+        env['CM_VLLM_IMAGE_ENGINE'] = env[ENGINE_ENV]
         print(f'serving from image {env["CM_VLLM_IMAGE"]} (ID {env.get(ID_ENV, "?")[:19]}; '
               f'facts: {env.get(FACTS_ENV, "?")}): a container with no network, vLLM on a Unix '
               'socket there, reached through a relay on this machine\'s port (docs/containers.md)')

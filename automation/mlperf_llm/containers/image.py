@@ -22,10 +22,12 @@ REPOSITORY = "localhost/cm4mlperf-llm"
 # file and checked against its ID; an archive of it loaded first (then checked, not rebuilt)
 REBUILD_ENV = "CM_MLPERF_IMAGE_FROM"
 LOAD_ENV = "CM_MLPERF_IMAGE_LOAD"
-# build-mlperf-image's outputs: the image's ID and tag, and its facts file (what a record keeps)
+# build-mlperf-image's outputs: the image's ID and tag, its facts file (what a record keeps) and the
+# engine (and store) it is in (Engine.to_json)
 ID_ENV = "CM_MLPERF_IMAGE_ID"
 TAG_ENV = "CM_MLPERF_IMAGE_TAG"
 FACTS_ENV = "CM_MLPERF_IMAGE_FACTS"
+ENGINE_ENV = "CM_MLPERF_IMAGE_ENGINE"
 
 
 class ImageMismatch(ContainerError):
