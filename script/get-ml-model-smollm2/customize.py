@@ -1,6 +1,7 @@
 """Thin hooks: run the conversion in the ml venv (run.sh), then report the checkpoint."""
 import os
 
+from mlperf_llm.models.environment import write_lock
 from mlperf_llm.models.smollm2 import MODEL_NAME, read_provenance
 
 OUT = 'SmolLM2-135M-Instruct-hf'
@@ -28,5 +29,6 @@ def postprocess(i):
     env['CM_ML_MODEL_FILE_WITH_PATH'] = os.path.join(path, 'model.safetensors')
     env['CM_ML_MODEL_DTYPE'] = record['dtype']
     env['CM_ML_MODEL_SOURCE_SHA256'] = record['source_sha256']
+    env.update(write_lock(env, os.getcwd()))
     print(f"{MODEL_NAME} ({record['dtype']}) at {path}; greedy check: {record['check_answer']!r}")
     return {'return': 0}

@@ -34,6 +34,7 @@ def preprocess(i):
         limits = _limits(env)
         docker = docker_mode(env.get('CM_REPRODUCE_DOCKER'))    # '': as the recorded run was
         run_env = check_choice(env.get('CM_REPRODUCE_RUN_ENV', ''))
+        model_env = check_choice(env.get('CM_REPRODUCE_MODEL_ENV', ''), 'model_env')
     except (ValueError, RunEnvError) as e:
         return {'return': 1, 'error': str(e)}
     opts = Options(source=env['CM_REPRODUCE_FROM'], results_dir=os.path.abspath(env['CM_REPRODUCE_RESULTS_DIR']),
@@ -44,7 +45,8 @@ def preprocess(i):
                    stand_in=env.get('CM_REPRODUCE_STAND_IN', ''),
                    size_anew=is_yes(env.get('CM_REPRODUCE_SIZE_ANEW')),
                    trust_record=is_yes(env.get('CM_REPRODUCE_TRUST_RECORD')), limits=limits,
-                   docker=docker, image_archive=env.get('CM_REPRODUCE_IMAGE_ARCHIVE', ''), run_env=run_env)
+                   docker=docker, image_archive=env.get('CM_REPRODUCE_IMAGE_ARCHIVE', ''), run_env=run_env,
+                   model_env=model_env)
     try:
         if opts.compare_to:
             c = compare_only(opts)

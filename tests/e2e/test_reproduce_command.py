@@ -20,7 +20,15 @@ The chain runs in the record's run environment (the interpreter the README's run
 package at its recorded version, nothing resolved): in the image, its `run` venv is made from it
 (nothing installed here; the image's venvs hold no pip); else a venv of it on this machine
 (reproduce/runenv.py), by that venv's own `cm`. The replay's record lists that environment, and no
-package of it differs."""
+package of it differs.
+
+The record names the model's environment too (the `ml` venv the README's run converted the model in,
+each package by its archive's sha256). The replay is given --model_env=here: the session's cache
+holds that model, and making the venv again from the lock and converting again (~40 s here, more
+on a slow host) is what the default does on a replayer's machine, tested without the benchmark by
+tests/integration/sysinfo/test_locked_install.py (install-python-venv --lock through the engine) and
+tests/unit/reproduce/test_reproduce_model_env.py (the plan that gives the lock to that venv alone).
+The replay's record names the same model environment."""
 import json
 import os
 import re
@@ -71,7 +79,7 @@ def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme
     env = chain.cm_env(cache_dir, str(tmp_path / "CM-replayer"))      # a fresh CM home, the session's cache
     chain.register_checkout(env)
     r = chain.run_cm(["run", "script", "--tags=reproduce,mlperf,inference", f"--from={tarball}",
-                      f"--results_dir={out_dir}", "--quiet", *(["--docker=chain"] if DOCKER else [])],
+                      f"--results_dir={out_dir}", "--quiet", "--model_env=here", *(["--docker=chain"] if DOCKER else [])],
                      env, tmp_path / "replay.log", "test_a_fresh_cm_home_replays", pace,
                      chain.queries_of(chain.FULL_QUERIES, 0), results_dir=out_dir, cwd=tmp_path)
     assert r.returncode == 0, f"replay failed:\n{r.tail()}"
@@ -113,6 +121,10 @@ def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme
         assert replayed["request"]["env"]["CM_MLPERF_HARNESS_PYTHON"].endswith("/venv-run/bin/python")
     # LoadGen's wheel: the recorded archive, installed by its sha256
     recorded_versions = json.loads(next(readme_run.results.rglob("cm4mlperf-record.json")).read_text())["versions"]
+    # the model's environment: recorded by hash, the cached model used as --model_env=here asks, and said
+    assert re.fullmatch(r"[0-9a-f]{64}", recorded_versions["model_environment"]["torch"]["sha256"])
+    assert "--model_env=here: the model steps' venv as this machine makes it" in r.output
+    assert replayed["versions"]["model_environment"] == recorded_versions["model_environment"]
     assert re.fullmatch(r"[0-9a-f]{64}", recorded_versions["loadgen_sha256"])
     assert replayed["versions"]["loadgen_sha256"] == recorded_versions["loadgen_sha256"]
     assert "LoadGen's wheel as recorded: mlcommons-loadgen" in r.output
@@ -135,5 +147,6 @@ def test_a_fresh_cm_home_replays_the_tarball_with_equal_accuracy(tarball, readme
     names = [d["name"] for d in report["differing_inputs"]]
     assert "model checkpoint (content sha256)" not in names and "data set (content sha256)" not in names
     assert not [n for n in names if n.startswith("harness package") and n.split()[-1] not in own_tools], names
+    assert not [n for n in names if n.startswith("model-step package")], names
     assert "Accuracy: equal to the recorded values" in r.output
 

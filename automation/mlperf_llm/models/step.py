@@ -14,6 +14,7 @@ import os
 import shlex
 from pathlib import Path
 
+from .environment import write_lock
 from .errors import ModelError
 from .families import ModelFamily, family_of
 
@@ -89,6 +90,7 @@ def postprocess(i):
     except ModelError as e:
         return {"return": 1, "error": str(e)}
     env.update(outputs(res, env, family))
+    env.update(write_lock(env, os.getcwd()))
     report = res["report"]
     print(f"{env['CM_ML_MODEL_NAME']}: {len(report['shards'])} weight file(s), {report['weight_bytes'] / 1e9:.2f} GB, "
           f"{report['loaded_with'] or 'files checked'} at {res['path']}")

@@ -23,6 +23,7 @@ from ..containers.image import FACTS_ENV, ID_ENV
 from ..portable import portable_argv
 
 from ..models.smollm2 import PROVENANCE_FILE
+from ..sysinfo.envlock import MODEL_LOCK_ENV
 from ..sysinfo.pyenv import PROJECT_FILES
 from .record import RECORD_FORMAT, Record, image_tag
 
@@ -293,7 +294,21 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
         out.update(pinned_run)
     elif lock_reader is not None:
         out.update(environment_lock(sys.executable, lock_reader, role="run"))
+    out.update(model_environment(env.get(MODEL_LOCK_ENV, "")))
     return {k: v for k, v in out.items() if v}
+
+
+def model_environment(path: str) -> dict:
+    """environment_lock's fields for the `ml` venv the model was fetched or converted in, as the
+    model step wrote its lock (models/environment.py; its output MODEL_LOCK_ENV): {} where there is
+    none (a model step of an older version, a model given by path) or it cannot be read."""
+    from ..sysinfo import envlock
+    if not path:
+        return {}
+    try:
+        return _environment("model", envlock.parse_file(path))
+    except envlock.LockError:
+        return {}
 
 
 def image_environment(facts_path: str, venv: str = "vllm", role: str = "server") -> dict:

@@ -52,6 +52,9 @@ INPUTS = (
     ("versions", "server_transformers", "transformers (server)", "other tokenizer code", True),
     ("versions", "server_environment_sha256", "the server's environment (every package's version and archive)",
      "another version or build of some package beside vLLM (reproduce/compare: which ones)", True),
+    ("versions", "model_environment_sha256", "the model steps' environment (every package's version and archive)",
+     "another version or build of a package that fetched or converted the model (the checkpoint's sha256 row says "
+     "whether the model itself differs)", False),
     ("versions", "python", "Python (harness)", "rarely matters", False),
     ("versions", "loadgen", "LoadGen version", "other scheduling; the accuracy set is the same", False),
     ("versions", "loadgen_sha256", "LoadGen wheel (sha256)", "another build of LoadGen: other scheduling code; the "
@@ -126,11 +129,13 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     out = []
     same_files = bool(recorded.project.get("files_sha256")) and \
         recorded.project.get("files_sha256") == here.project.get("files_sha256")
-    pinned_a, pinned_b = (_pinned(_get(r, "versions", "server_environment")) for r in (recorded, here))
+    pinned = {role: [_pinned(_get(r, "versions", f"{role}_environment")) for r in (recorded, here)]
+              for role in ("server", "model")}
     for section, key, label, why, acc in INPUTS:
         a, b = _get(recorded, section, key), _get(here, section, key)
-        if key == "server_environment_sha256" and pinned_a is not None and pinned_b is not None:
-            a, b = _digest(pinned_a), _digest(pinned_b)     # what a lock pins, on both sides
+        role = key[:-len("_environment_sha256")] if key.endswith("_environment_sha256") else ""
+        if role and None not in pinned[role]:
+            a, b = (_digest(p) for p in pinned[role])       # what a lock pins, on both sides
         if key == "git_commit" and same_files and not (a and b):
             continue            # an installed copy (a replay's venv) of the same files: no commit to compare
         if (a or b) and a != b:
@@ -139,6 +144,9 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
             out.append(Difference(label, a, b, why, acc))
     out += _package_differences(_get(recorded, "versions", "server_environment"),
                                 _get(here, "versions", "server_environment"))
+    out += _package_differences(_get(recorded, "versions", "model_environment"),
+                                _get(here, "versions", "model_environment"), "model-step package",
+                                "another version or build of a package that fetched or converted the model", False)
     out += _run_package_differences(_get(recorded, "versions", "run_environment"),
                                     _get(here, "versions", "run_environment"))
     rf = {k: v for k, v in (recorded.server.get("flags") or {}).items() if k not in PLACE_FLAGS}
@@ -263,10 +271,12 @@ def _digest(pinned: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _package_differences(recorded: dict | None, here: dict | None) -> list:
-    """Each pinned package of the server's environment (_pinned) whose version or archive differs
-    (both records must carry the environment: an older record has none, and then only the digest row
-    above can differ)."""
+def _package_differences(recorded: dict | None, here: dict | None, prefix: str = "server package",
+                         why: str = "another version or build of a package the server imports or installs beside "
+                                    "vLLM", acc: bool = True) -> list:
+    """Each pinned package of an environment (_pinned: the server's, the model steps') whose version or
+    archive differs (both records must carry the environment: an older record has none, and then only
+    the digest row above can differ)."""
     recorded, here = _pinned(recorded), _pinned(here)
     if recorded is None or here is None:
         return []
@@ -276,9 +286,8 @@ def _package_differences(recorded: dict | None, here: dict | None) -> list:
             return None
         sha = str(entry.get("sha256") or "")
         return f"{entry.get('version', '')}" + (f" (sha256 {sha[:12]})" if sha else "")
-    return _dict_diff("server package", {k: spell(v) for k, v in recorded.items()},
-                      {k: spell(v) for k, v in here.items()},
-                      "another version or build of a package the server imports or installs beside vLLM", True)
+    return _dict_diff(prefix, {k: spell(v) for k, v in recorded.items()}, {k: spell(v) for k, v in here.items()},
+                      why, acc)
 
 
 def _as_typed(inputs: dict) -> dict:

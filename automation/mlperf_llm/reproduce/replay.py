@@ -71,6 +71,8 @@ class Options:
     image_archive: str = ""       # with --docker: the published archive of the recorded image, loaded and checked by ID
     run_env: str = ""             # lock | here: the chain in a venv of the recorded run environment, or in this
                                   # interpreter ("": the record's where it has one; runenv.py)
+    model_env: str = ""           # lock | here: the model steps' `ml` venv made from the recorded model environment,
+                                  # or as this machine makes it ("": the record's where it has one)
     limits: Limits = field(default_factory=Limits)     # what an archive or folder from outside may hold
 
 
@@ -252,13 +254,15 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
                     "record carries): vLLM is installed afresh, as the recorded command says")
     run_lock = _run_env_plan(rec, opts, files, fixed, subs, refusals, env, in_image)
     _loadgen_plan(rec, env, fixed, subs)
+    adr = dict(asked.adr)
+    _model_env_plan(rec, opts, files, fixed, subs, refusals, adr)
     request = {"tags": ",".join(asked.tags), "quiet": True, **inputs}
     if req.get("alias") and opts.trust_record:
         request["artifact"] = req["alias"]
     if env:
         request["env"] = env
-    if asked.adr:
-        request["adr"] = asked.adr
+    if adr:
+        request["adr"] = adr
     return Plan(request, subs, refusals, fixed, files, run_lock)
 
 
@@ -290,6 +294,39 @@ def _run_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: li
     elif entries is None:           # an older record's chain runs here, as it always did: nothing to say
         subs.append(f"{why}: the chain runs in this interpreter")
     return ""
+
+
+def _model_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: list, refusals: list,
+                    adr: dict) -> None:
+    """The model steps' `ml` venv as recorded (versions.model_environment): its lock written to files and
+    given to that dependency alone (--adr.ml-venv.env: install-python-venv makes the venv from it, each
+    archive by its sha256), so the model is fetched or converted by the recorded packages; the
+    checkpoint's sha256 is compared either way. --model_env=here: as this machine makes it (a model
+    its cache holds is used as it is)."""
+    if opts.model_env == runenv.HERE:
+        subs.append(f"--model_env={runenv.HERE}: the model steps' venv as this machine makes it (a model in its "
+                    "cache is used as it is), not from the recorded model environment; the checkpoint's sha256 is "
+                    "compared")
+        return
+    entries = runenv.recorded_model_lock(rec)
+    if entries:
+        text = envlock.requirements(entries)
+        path = runenv.lock_path(text, "ml")
+        files[path] = text
+        over = dict(adr.get(envlock.ML_VENV_DEP) or {})
+        over["env"] = {**dict(over.get("env") or {}), envlock.VENV_LOCK_ENV: path}
+        adr[envlock.ML_VENV_DEP] = over
+        fixed.append(f"the model's environment as recorded: {len(entries)} packages, each installed from the archive "
+                     f"of its recorded sha256 into the model steps' venv, nothing resolved ({os.path.basename(path)}); "
+                     "the model is made again in it")
+        return
+    why = ("the record holds no model environment (an older record, or a model given by its path)" if entries == []
+           else "the record's model environment is not a lock this version can install (a name, version or hash "
+                "not in their form)")
+    if opts.model_env == runenv.LOCKED:
+        refusals.append(f"--model_env={runenv.LOCKED}: {why}; replay with --model_env={runenv.HERE}")
+    elif entries is None:
+        subs.append(f"{why}: the model steps' venv is made as this machine makes it")
 
 
 def _loadgen_plan(rec: Record, env: dict, fixed: list, subs: list) -> None:

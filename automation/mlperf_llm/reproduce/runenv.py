@@ -32,13 +32,28 @@ class RunEnvError(RuntimeError):
     pass
 
 
-def check_choice(value: str) -> str:
-    """--run_env: '' (the record's environment where it has one), 'lock' or 'here'."""
+def check_choice(value: str, flag: str = "run_env") -> str:
+    """--run_env (or --model_env): '' (the record's environment where it has one), 'lock' or 'here'."""
     value = (value or "").strip().lower()
     if value and value not in CHOICES:
-        raise RunEnvError(f"--run_env={value}: choose lock (a venv of the recorded run environment) or here "
-                          "(this interpreter)")
+        what = {"run_env": "a venv of the recorded run environment", "model_env": "the model steps' venv made from "
+                "the recorded model environment"}.get(flag, "the recorded environment")
+        here = "this interpreter" if flag == "run_env" else "this machine's own, as its cache has it"
+        raise RunEnvError(f"--{flag}={value}: choose {LOCKED} ({what}) or {HERE} ({here})")
     return value
+
+
+def recorded_model_lock(rec: Record) -> Optional[list[envlock.Locked]]:
+    """The record's model environment (the `ml` venv the model was fetched or converted in) as lock
+    entries, each pinned by its archive's sha256 ([] where the record has none; None where it has one
+    this version cannot take)."""
+    environment = (rec.versions or {}).get("model_environment")
+    if not isinstance(environment, dict) or not environment:
+        return []
+    try:
+        return envlock.from_record(environment, where="the record's model environment")
+    except envlock.LockError:
+        return None
 
 
 def recorded_run_lock(rec: Record) -> Optional[list[envlock.Locked]]:

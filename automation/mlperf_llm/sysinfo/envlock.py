@@ -123,6 +123,14 @@ LOADGEN_DIST = "mlcommons-loadgen"
 # a run environment's lock (a record's: name==version[ --hash=sha256:...] lines): install-run-environment's
 # venv, or --docker=chain's image's `run` venv (build-mlperf-image)
 RUN_LOCK_ENV = "CM_RUN_ENV_LOCK"
+# the model steps' environment (the `ml` venv a model was fetched or converted in), written beside the
+# model when it is made (write_requirements): the model steps' output MODEL_LOCK_ENV names it, the
+# record carries it (versions.model_environment), and a replay makes the `ml` venv from it
+# (install-python-venv's VENV_LOCK_ENV, given to that dependency alone: ML_VENV_DEP)
+MODEL_LOCK_ENV = "CM_ML_MODEL_ENV_LOCK"
+MODEL_LOCK_FILE = "ml-environment-lock.txt"
+VENV_LOCK_ENV = "CM_VENV_LOCK"              # install-python-venv's --lock
+ML_VENV_DEP = "ml-venv"                     # the model steps' name for their install,python-venv,_name.ml
 
 
 def loadgen_pin(line: str, where: str = LOADGEN_LOCK_ENV) -> Locked:
@@ -173,6 +181,17 @@ def read(python: str, timeout: float = 120) -> list[Locked]:
         got = recorded.get(dist_key(name))
         out.append(got if got and got.version == version else Locked(name, version, note=NO_HASH))
     return sorted(out, key=lambda d: dist_key(d.name))
+
+
+def write_requirements(python: str, path: str) -> int:
+    """`python`'s whole lock (`read`) written to `path` as `requirements` (what has no hash in comments,
+    which `parse` skips), whole or not at all; the number of distributions pinned by hash. LockError
+    where the interpreter cannot list itself."""
+    entries = read(python)
+    with staged_file(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(requirements(entries))
+    return sum(1 for d in entries if d.sha256)
 
 
 def requirements(entries: list[Locked], bare_pins: bool = False) -> str:

@@ -131,6 +131,11 @@ ROWS = [   # (change, inputs, file edited in the copy and how, another CM home, 
     ("a new entry in the benchmark table (benchmarks.py)", {}, ("mlperf_llm/benchmarks.py", add_benchmark), False,
      ROUND_AWARE | {"run-vllm-server start"}),      # it reads the benchmark's GPU layouts (vllm/layout.py)
     ("a new CM home (CM_REPOS)", {}, None, True, set()),
+    # a replay's lock for the model steps' venv (reproduce/replay._model_env_plan): that venv, the model
+    # made in it and the steps that hold the model (the data set is tokenized by its tokenizer); never
+    # another venv (vLLM's), LoadGen or the inference source
+    ("the ml venv's lock (--adr.ml-venv.env.CM_VENV_LOCK)", {"adr": {"ml-venv": {"env": {"CM_VENV_LOCK": "/r/ml.txt"}}}},
+     None, False, {"install-python-venv name.ml", "get-ml-model-smollm2 fp32"} | DATASET_AND_USERS),
 ]
 
 

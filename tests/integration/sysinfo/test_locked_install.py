@@ -114,3 +114,29 @@ def test_a_site_folder_keeps_its_lock_and_a_recorded_archive_is_installed_by_its
     with pytest.raises(pyenv.PyEnvError, match=r"could not install six==1\.17\.0.*\n(.*\n)*.*HASHES"):
         pyenv.pip_install_into(python, req, wrong, locked=envlock.Locked("six", "1.17.0", "0" * 64))
     assert not os.path.exists(wrong) and not os.path.exists(wrong + ".tmp") and not os.path.exists(wrong + ".report.json")
+
+
+def test_the_model_steps_venv_is_made_from_a_replays_lock_through_the_engine(tmp_path, six_wheel):
+    """install-python-venv --lock (a replay gives it to the model steps' `ml` venv alone, as
+    --adr.ml-venv.env.CM_VENV_LOCK): the venv holds exactly the lock, each archive by its hash, and is
+    cached under that lock; a lock that cannot be had is refused naming the package, no entry left."""
+    from cmengine.registry import Repo
+    from enginefixtures import Runner
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    runner = Runner([Repo("cm4mlperf-llm", root)], str(tmp_path / "cache"), include_project=True)
+    lock = tmp_path / "ml-lock-1.txt"
+    lock.write_text(f"six==1.17.0 --hash=sha256:{six_wheel}\n")
+    r = runner.run("install,python-venv,_name.locktest", lock=str(lock))
+    assert r["return"] == 0, r.get("error")
+    python = r["new_env"]["CM_VENV_PYTHON"]
+    assert installed(python, "six") == "1.17.0"
+    assert {d.name: d.sha256 for d in envlock.read(python)}["six"] == six_wheel
+    again = runner.run("install,python-venv,_name.locktest", lock=str(lock))
+    assert again["return"] == 0 and again["new_env"]["CM_VENV_PYTHON"] == python      # the same entry
+    bad = tmp_path / "ml-lock-2.txt"
+    bad.write_text("six==0.0.999 --hash=sha256:" + "0" * 64 + "\n")
+    r = runner.run("install,python-venv,_name.locktest", lock=str(bad))
+    assert r["return"] != 0 and "six==0.0.999 (Could not find a version" in r["error"], r.get("error")
+    store = tmp_path / "cache" / "store"
+    assert len([e for e in store.iterdir() if e.name.startswith("install-python-venv-")]) == 1, \
+        sorted(os.listdir(store))          # the failed install left no entry beside the good one

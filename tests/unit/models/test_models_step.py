@@ -8,6 +8,7 @@ import pytest
 from mlperf_llm.models import step
 from mlperf_llm.models.errors import ModelError
 from mlperf_llm.models.families import LLAMA2, LLAMA3
+from mlperf_llm.sysinfo import envlock
 from tinyckpt import write_checkpoint
 
 PIN = "be673f326cab4cd22ccfef76109faf68e41aa5f1"
@@ -80,7 +81,11 @@ def test_hooks_pick_the_family_by_the_scripts_alias(tmp_path, monkeypatch):
     assert r["return"] == 1 and f"{tmp_path / step.RESULT} is missing" in r["error"]
     assert "read get-ml-model-llama3.log" in r["error"]
     (tmp_path / step.RESULT).write_text(json.dumps(result(tmp_path / "checkpoint", f"hf:x@{PIN}")))
+    # the venv the model was fetched in, as envlock.read lists it: its lock written beside the model
+    monkeypatch.setattr(envlock, "read", lambda python: [envlock.Locked("huggingface_hub", "2.4.0", "12" * 32)])
     assert step.postprocess({"env": env, "meta": {"alias": "get-ml-model-llama3"}}) == {"return": 0}
     assert env["CM_ML_MODEL_LLAMA3_PATH"] == str(tmp_path / "checkpoint")
+    assert env[envlock.MODEL_LOCK_ENV] == str(tmp_path / envlock.MODEL_LOCK_FILE)
+    assert envlock.parse_file(env[envlock.MODEL_LOCK_ENV]) == [envlock.Locked("huggingface_hub", "2.4.0", "12" * 32)]
     assert step.preprocess({"env": {}, "meta": {"alias": "get-ml-model-llama3"}})["error"].startswith(
         "CM_VENV_PYTHON is not set")
