@@ -175,8 +175,10 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     # the lock a replay installs the server's venv from, the image it rebuilds or loads, are how it
     # repeats the recorded environment (whether it did is the server environment's row above), not
     # overrides of the user's
-    here_env = {k: v for k, v in (here.request.get("env") or {}).items() if k not in REPLAY_ENV}
-    out += _dict_diff("--env", recorded.request.get("env") or {}, here_env, "another env override", True)
+    # (on both sides: the recorded run may have been a replay itself)
+    here_env, recorded_env = ({k: v for k, v in (r.request.get("env") or {}).items() if k not in REPLAY_ENV}
+                              for r in (here, recorded))
+    out += _dict_diff("--env", recorded_env, here_env, "another env override", True)
     if sorted(recorded.request.get("variations") or []) != sorted(here.request.get("variations") or []):
         out.append(Difference("variations", recorded.request.get("variations"), here.request.get("variations"),
                               "another configuration of the chain", True))

@@ -140,8 +140,13 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     and checks its ID."""
     req = rec.request
     inputs, subs, refusals = {}, [], []
-    asked = trust.screen(list(req.get("tags") or []), dict(req.get("inputs") or {}), dict(req.get("env") or {}),
-                         dict(req.get("adr") or {}), str(req.get("alias") or ""), opts.trust_record)
+    given_env, given_adr, carried = without_replay_settings(dict(req.get("env") or {}), dict(req.get("adr") or {}))
+    if carried:
+        subs.append("the recorded run was itself a replay: its settings of the environments it repeated ("
+                    + ", ".join(carried) + ", paths of the machine it ran on) are not taken; this replay makes its "
+                    "own from the record's environments")
+    asked = trust.screen(list(req.get("tags") or []), dict(req.get("inputs") or {}), given_env, given_adr,
+                         str(req.get("alias") or ""), opts.trust_record)
     if asked.untrusted and opts.trust_record:
         subs.append(f"--{trust.FLAG}=yes: replayed as the record asks, including what a replay does not repeat "
                     "otherwise: " + "; ".join(asked.untrusted))
@@ -294,6 +299,21 @@ def _run_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: li
     elif entries is None:           # an older record's chain runs here, as it always did: nothing to say
         subs.append(f"{why}: the chain runs in this interpreter")
     return ""
+
+
+def without_replay_settings(env: dict, adr: dict) -> tuple[dict, dict, list]:
+    """A record's --env and --adr less what a replay set to repeat the environments it replayed
+    (compare.REPLAY_ENV; the model steps' venv lock, _model_env_plan's), when the recorded run was
+    itself a replay: (env, adr, what was left out). They name files of the machine that replay ran
+    on; this replay makes its own from the record's environments."""
+    carried = [f"--env.{k}" for k in sorted(env) if k in cmp.REPLAY_ENV]
+    env = {k: v for k, v in env.items() if k not in cmp.REPLAY_ENV}
+    over = adr.get(envlock.ML_VENV_DEP)
+    if isinstance(over, dict) and set(over) == {"env"} and isinstance(over["env"], dict) and \
+            set(over["env"]) == {envlock.VENV_LOCK_ENV}:
+        carried.append(f"--adr.{envlock.ML_VENV_DEP}.env.{envlock.VENV_LOCK_ENV}")
+        adr = {k: v for k, v in adr.items() if k != envlock.ML_VENV_DEP}
+    return env, adr, carried
 
 
 def _model_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: list, refusals: list,

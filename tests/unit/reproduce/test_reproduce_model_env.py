@@ -119,3 +119,26 @@ def test_model_env_choices_name_the_flag(value):
     assert runenv.check_choice(" LOCK ", "model_env") == "lock"
     with pytest.raises(runenv.RunEnvError, match=rf"--model_env={value}: choose lock \(the model steps' venv"):
         runenv.check_choice(value, "model_env")
+
+
+def test_a_replays_own_record_is_replayed_without_the_settings_of_the_machine_it_ran_on(tmp_path, monkeypatch):
+    """A reproduction's record (its results folder, replayed in turn): the locks and interpreter the
+    first replay set (paths of its machine) are left out, said, and made again from the record's
+    environments; they refuse nothing and are not compared as overrides."""
+    from mlperf_llm.vllm.install import LOCK_ENV
+    monkeypatch.setenv("CM4MLPERF_CACHE_DIR", str(tmp_path / "cache"))
+    rec = make_record(tmp_path, env={envlock.MODEL_LOCK_ENV: lock_file(tmp_path)})
+    request = dict(rec.request, env={**(rec.request.get("env") or {}), LOCK_ENV: "/x/vllm-lock-1.txt",
+                                     "CM_MLPERF_HARNESS_PYTHON": "/x/venv-run/bin/python"},
+                   adr={envlock.ML_VENV_DEP: {"env": {envlock.VENV_LOCK_ENV: "/x/ml-lock-1.txt"}}})
+    replayed = dataclasses.replace(rec, request=request)
+    p = replay.plan_replay(replayed, replay.Host(), opts(tmp_path), exists=lambda p: False)
+    assert not p.refusals, p.refusals
+    said = [s for s in p.substitutions if s.startswith("the recorded run was itself a replay")]
+    assert said and f"--env.{LOCK_ENV}" in said[0] and f"--adr.{envlock.ML_VENV_DEP}.env.{envlock.VENV_LOCK_ENV}" in said[0]
+    assert "/x/" not in str(p.request)
+    assert p.request["adr"][envlock.ML_VENV_DEP]["env"][envlock.VENV_LOCK_ENV].startswith(str(tmp_path / "cache"))
+    assert not [d for d in compare.differing_inputs(replayed, rec) if d.name.startswith("--env")]
+    # anything else a record's adr asks of that venv is still the record's choice: refused unless trusted
+    other = dataclasses.replace(rec, request=dict(rec.request, adr={envlock.ML_VENV_DEP: {"tags": "_name.evil"}}))
+    assert replay.plan_replay(other, replay.Host(), opts(tmp_path), exists=lambda p: False).refusals
