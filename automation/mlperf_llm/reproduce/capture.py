@@ -301,7 +301,8 @@ def versions_section(env: dict, probe: Optional[Callable[[str, list], dict]] = N
 def model_environment(path: str) -> dict:
     """environment_lock's fields for the `ml` venv the model was fetched or converted in, as the
     model step wrote its lock (models/environment.py; its output MODEL_LOCK_ENV): {} where there is
-    none (a model step of an older version, a model given by path) or it cannot be read."""
+    none (a model step of an older version; a run served by --api_server, whose model no step made)
+    or it cannot be read."""
     from ..sysinfo import envlock
     if not path:
         return {}
