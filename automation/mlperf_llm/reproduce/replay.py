@@ -341,8 +341,9 @@ def _model_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: 
                      "the model is made again in it")
         return
     why = ("the record holds no model environment (an older record, or a run served by --api_server, whose model "
-           "no step made)" if entries == [] else "the record's model environment is not a lock this version can install (a name, version or hash "
-                "not in their form)")
+           "no step made)" if entries == [] else
+           "the record's model environment is not a lock this version can install (a name, version or hash not in "
+           "their form)")
     if opts.model_env == runenv.LOCKED:
         refusals.append(f"--model_env={runenv.LOCKED}: {why}; replay with --model_env={runenv.HERE}")
     elif entries is None:
