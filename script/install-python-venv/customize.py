@@ -15,13 +15,14 @@ def preprocess(i):
     env = i['env']
     try:
         name = check_venv_name(env.get('CM_VENV_NAME', 'default'))
+        lock = env.get(envlock.VENV_LOCK_ENV, '')
+        pinned = envlock.parse_file(lock) if lock else []      # read (or refused) before anything is made
         dest = os.path.join(os.getcwd(), f'venv-{name}')
         python = create_venv(env['CM_PYTHON_BIN_WITH_PATH'], dest,
                              system_site_packages=is_yes(env.get('CM_VENV_SYSTEM_SITE_PACKAGES')))
-        lock = env.get(envlock.VENV_LOCK_ENV, '')
         if lock:
-            print(f'venv {name} from the lock {lock}: {len(envlock.parse_file(lock))} packages, each by its '
-                  'archive\'s sha256, nothing resolved', file=sys.stderr)
+            print(f'venv {name} from the lock {lock}: {len(pinned)} packages, each by its archive\'s sha256, '
+                  'nothing resolved', file=sys.stderr)
             pip_install_locked(python, lock)
         pip_version = installed_version(python, 'pip')
     except (PyEnvError, envlock.LockError) as e:

@@ -137,6 +137,11 @@ def test_the_model_steps_venv_is_made_from_a_replays_lock_through_the_engine(tmp
     bad.write_text("six==0.0.999 --hash=sha256:" + "0" * 64 + "\n")
     r = runner.run("install,python-venv,_name.locktest", lock=str(bad))
     assert r["return"] != 0 and "six==0.0.999 (Could not find a version" in r["error"], r.get("error")
+    # a lock from elsewhere holding anything but exact pins is refused, naming the line (never handed to pip)
+    hostile = tmp_path / "ml-lock-3.txt"
+    hostile.write_text("six>=1 --index-url http://127.0.0.1:9/simple\n")
+    r = runner.run("install,python-venv,_name.locktest", lock=str(hostile))
+    assert r["return"] != 0 and f"{hostile}, line 1: 'six>=1 --index-url" in r["error"], r.get("error")
     store = tmp_path / "cache" / "store"
     assert len([e for e in store.iterdir() if e.name.startswith("install-python-venv-")]) == 1, \
-        sorted(os.listdir(store))          # the failed install left no entry beside the good one
+        sorted(os.listdir(store))          # the failed installs left no entry beside the good one
