@@ -328,7 +328,7 @@ def _model_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: 
                     "cache is used as it is), not from the recorded model environment; the checkpoint's sha256 is "
                     "compared")
         return
-    entries = runenv.recorded_model_lock(rec)
+    entries = runenv.recorded_environment(rec, "model")   # the `ml` venv's, each package by its hash
     if entries:
         text = envlock.requirements(entries)
         path = runenv.lock_path(text, "ml")
@@ -429,15 +429,8 @@ def _image_plan(rec: Record, opts: Options, inputs: dict, env: dict, image_facts
 def recorded_lock(rec: Record) -> str | None:
     """The record's server environment as a lock to install ("" where the record has none; None where
     it has one this version cannot take: a name, version or hash not in their form)."""
-    from ..sysinfo import envlock
-    environment = (rec.versions or {}).get("server_environment")
-    if not isinstance(environment, dict) or not environment:
-        return ""
-    try:
-        entries = envlock.from_record(environment)
-    except envlock.LockError:
-        return None
-    return envlock.requirements(entries) if entries else ""
+    entries = runenv.recorded_environment(rec, "server")
+    return None if entries is None else envlock.requirements(entries) if entries else ""
 
 
 def accelerators(sub, recorded_count=None, host: Host | None = None) -> tuple[int, int] | None:

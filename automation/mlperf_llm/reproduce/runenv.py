@@ -43,31 +43,25 @@ def check_choice(value: str, flag: str = "run_env") -> str:
     return value
 
 
-def recorded_model_lock(rec: Record) -> Optional[list[envlock.Locked]]:
-    """The record's model environment (the `ml` venv the model was fetched or converted in) as lock
-    entries, each pinned by its archive's sha256 ([] where the record has none; None where it has one
-    this version cannot take)."""
-    environment = (rec.versions or {}).get("model_environment")
+def recorded_environment(rec: Record, role: str, bare_pins: bool = False,
+                         leave_out: tuple[str, ...] = ()) -> Optional[list[envlock.Locked]]:
+    """The record's `<role>_environment` (server, run, model) as lock entries (envlock.from_record:
+    those with a hash, or with bare_pins every one by exact version; leave_out never taken from a
+    record): [] where the record has none (an older record); None where it has one this version
+    cannot take (a name, version or hash not in their form)."""
+    environment = (rec.versions or {}).get(f"{role}_environment")
     if not isinstance(environment, dict) or not environment:
         return []
     try:
-        return envlock.from_record(environment, where="the record's model environment")
+        return envlock.from_record(environment, bare_pins, leave_out, where=f"the record's {role} environment")
     except envlock.LockError:
         return None
 
 
 def recorded_run_lock(rec: Record) -> Optional[list[envlock.Locked]]:
-    """The record's run environment as lock entries ([] where the record has none: an older
-    record; None where it has one this version cannot take: a name, version or hash not in their
-    form). This project is never taken from a record: it is installed from its files here."""
-    environment = (rec.versions or {}).get("run_environment")
-    if not isinstance(environment, dict) or not environment:
-        return []
-    try:
-        return envlock.from_record(environment, bare_pins=True, leave_out=(PROJECT,),
-                                   where="the record's run environment")
-    except envlock.LockError:
-        return None
+    """The record's run environment as lock entries (recorded_environment), hashless packages by exact
+    version. This project is never taken from a record: it is installed from its files here."""
+    return recorded_environment(rec, "run", bare_pins=True, leave_out=(PROJECT,))
 
 
 def lock_path(text: str, kind: str = "run") -> str:
