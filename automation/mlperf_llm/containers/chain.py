@@ -205,7 +205,9 @@ def plan(request: dict, env: dict, image: str, image_id: str, loadgen_pin: str, 
         raise ChainError(f"--submission_dir={submission}: the chain in the image writes the submission beside it, "
                          f"in {parent}, a system folder it does not mount: give a folder of your own")
     writable = (results, parent)
-    ro = host_paths(values + [env.get(FACTS_ENV, "")], exclude=(results, submission))
+    # the chain's CM home is mounted read-write below: never read-only as well, though its files (the
+    # host's view of this machine, left by an earlier run of this image) are among the values
+    ro = host_paths(values + [env.get(FACTS_ENV, "")], exclude=(results, submission, home))
     mounts = tuple(crun.Mount(p, p) for p in ro) + tuple(
         crun.Mount(p, p, read_only=False) for p in writable if not _under(p, tuple(w for w in writable if w != p)))
     # parents first: a read-only folder inside a writable one stays read-only, and the other way round

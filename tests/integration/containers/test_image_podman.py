@@ -300,10 +300,12 @@ def test_the_chains_container_mounts_what_the_host_prepared_and_writes_results_a
            "CM_ML_MODEL_PATH": str(model), "CM_MLPERF_IMAGE_TAG": first.tag, "CM_GPU_COUNT": "0"}
     request = {"tags": ["run-mlperf", "inference"], "inputs": {"docker": "chain"}, "env": {}, "adr": {}}
     os.chmod(tmp_path, 0o755)                           # uid 1000 reaches the mounted folders
-    plan = chain.plan(request, env, first.tag, first.image_id, "mlcommons-loadgen==1 --hash=sha256:" + "a" * 64,
-                      str(tmp_path / "containers"), uid=1000, gid=1000)
-    assert {m.host for m in plan.spec.mounts if m.read_only} == {str(model)}
-    probe = replace(plan, spec=replace(plan.spec, argv=("sh", "-c", CHAIN_PROBE, "sh", str(results), str(model))))
+    def planned():
+        plan = chain.plan(request, env, first.tag, first.image_id, "mlcommons-loadgen==1 --hash=sha256:" + "a" * 64,
+                          str(tmp_path / "containers"), uid=1000, gid=1000, host_view={"operating_system": "Debian 12"})
+        assert {m.host for m in plan.spec.mounts if m.read_only} == {str(model)}
+        return replace(plan, spec=replace(plan.spec, argv=("sh", "-c", CHAIN_PROBE, "sh", str(results), str(model))))
+    probe = planned()
     chain.prepare_folders(probe)
     for folder in (tmp_path / "out", results, Path(probe.home), *Path(probe.home).iterdir()):
         os.chown(folder, 1000, 1000)
@@ -314,4 +316,10 @@ def test_the_chains_container_mounts_what_the_host_prepared_and_writes_results_a
     assert made.read_text() == "written\n" and made.stat().st_uid == 1000       # at the host's path, the caller's
     assert sorted(p.name for p in model.iterdir()) == ["config.json"]
     assert (Path(probe.home) / "cache").is_dir() and any((Path(probe.home) / "cache").iterdir())  # its own cache
+    # the same image again (a record replayed twice): its CM home, which now holds the host's view of
+    # this machine, is mounted once, read-write, and the container starts
+    again = planned()
+    chain.prepare_folders(again)
+    res = run.run(e, again.spec, timeout=600)
+    assert res.returncode == 0 and "chain-probe-ok" in res.stdout, res.stdout[-2000:] + res.stderr[-2000:]
     assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""

@@ -183,3 +183,21 @@ def test_the_hosts_view_of_the_machine_is_handed_to_the_images_systems_descripti
     bare = chain.plan(request, env, env["CM_MLPERF_IMAGE_TAG"], env["CM_MLPERF_IMAGE_ID"], PIN, str(tmp / "other"),
                       uid=1000, gid=1000, environ={}, argv=["cm"], hostname="node7")
     assert not any(a.startswith(f"--env.{HOST_VIEW_ENV}=") for a in bare.argv)
+
+
+def test_a_second_run_in_the_same_image_mounts_its_cm_home_once_read_write(host):
+    """The image's CM home outlives a run (its cache, the host's view of this machine): the next run
+    of the same image (the same record replayed again) names a file in it, and the home is still
+    mounted once, read-write (podman refuses a destination mounted twice)."""
+    tmp, env, request = host
+    view = {"host_networking": "1x 1GbE (igb)"}
+    args = (request, env, env["CM_MLPERF_IMAGE_TAG"], env["CM_MLPERF_IMAGE_ID"], PIN, str(tmp / "containers"))
+    first = chain.plan(*args, uid=1000, gid=1000, environ={}, argv=["cm"], hostname="n", host_view=view)
+    chain.prepare_folders(first)
+    again = chain.plan(*args, uid=1000, gid=1000, environ={}, argv=["cm"], hostname="n", host_view=view)
+    assert again.home == first.home
+    at_home = [(m.target, m.read_only) for m in again.spec.mounts if chain._under(m.target, (again.home,))]
+    assert at_home == [(again.home, False)]
+    targets = [m.target for m in again.spec.mounts]
+    assert len(targets) == len(set(targets))
+
