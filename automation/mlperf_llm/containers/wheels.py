@@ -66,30 +66,57 @@ def download(entries: list[Locked], dest: str, python: str = sys.executable, run
             os.unlink(f.name)
         if res.returncode != 0:                 # one at a time, to name each that cannot be had
             failed += _one_by_one(hashed, dest, python, runner, timeout)
-    if bare:
-        res = _pip(python, [f"{d.name}=={d.version}" for d in bare] + ["-d", dest], runner, timeout)
-        if res.returncode != 0:
-            for d in bare:
-                one = _pip(python, [f"{d.name}=={d.version}", "-d", dest], runner, timeout)
-                if one.returncode != 0:
-                    failed.append(f"{d.name}=={d.version} ({_why(one)})")
+    chosen, bare_failed = _fetch_bare(bare, dest, python, runner, timeout) if bare else ({}, [])
+    failed += bare_failed
     if failed:
         raise WheelError(f"{len(failed)} package(s) of the lock could not be had: " + "; ".join(failed)
                          + ". Is the index reachable (PIP_INDEX_URL, a proxy), and does it carry those exact "
                          "versions for this Python and platform?")
-    by_name: dict[tuple[str, str], list[str]] = {}
-    for name in sorted(os.listdir(dest)):
-        by_name.setdefault(_archive_key(name), []).append(os.path.join(dest, name))
     out = []
     for d in entries:
         if d.sha256:
             out.append(d)
             continue
-        files = by_name.get((dist_key(d.name), _norm_version(d.version)), []) or by_name.get((dist_key(d.name), d.version), [])
-        if not files:
-            raise WheelError(f"pip downloaded {d.name}=={d.version} but no wheel of that name is in {dest}")
-        out.append(replace(d, sha256=sha256_file(files[0]), url="", note=""))
+        path = chosen.get((dist_key(d.name), _norm_version(d.version))) or chosen.get((dist_key(d.name), d.version))
+        if not path:
+            raise WheelError(f"pip downloaded {d.name}=={d.version} but no archive of that name is in {dest}")
+        out.append(replace(d, sha256=sha256_file(path), url="", note=""))
     return tuple(out)
+
+
+def _fetch_bare(bare: list[Locked], dest: str, python: str, runner: Callable,
+                timeout: float) -> tuple[dict[tuple[str, str], str], list[str]]:
+    """The archive pip chooses for each exact pin without a hash, placed in the wheelhouse: {(name,
+    version): path}, and those that could not be had. pip downloads into a folder of its own, so what
+    it chose is known even where the wheelhouse holds other archives of a version (another platform's
+    wheel, a source archive). Where the wheelhouse holds an archive of every pin (an earlier build, the
+    same record replayed again) pip takes them from it with no index, so an image already built needs
+    no network; else, or if pip finds none there for this interpreter, the index is asked."""
+    pins = [f"{d.name}=={d.version}" for d in bare]
+    failed: list[str] = []
+    with tempfile.TemporaryDirectory(prefix=".wheels-", dir=os.path.dirname(os.path.abspath(dest))) as got:
+        res = (_pip(python, ["--no-index", "--find-links", dest, *pins, "-d", got], runner, timeout)
+               if _all_present(bare, dest) else None)
+        if res is None or res.returncode != 0:
+            res = _pip(python, ["--find-links", dest, *pins, "-d", got], runner, timeout)
+        if res.returncode != 0:
+            for d, pin in zip(bare, pins):
+                one = _pip(python, ["--find-links", dest, pin, "-d", got], runner, timeout)
+                if one.returncode != 0:
+                    failed.append(f"{pin} ({_why(one)})")
+        chosen = {}
+        for name in sorted(os.listdir(got)):
+            target = os.path.join(dest, name)
+            os.replace(os.path.join(got, name), target)      # whole files only ever land in the wheelhouse
+            chosen[_archive_key(name)] = target
+    return chosen, failed
+
+
+def _all_present(entries: list[Locked], dest: str) -> bool:
+    """Whether the wheelhouse holds an archive of each entry's name and version (by file name)."""
+    have = {_archive_key(n) for n in os.listdir(dest)}
+    return all((dist_key(d.name), _norm_version(d.version)) in have or (dist_key(d.name), d.version) in have
+               for d in entries)
 
 
 def _norm_version(version: str) -> str:

@@ -5,6 +5,7 @@ recipe's digest; a lock's packages that cannot be had are named one by one; a re
 differs names the layer and its step."""
 import hashlib
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -171,6 +172,51 @@ def test_an_archive_already_in_the_wheelhouse_is_not_asked_for_again(tmp_path):
         return subprocess.CompletedProcess(argv, 1, "", "ERROR: no index here")
     got = wheels.download([Locked("six", "1.17.0", sha(b"six"))], str(tmp_path), runner=no_index)
     assert [(d.name, d.sha256) for d in got] == [("six", sha(b"six"))] and asked == []
+
+
+def test_a_pin_without_a_hash_whose_archive_the_wheelhouse_holds_is_taken_from_it_with_no_index(tmp_path):
+    """A record's run environment (a venv this project did not make: versions, no hashes) replayed
+    again, its image in the store: pip takes each archive from the wheelhouse; the index is not asked."""
+    (tmp_path / "idna-3.10-py3-none-any.whl").write_bytes(b"idna")
+    (tmp_path / "PyYAML-6.0.2-cp311-cp311-manylinux_2_17_x86_64.whl").write_bytes(b"yaml")
+    asked = []
+
+    def wheelhouse_only(argv, **kw):          # pip with --no-index copies what --find-links holds into -d
+        asked.append(argv)
+        if "--no-index" in argv and argv[argv.index("--find-links") + 1] == str(tmp_path):
+            for name in os.listdir(tmp_path):
+                if os.path.isfile(tmp_path / name):
+                    shutil.copyfile(tmp_path / name, os.path.join(argv[argv.index("-d") + 1], name))
+            return subprocess.CompletedProcess(argv, 0, "", "")
+        return subprocess.CompletedProcess(argv, 1, "", "ERROR: no index here")
+    got = wheels.download([Locked("idna", "3.10"), Locked("pyyaml", "6.0.2")], str(tmp_path), runner=wheelhouse_only)
+    assert [(d.name, d.sha256) for d in got] == [("idna", sha(b"idna")), ("pyyaml", sha(b"yaml"))]
+    assert len(asked) == 1 and [a for a in asked[0] if "==" in a] == ["idna==3.10", "pyyaml==6.0.2"]
+
+
+@pytest.mark.parametrize("offline_fails", [False, True])
+def test_a_pin_without_a_hash_the_wheelhouse_lacks_is_asked_of_the_index(tmp_path, offline_fails):
+    """One archive missing: the index is asked for the pins (pip resolves them together); where the
+    wheelhouse seemed to hold them all but pip found none for this interpreter (another platform's
+    wheel), the index too, and the lock takes the hash of the archive pip chose, not the other one."""
+    (tmp_path / "idna-3.10-py3-none-any.whl").write_bytes(b"idna")
+    if offline_fails:
+        (tmp_path / "six-1.17.0-cp27-none-any.whl").write_bytes(b"old six")
+    served = {"idna==3.10": ("idna-3.10-py3-none-any.whl", b"idna"),
+              "six==1.17.0": ("six-1.17.0-py2.py3-none-any.whl", b"six")}
+    calls = []
+    index = fake_pip(served, set())
+
+    def run(argv, **kw):
+        calls.append("wheelhouse" if "--no-index" in argv else "index")
+        if "--no-index" in argv:
+            return subprocess.CompletedProcess(argv, 1, "", "ERROR: No matching distribution found for six==1.17.0")
+        return index(argv, **kw)
+    got = wheels.download([Locked("idna", "3.10"), Locked("six", "1.17.0")], str(tmp_path), runner=run)
+    assert calls == (["wheelhouse", "index"] if offline_fails else ["index"])
+    assert {d.name: d.sha256 for d in got} == {"idna": sha(b"idna"), "six": sha(b"six")}
+    assert sorted(os.listdir(tmp_path)) == sorted(["idna-3.10-py3-none-any.whl", "six-1.17.0-py2.py3-none-any.whl"]
+                                                  + (["six-1.17.0-cp27-none-any.whl"] if offline_fails else []))
 
 
 def test_each_package_that_cannot_be_had_is_named(tmp_path):
