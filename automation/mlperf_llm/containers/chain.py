@@ -208,8 +208,10 @@ def plan(request: dict, env: dict, image: str, image_id: str, loadgen_pin: str, 
     # the chain's CM home is mounted read-write below: never read-only as well, though its files (the
     # host's view of this machine, left by an earlier run of this image) are among the values
     ro = host_paths(values + [env.get(FACTS_ENV, "")], exclude=(results, submission, home))
-    mounts = tuple(crun.Mount(p, p) for p in ro) + tuple(
-        crun.Mount(p, p, read_only=False) for p in writable if not _under(p, tuple(w for w in writable if w != p)))
+    rw = [p for p in writable if not _under(p, tuple(w for w in writable if w != p))]
+    # a file handed in from a folder the chain writes to (--sut_json=./sut.json beside the default
+    # results and submission folders): that folder is mounted once, read-write
+    mounts = tuple(crun.Mount(p, p) for p in ro if p not in rw) + tuple(crun.Mount(p, p, read_only=False) for p in rw)
     # parents first: a read-only folder inside a writable one stays read-only, and the other way round
     mounts = tuple(sorted(mounts, key=lambda m: m.target.rstrip("/").count("/"))) + (
         crun.Mount(home, home, read_only=False),)   # at its own path: every path the chain prints is the host's

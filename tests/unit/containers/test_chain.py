@@ -201,3 +201,18 @@ def test_a_second_run_in_the_same_image_mounts_its_cm_home_once_read_write(host)
     targets = [m.target for m in again.spec.mounts]
     assert len(targets) == len(set(targets))
 
+
+def test_a_file_handed_in_from_the_folder_the_submission_is_made_in_mounts_that_folder_once_read_write(host):
+    """--sut_json=./sut.json with the default results and submission folders beside it: the folder is
+    the submission's parent (read-write) and the file's (read-only); mounted once, read-write."""
+    tmp, env, request = host
+    out = tmp / "out"
+    out.mkdir()
+    (out / "sut.json").write_text("{}")
+    env["CM_MLPERF_SUT_JSON"] = str(out / "sut.json")
+    request["inputs"]["sut_json"] = str(out / "sut.json")
+    run = chain.plan(request, env, "img", "sha256:" + "d" * 64, PIN, str(tmp / "c"), uid=0, gid=0)
+    targets = [m.target for m in run.spec.mounts]
+    assert len(targets) == len(set(targets)), targets
+    assert [(m.host, m.read_only) for m in run.spec.mounts if m.host == str(out)] == [(str(out), False)]
+
