@@ -298,7 +298,11 @@ def test_the_chains_container_mounts_what_the_host_prepared_and_writes_results_a
     results = tmp_path / "out" / "results"
     env = {"CM_MLPERF_RESULTS_DIR": str(results), "CM_MLPERF_SUBMISSION_DIR": str(tmp_path / "out" / "submission"),
            "CM_ML_MODEL_PATH": str(model), "CM_MLPERF_IMAGE_TAG": first.tag, "CM_GPU_COUNT": "0"}
-    request = {"tags": ["run-mlperf", "inference"], "inputs": {"docker": "chain"}, "env": {}, "adr": {}}
+    # a file handed in from the submission's parent (--sut_json=./sut.json): that folder mounted once, read-write
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "sut.json").write_text("{}")
+    request = {"tags": ["run-mlperf", "inference"], "inputs": {"docker": "chain", "sut_json": str(tmp_path / "out" / "sut.json")},
+               "env": {}, "adr": {}}
     os.chmod(tmp_path, 0o755)                           # uid 1000 reaches the mounted folders
     def planned():
         plan = chain.plan(request, env, first.tag, first.image_id, "mlcommons-loadgen==1 --hash=sha256:" + "a" * 64,
