@@ -143,8 +143,8 @@ def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, 
                   argv: tuple = (), host_view_file: str = "") -> dict:
     """The run's request (the engine's record of it: tags, inputs, env, adr) as the image's `cm`
     runs it: cmind's input form, the image's vLLM and LoadGen, the host's prepared outputs."""
-    inputs = {k: v for k, v in (request.get("inputs") or {}).items() if k not in HOST_ONLY}
-    given_env = {k: v for k, v in (request.get("env") or {}).items() if k not in HOST_ONLY_ENV}
+    inputs = {k: host_absolute(v) for k, v in (request.get("inputs") or {}).items() if k not in HOST_ONLY}
+    given_env = {k: host_absolute(v) for k, v in (request.get("env") or {}).items() if k not in HOST_ONLY_ENV}
     inputs.update(vllm_python=VLLM_PYTHON, results_dir=results_dir, submission_dir=submission_dir)
     added = {**prepared_env(env), IN_IMAGE_ENV: "yes", LOADGEN_LOCK_ENV: loadgen_pin, LOADGEN_SITE_ENV: LOADGEN_VENV,
              REQUEST_ENV: json.dumps({"request": request, "argv": list(argv)}, sort_keys=True, separators=(",", ":"))}
@@ -156,6 +156,16 @@ def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, 
         added[HOST_VIEW_ENV] = host_view_file
     return {"tags": ",".join(request.get("tags") or []), **inputs, "env": {**given_env, **added},
             "adr": request.get("adr") or {}, "quiet": True}
+
+
+def host_absolute(value):
+    """A value naming a file or folder relative to the host's working folder (`--sut_json=./sut.json`),
+    made absolute: the image's `cm` runs in a folder of its own, where the relative name finds
+    nothing. Only a value written as a path (a '/' in it, or a leading '.') that exists here."""
+    if (isinstance(value, str) and value and not os.path.isabs(value) and os.pathsep not in value
+            and ("/" in value or value.startswith(".")) and os.path.exists(value)):
+        return os.path.abspath(value)
+    return value
 
 
 def host_paths(values, exclude: tuple = ()) -> list[str]:

@@ -216,3 +216,22 @@ def test_a_file_handed_in_from_the_folder_the_submission_is_made_in_mounts_that_
     assert len(targets) == len(set(targets)), targets
     assert [(m.host, m.read_only) for m in run.spec.mounts if m.host == str(out)] == [(str(out), False)]
 
+
+def test_a_path_given_relative_to_the_hosts_folder_reaches_the_image_absolute(host, monkeypatch):
+    """`cm run ... --docker=chain --sut_json=./sut.json`: the image's cm runs in a folder of its own,
+    so the chain is handed the file's absolute path, and its folder is mounted; a value that only
+    looks like a file name, or names nothing here, is handed as it was typed."""
+    tmp, env, request = host
+    work = tmp / "work"
+    work.mkdir()
+    (work / "sut.json").write_text("{}")
+    (work / "open").write_text("a file that happens to be named like a division")
+    monkeypatch.chdir(work)
+    request["inputs"].update(sut_json="./sut.json", division="open", notes="./not-there.txt")
+    request["env"]["CM_MLPERF_USER_CONF"] = "sub/../sut.json"
+    run = chain.plan(request, env, "img", "sha256:" + "e" * 64, PIN, str(tmp / "c"), uid=0, gid=0)
+    argv = list(run.argv)
+    assert f"--sut_json={work}/sut.json" in argv and "--division=open" in argv and "--notes=./not-there.txt" in argv
+    assert "--env.CM_MLPERF_USER_CONF=sub/../sut.json" in argv          # sub/ does not exist here
+    assert str(work) in {m.host for m in run.spec.mounts if m.read_only}
+
