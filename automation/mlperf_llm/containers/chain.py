@@ -45,6 +45,7 @@ LOADGEN_VENV = f"{PREFIX}/loadgen"          # the round's LoadGen wheel, install
 PREPARED = ("CM_MLPERF_INFERENCE_SOURCE", "CM_MLPERF_INFERENCE_CHECKER", "CM_MLPERF_INFERENCE_MLPERF_CONF",
             "CM_MLPERF_INFERENCE_LLAMA2_PATH", "CM_ML_MODEL_", "CM_DATASET_")
 # inputs the chain in the image is not given: how the host runs it, and the host's own vLLM
+RUN_CWD_ENV = "CM_RUN_CWD"          # the engine's: the folder `cm` was started in (cmengine/graph.py)
 HOST_ONLY = frozenset(("docker", "container_engine", "vllm_python", "quiet", "out", "v"))
 # --env. values the chain in the image is not given: how the host runs it, the host's interpreter for
 # the harness and its vLLM and run environment locks (a replay's: the image holds them)
@@ -143,8 +144,9 @@ def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, 
                   argv: tuple = (), host_view_file: str = "") -> dict:
     """The run's request (the engine's record of it: tags, inputs, env, adr) as the image's `cm`
     runs it: cmind's input form, the image's vLLM and LoadGen, the host's prepared outputs."""
-    inputs = {k: host_absolute(v) for k, v in (request.get("inputs") or {}).items() if k not in HOST_ONLY}
-    given_env = {k: host_absolute(v) for k, v in (request.get("env") or {}).items() if k not in HOST_ONLY_ENV}
+    cwd = env.get(RUN_CWD_ENV) or os.getcwd()         # where `cm` was started: relative paths are from there
+    inputs = {k: host_absolute(v, cwd) for k, v in (request.get("inputs") or {}).items() if k not in HOST_ONLY}
+    given_env = {k: host_absolute(v, cwd) for k, v in (request.get("env") or {}).items() if k not in HOST_ONLY_ENV}
     inputs.update(vllm_python=VLLM_PYTHON, results_dir=results_dir, submission_dir=submission_dir)
     added = {**prepared_env(env), IN_IMAGE_ENV: "yes", LOADGEN_LOCK_ENV: loadgen_pin, LOADGEN_SITE_ENV: LOADGEN_VENV,
              REQUEST_ENV: json.dumps({"request": request, "argv": list(argv)}, sort_keys=True, separators=(",", ":"))}
@@ -158,13 +160,14 @@ def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, 
             "adr": request.get("adr") or {}, "quiet": True}
 
 
-def host_absolute(value):
-    """A value naming a file or folder relative to the host's working folder (`--sut_json=./sut.json`),
-    made absolute: the image's `cm` runs in a folder of its own, where the relative name finds
-    nothing. Only a value written as a path (a '/' in it, or a leading '.') that exists here."""
+def host_absolute(value, cwd: str):
+    """A value naming a file or folder relative to the folder `cm` was started in, `cwd`
+    (`--sut_json=./sut.json`), made absolute: the image's `cm` runs in a folder of its own, where the
+    relative name finds nothing. Only a value written as a path (a '/' in it, or a leading '.') that
+    exists there."""
     if (isinstance(value, str) and value and not os.path.isabs(value) and os.pathsep not in value
-            and ("/" in value or value.startswith(".")) and os.path.exists(value)):
-        return os.path.abspath(value)
+            and ("/" in value or value.startswith(".")) and os.path.exists(os.path.join(cwd, value))):
+        return os.path.normpath(os.path.join(cwd, value))
     return value
 
 

@@ -226,7 +226,8 @@ def test_a_path_given_relative_to_the_hosts_folder_reaches_the_image_absolute(ho
     work.mkdir()
     (work / "sut.json").write_text("{}")
     (work / "open").write_text("a file that happens to be named like a division")
-    monkeypatch.chdir(work)
+    env["CM_RUN_CWD"] = str(work)                  # where cm was started; a step runs in a folder of its own
+    monkeypatch.chdir(tmp)
     request["inputs"].update(sut_json="./sut.json", division="open", notes="./not-there.txt")
     request["env"]["CM_MLPERF_USER_CONF"] = "sub/../sut.json"
     run = chain.plan(request, env, "img", "sha256:" + "e" * 64, PIN, str(tmp / "c"), uid=0, gid=0)
