@@ -77,7 +77,7 @@ def download(entries: list[Locked], dest: str, python: str = sys.executable, run
         if d.sha256:
             out.append(d)
             continue
-        path = chosen.get((dist_key(d.name), _norm_version(d.version))) or chosen.get((dist_key(d.name), d.version))
+        path = next((chosen[k] for k in _entry_keys(d) if k in chosen), "")
         if not path:
             raise WheelError(f"pip downloaded {d.name}=={d.version} but no archive of that name is in {dest}")
         out.append(replace(d, sha256=sha256_file(path), url="", note=""))
@@ -100,7 +100,7 @@ def _fetch_bare(bare: list[Locked], dest: str, python: str, runner: Callable,
         if res is None or res.returncode != 0:
             res = _pip(python, ["--find-links", dest, *pins, "-d", got], runner, timeout)
         if res.returncode != 0:
-            for d, pin in zip(bare, pins):
+            for pin in pins:
                 one = _pip(python, ["--find-links", dest, pin, "-d", got], runner, timeout)
                 if one.returncode != 0:
                     failed.append(f"{pin} ({_why(one)})")
@@ -115,8 +115,13 @@ def _fetch_bare(bare: list[Locked], dest: str, python: str, runner: Callable,
 def _all_present(entries: list[Locked], dest: str) -> bool:
     """Whether the wheelhouse holds an archive of each entry's name and version (by file name)."""
     have = {_archive_key(n) for n in os.listdir(dest)}
-    return all((dist_key(d.name), _norm_version(d.version)) in have or (dist_key(d.name), d.version) in have
-               for d in entries)
+    return all(any(k in have for k in _entry_keys(d)) for d in entries)
+
+
+def _entry_keys(d: Locked) -> tuple[tuple[str, str], ...]:
+    """The archive keys (_archive_key) a lock entry's files may have: its version as an archive's file
+    name writes it (runs of '-', '_', '.' as '.'), or as the lock writes it."""
+    return (dist_key(d.name), _norm_version(d.version)), (dist_key(d.name), d.version)
 
 
 def _norm_version(version: str) -> str:
