@@ -1,8 +1,17 @@
 """Where the engine keeps its cache: `$CM4MLPERF_CACHE_DIR`, else `$CM_REPOS/cm4mlperf-llm-cache`
-(`~/CM/cm4mlperf-llm-cache` without CM_REPOS). The library keeps its own memos there too."""
+(`~/CM/cm4mlperf-llm-cache` without CM_REPOS). The library keeps its own memos there too. And the
+folder `cm` was started in, which the engine hands every step of a run (RUN_CWD_ENV): a step runs in
+a folder of its own, default output folders and relative paths a user typed are from there."""
 from __future__ import annotations
 
 import os
+
+RUN_CWD_ENV = "CM_RUN_CWD"      # the scripts' yaml names it as <<<CM_RUN_CWD>>>
+
+
+def run_cwd(env: dict) -> str:
+    """The folder `cm` was started in (this process's folder where the engine did not say)."""
+    return os.path.abspath(env.get(RUN_CWD_ENV) or os.getcwd())
 
 
 def cache_root() -> str:

@@ -10,6 +10,8 @@ import copy
 import os
 from typing import Any, NamedTuple, Optional
 
+from cmcontract.places import RUN_CWD_ENV
+
 from . import conditions, env as envmod, keys
 from .errors import CycleError, EngineError, InputError, did_you_mean
 from .fingerprint import Fingerprints
@@ -140,7 +142,7 @@ class Plan(NamedTuple):
     nodes: dict[str, Node]          # by key
     request: Request
     warnings: list[str]
-    base_env: dict                  # what the top step receives (CM_RUN_CWD)
+    base_env: dict                  # what the top step receives (RUN_CWD_ENV)
 
     def walk(self) -> list[tuple[int, Edge | None, Node, bool]]:
         """(depth, edge, node, first time seen) in execution order: -j and the plan's #N (plantext.py)."""
@@ -192,7 +194,7 @@ class Planner:
         m = self.registry.select(q, quiet=self.req.quiet)
         if self.registry.note:
             self.warnings.append("note: " + m.alias + " is " + self.registry.note)
-        base = {"CM_RUN_CWD": os.getcwd()}   # where cm was started: default output folders
+        base = {RUN_CWD_ENV: os.getcwd()}   # where cm was started: default output folders
         root = self._resolve(m, q, self.req.version, base, [], dict(self.req.adr), [], [])
         root.extra_cache_tags += [t for t in self.req.extra_cache_tags
                                   if t not in root.extra_cache_tags]

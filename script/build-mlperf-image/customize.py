@@ -3,9 +3,10 @@ recorded image rebuilt and checked by ID (docs/containers.md). The work is in ml
 import os
 import sys
 
+from cmcontract.places import cache_root, run_cwd
+
 
 def preprocess(i):
-    from cmcontract.places import cache_root
     from mlperf_llm.containers import engine, image, make, squash
     from mlperf_llm.containers.base import BaseError
     from mlperf_llm.containers.recipe import RecipeError
@@ -28,7 +29,7 @@ def preprocess(i):
                                mirror=env.get('CM_MLPERF_IMAGE_BASE_MIRROR', ''),
                                recorded_path=env.get(image.REBUILD_ENV, ''), locked=locked)
         facts = os.path.abspath(env.get(image.FACTS_ENV) or
-                                os.path.join(env.get('CM_RUN_CWD') or os.getcwd(), IMAGE_FACTS_NAME))
+                                os.path.join(run_cwd(env), IMAGE_FACTS_NAME))
         image.write_facts(facts, built)
         print(f'Image {built.tag}\n  ID {built.image_id}\n  facts (recipe, layers, base packages): {facts}')
         if env.get('CM_MLPERF_IMAGE_ARCHIVE'):
@@ -100,4 +101,4 @@ def _project_root(env):
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(mlperf_llm.__file__))))
     if os.path.isfile(os.path.join(here, 'setup.py')):
         return here
-    return os.path.abspath(env.get('CM_RUN_CWD') or os.getcwd())
+    return run_cwd(env)

@@ -2,6 +2,8 @@
 is in mlperf_llm.containers.chain."""
 import os
 
+from cmcontract.places import run_cwd
+
 
 def preprocess(i):
     from mlperf_llm.containers import chain, image
@@ -12,7 +14,7 @@ def preprocess(i):
         env[envlock.LOADGEN_LOCK_ENV] = chain.loadgen_pin(env)   # build-mlperf-image's loadgen venv, by hash
     except chain.ChainError as e:
         return {'return': 1, 'error': str(e)}
-    results = env.get('CM_MLPERF_RESULTS_DIR') or os.path.join(env.get('CM_RUN_CWD') or os.getcwd(), 'mlperf_results')
+    results = env.get('CM_MLPERF_RESULTS_DIR') or os.path.join(run_cwd(env), 'mlperf_results')
     os.makedirs(results, exist_ok=True)
     env[image.FACTS_ENV] = os.path.join(os.getcwd(), IMAGE_FACTS_NAME)
     return {'return': 0}

@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from cmcontract.places import run_cwd
 from cmcontract.yesno import YesNoError, is_yes, parse_yes_no
 
 from ..sysinfo.envlock import LOADGEN_DIST, LOADGEN_LOCK_ENV, LOADGEN_SITE_ENV, RUN_LOCK_ENV
@@ -45,7 +46,6 @@ LOADGEN_VENV = f"{PREFIX}/loadgen"          # the round's LoadGen wheel, install
 PREPARED = ("CM_MLPERF_INFERENCE_SOURCE", "CM_MLPERF_INFERENCE_CHECKER", "CM_MLPERF_INFERENCE_MLPERF_CONF",
             "CM_MLPERF_INFERENCE_LLAMA2_PATH", "CM_ML_MODEL_", "CM_DATASET_")
 # inputs the chain in the image is not given: how the host runs it, and the host's own vLLM
-RUN_CWD_ENV = "CM_RUN_CWD"          # the engine's: the folder `cm` was started in (cmengine/graph.py)
 HOST_ONLY = frozenset(("docker", "container_engine", "vllm_python", "quiet", "out", "v"))
 # --env. values the chain in the image is not given: how the host runs it, the host's interpreter for
 # the harness and its vLLM and run environment locks (a replay's: the image holds them)
@@ -144,7 +144,7 @@ def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, 
                   argv: tuple = (), host_view_file: str = "") -> dict:
     """The run's request (the engine's record of it: tags, inputs, env, adr) as the image's `cm`
     runs it: cmind's input form, the image's vLLM and LoadGen, the host's prepared outputs."""
-    cwd = env.get(RUN_CWD_ENV) or os.getcwd()         # where `cm` was started: relative paths are from there
+    cwd = run_cwd(env)                  # where `cm` was started: relative paths are from there
     inputs = {k: host_absolute(v, cwd) for k, v in (request.get("inputs") or {}).items() if k not in HOST_ONLY}
     given_env = {k: host_absolute(v, cwd) for k, v in (request.get("env") or {}).items() if k not in HOST_ONLY_ENV}
     inputs.update(vllm_python=VLLM_PYTHON, results_dir=results_dir, submission_dir=submission_dir)
