@@ -9,7 +9,9 @@ the seed it applies for llama2-70b must be the round's, or the checker would rej
 LoadGen is built from the inference source at hand (CM_MLPERF_INFERENCE_SOURCE) into site-src/
 (mlperf_llm.sysinfo.loadgen_src), seed-checked like the wheel; each source file it compiled is
 re-checked on reuse. Where it cannot be built (no source, no compiler, a failed build), the wheel
-stays, CM_LOADGEN_TEST06_PROBLEM says why and the fix, and the entry is not kept.
+stays, CM_LOADGEN_TEST06_PROBLEM says why and the fix, and the entry is not kept. In --docker=chain's
+image, which has no compiler, the host's build of the same files for the same Python ABI
+(CM_LOADGEN_HOST_BUILD, mlperf_llm.containers.chain) is copied instead.
 
 --env.CM_LOADGEN_LOCK (a replay's: the recorded wheel's `mlcommons-loadgen==V --hash=sha256:H`)
 installs exactly that archive, by its hash; CM_LOADGEN_SHA256 is the sha256 of the wheel installed
@@ -103,11 +105,14 @@ def _given_site(python, venv, locked):
 
 def _for_test06(i, rnd, python, wheel_version):
     from cmcontract.places import cache_root
-    from mlperf_llm.sysinfo.loadgen_src import LoadgenBuildError, build_for_round, for_test06, wheel_problem
+    from mlperf_llm.sysinfo.loadgen_src import (HOST_BUILD_ENV, HOST_PROBLEM_ENV, LoadgenBuildError,
+                                                build_for_round, for_test06, wheel_problem)
 
     env = i['env']
     env['CM_LOADGEN_SOURCE'] = env['CM_LOADGEN_SOURCE_DIGEST'] = env['CM_LOADGEN_TEST06_PROBLEM'] = ''
-    choice = for_test06(wheel_version, env.get('CM_MLPERF_INFERENCE_SOURCE', ''), python)
+    given = env.get(HOST_BUILD_ENV, '')        # --docker=chain: the host's build; the image has no compiler
+    choice = for_test06(wheel_version, env.get('CM_MLPERF_INFERENCE_SOURCE', ''), python, given=given,
+                        host_problem=env.get(HOST_PROBLEM_ENV, ''))
     problem = choice.problem
     if choice.source:
         src = choice.source
@@ -116,7 +121,7 @@ def _for_test06(i, rnd, python, wheel_version):
               'audit.config\'s sampling; about a minute, unless built before)', file=sys.stderr)
         try:
             built = build_for_round(python, src, site, rnd, store=os.path.join(cache_root(), 'builds'),
-                                    say=lambda m: print(f'TEST06: {m}', file=sys.stderr))
+                                    say=lambda m: print(f'TEST06: {m}', file=sys.stderr), given=given)
         except LoadgenBuildError as e:
             problem = f'{wheel_problem(wheel_version)}; {e}'
         else:

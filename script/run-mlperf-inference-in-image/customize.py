@@ -14,10 +14,32 @@ def preprocess(i):
         env[envlock.LOADGEN_LOCK_ENV] = chain.loadgen_pin(env)   # build-mlperf-image's loadgen venv, by hash
     except chain.ChainError as e:
         return {'return': 1, 'error': str(e)}
+    _test06_loadgen(env)
     results = env.get('CM_MLPERF_RESULTS_DIR') or os.path.join(run_cwd(env), 'mlperf_results')
     os.makedirs(results, exist_ok=True)
     env[image.FACTS_ENV] = os.path.join(os.getcwd(), IMAGE_FACTS_NAME)
     return {'return': 0}
+
+
+def _test06_loadgen(env):
+    """TEST06 on a round whose LoadGen wheel cannot run it (v4.1): LoadGen is built from the source
+    here, by this interpreter, for the chain in the image (which has no compiler)."""
+    import sys
+    from cmcontract.places import cache_root
+    from cmcontract.yesno import is_yes
+    from mlperf_llm.sysinfo.loadgen_src import HOST_BUILD_ENV, HOST_PROBLEM_ENV, build_on_host
+    tests = [t.strip() for t in env.get('CM_MLPERF_COMPLIANCE_TESTS', '').split(',')]
+    if not (is_yes(env.get('CM_MLPERF_RUN_COMPLIANCE')) and 'TEST06' in tests):
+        return
+    source = env.get('CM_MLPERF_INFERENCE_SOURCE', '')
+    built, problem = build_on_host(env.get('CM_LOADGEN_VERSION', ''), source, sys.executable,
+                                   os.path.join(cache_root(), 'builds'))
+    env[HOST_BUILD_ENV], env[HOST_PROBLEM_ENV] = built, problem
+    if built:
+        print(f'TEST06: LoadGen built here from {source}/loadgen for the image (it has no compiler): {built}',
+              file=sys.stderr)
+    elif problem:
+        print(f'TEST06: {problem}', file=sys.stderr)
 
 
 def postprocess(i):

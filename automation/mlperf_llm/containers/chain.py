@@ -1,7 +1,8 @@
 """The whole benchmark chain in the run's image (`--docker=chain`).
 
 The host prepares what needs the network or this machine's own tools: the inference source, the
-model, the data set, vLLM's venv and the round's LoadGen wheel; build-mlperf-image puts this
+model, the data set, vLLM's venv and the round's LoadGen wheel (and, for TEST06 on a round whose
+wheel cannot run it, LoadGen built from the source: the image has no compiler); build-mlperf-image puts this
 project, the interpreter `cm` runs in, that LoadGen wheel (`loadgen` venv) and vLLM's venv into one
 image. Then the run's own request is run again by the image's `cm`, in one container with **no
 network**: the vLLM server, the harness, LoadGen, the scoring, the compliance tests, the submission
@@ -26,6 +27,7 @@ from cmcontract.places import run_cwd
 from cmcontract.yesno import YesNoError, is_yes, parse_yes_no
 
 from ..sysinfo.envlock import LOADGEN_DIST, LOADGEN_LOCK_ENV, LOADGEN_SITE_ENV, RUN_LOCK_ENV
+from ..sysinfo.loadgen_src import HOST_BUILD_ENV, HOST_PROBLEM_ENV
 from ..files import write_json_atomic
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..sysinfo.sut import HOST_VIEW_ENV
@@ -150,7 +152,7 @@ def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, 
     inputs.update(vllm_python=VLLM_PYTHON, results_dir=results_dir, submission_dir=submission_dir)
     added = {**prepared_env(env), IN_IMAGE_ENV: "yes", LOADGEN_LOCK_ENV: loadgen_pin, LOADGEN_SITE_ENV: LOADGEN_VENV,
              REQUEST_ENV: json.dumps({"request": request, "argv": list(argv)}, sort_keys=True, separators=(",", ":"))}
-    for key in (ID_ENV, FACTS_ENV):
+    for key in (ID_ENV, FACTS_ENV, HOST_BUILD_ENV, HOST_PROBLEM_ENV):
         if env.get(key):
             added[key] = env[key]
     added[CHAIN_IMAGE_ENV] = env.get(TAG_ENV, "")

@@ -28,6 +28,10 @@ from .rounds import loadgen_seed
 
 SKIP_SUFFIXES = (".so", ".pyc", ".pyd", ".o")
 DOCS = "docs/accuracy.md, TEST06"
+# --docker=chain: the build the host made for TEST06 (keep_build's folder), handed to the chain in the
+# image, which has no compiler
+HOST_BUILD_ENV = "CM_LOADGEN_HOST_BUILD"
+HOST_PROBLEM_ENV = "CM_LOADGEN_HOST_BUILD_PROBLEM"      # or why the host could not build it
 
 
 class LoadgenBuildError(RuntimeError):
@@ -134,11 +138,17 @@ class LoadgenChoice:
 
 
 def for_test06(wheel_version: str, inference_source: str, python: str,
-               tools: Optional[Callable[[str], list[str]]] = None) -> LoadgenChoice:
+               tools: Optional[Callable[[str], list[str]]] = None, given: str = "",
+               host_problem: str = "") -> LoadgenChoice:
     """The TEST06 LoadGen: the wheel where it logs TEST06's samples; else a build of the source
-    at hand; else the wheel, with why no build is possible and the fix."""
+    at hand (`given`: one made on the host, which needs no compiler here where it is the build of
+    that source for this interpreter's ABI); else the wheel, with why no build is possible and the
+    fix (`host_problem`: the host's reason, where the host builds it for a chain in an image)."""
     if not wheel_ignores_audit_sampling(wheel_version):
         return LoadgenChoice()
+    if host_problem and not given:
+        return LoadgenChoice(problem=f"{host_problem} (--docker=chain: the host builds it for the image, "
+                             "which has no compiler)")
     problem = wheel_problem(wheel_version)
     if not inference_source:
         return LoadgenChoice(problem=f"{problem}; no mlcommons/inference source is at hand to build LoadGen "
@@ -149,10 +159,20 @@ def for_test06(wheel_version: str, inference_source: str, python: str,
         source = read_source(inference_source)
     except LoadgenBuildError as e:
         return LoadgenChoice(problem=f"{problem}; LoadGen cannot be built from the source at hand: {e}")
+    host = ""
+    if given:
+        try:
+            wanted = kept_name(source, interpreter_abi(python))
+        except LoadgenBuildError as e:
+            return LoadgenChoice(problem=f"{problem}; {e}")
+        if os.path.basename(os.path.normpath(given)) == wanted and os.path.isdir(given):
+            return LoadgenChoice(source=source)
+        host = (f"; the host's build {given} is not {wanted}, the build of these files for this "
+                "interpreter (another Python, or other source files)")
     missing = (tools or missing_tools)(python)
     if missing:
         return LoadgenChoice(problem=f"{problem}; LoadGen cannot be built from {source.loadgen_dir} for "
-                             f"{python}: {'; '.join(missing)}; then run again ({DOCS})")
+                             f"{python}: {'; '.join(missing)}{host}; then run again ({DOCS})")
     return LoadgenChoice(source=source)
 
 
@@ -183,33 +203,68 @@ def interpreter_abi(python: str) -> str:
     return abi
 
 
-def build_kept(python: str, source: LoadgenSource, site: str, store: str,
-               say: Callable[[str], None] = lambda m: None) -> bool:
-    """build() into site, through `store`, a folder of finished builds named by what a build depends
-    on: the digest of the source files it compiles and the interpreter's extension ABI. A build of
-    the same files for the same ABI is copied from there instead of compiled again (True); a new
-    one is kept there for the next (False). Both go through a temporary folder renamed into place."""
-    name = f"loadgen-{source.digest[:16]}-{interpreter_abi(python)}"
-    kept = os.path.join(store, name)
+def kept_name(source: LoadgenSource, abi: str) -> str:
+    """A finished build's folder name: what it depends on, the digest of the source files it compiled
+    and the interpreter's extension ABI."""
+    return f"loadgen-{source.digest[:16]}-{abi}"
+
+
+def keep_build(python: str, source: LoadgenSource, store: str) -> tuple[str, bool]:
+    """(folder, found): the build of `source` for `python` in `store`, a folder of finished builds
+    named by kept_name; compiled there first where it is missing (found False), through a temporary
+    folder renamed into place, so a failed or interrupted build leaves none."""
+    kept = os.path.join(store, kept_name(source, interpreter_abi(python)))
     if os.path.isdir(kept):
-        tmp = f"{site}.tmp-copy"
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(kept, tmp, symlinks=True)
-        shutil.rmtree(site, ignore_errors=True)
-        os.replace(tmp, site)
-        say(f"LoadGen of these source files (sha256 {source.digest[:12]}) for this interpreter was built "
-            f"before: copied from {kept}")
-        return True
-    build(python, source, site)
+        return kept, True
     os.makedirs(store, exist_ok=True)
     tmp = f"{kept}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(site, tmp, symlinks=True)
     try:
+        build(python, source, tmp)
         os.replace(tmp, kept)
     except OSError:                     # another run kept the same build meanwhile
+        if not os.path.isdir(kept):
+            raise
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return False
+    return kept, False
+
+
+def build_kept(python: str, source: LoadgenSource, site: str, store: str,
+               say: Callable[[str], None] = lambda m: None, given: str = "") -> bool:
+    """The build of `source` for `python` copied into site (through a temporary folder renamed into
+    place): `given`, a finished build made elsewhere (the host's, handed to a chain in an image that
+    has no compiler) where it is the build of these files for this ABI, else keep_build's from
+    `store`, compiled there first where missing. True where nothing was compiled."""
+    name = kept_name(source, interpreter_abi(python))
+    if given and os.path.basename(os.path.normpath(given)) == name and os.path.isdir(given):
+        kept, found, when = given, True, "on the host"
+    else:
+        kept, found = keep_build(python, source, store)
+        when = "before"
+    tmp = f"{site}.tmp-copy"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(kept, tmp, symlinks=True)
+    shutil.rmtree(site, ignore_errors=True)
+    os.replace(tmp, site)
+    if found:
+        say(f"LoadGen of these source files (sha256 {source.digest[:12]}) for this interpreter was built "
+            f"{when}: copied from {kept}")
+    return found
+
+
+def build_on_host(wheel_version: str, inference_source: str, python: str, store: str) -> tuple[str, str]:
+    """(folder, problem): for a chain that runs in an image without a compiler (--docker=chain),
+    TEST06's LoadGen built here, by `python` (of the image's Python ABI: 3.11, as the image's
+    Debian), into `store` (keep_build); ("", "") where the round's wheel runs TEST06 itself;
+    ("", why and the fix) where it cannot be built here."""
+    choice = for_test06(wheel_version, inference_source, python)
+    if choice.source is None:
+        return "", choice.problem
+    try:
+        return keep_build(python, choice.source, store)[0], ""
+    except LoadgenBuildError as e:
+        return "", f"{wheel_problem(wheel_version)}; {e}"
 
 
 @dataclass(frozen=True)
@@ -221,13 +276,13 @@ class BuiltLoadgen:
 
 
 def build_for_round(python: str, source: LoadgenSource, site: str, rnd: Round, store: str = "",
-                    say: Callable[[str], None] = lambda m: None) -> BuiltLoadgen:
-    """build() (through `store` where given: build_kept), then the check the round's wheels get: the
+                    say: Callable[[str], None] = lambda m: None, given: str = "") -> BuiltLoadgen:
+    """build() (through `store` where given, or from `given`, the host's build: build_kept), then the check the round's wheels get: the
     seed this LoadGen applies must be the round's, or the source is not the round's. A build with no
     mlperf.conf inside (v4.1) gets the source's beside it (CONF_BESIDE), which the harness reads
     first; the seed is asked with it."""
-    if store:
-        build_kept(python, source, site, store, say)
+    if store or given:
+        build_kept(python, source, site, store, say, given)
     else:
         build(python, source, site)
     conf = ""

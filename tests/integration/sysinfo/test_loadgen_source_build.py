@@ -25,7 +25,7 @@ from standin import StandinConfig, StandinProcess
 from standin import toytok
 from standin.dataset import write_dataset
 from mlperf_llm.sysinfo.loadgen_conf import CONF_BESIDE
-from mlperf_llm.sysinfo.loadgen_src import build_for_round, missing_tools, read_source
+from mlperf_llm.sysinfo.loadgen_src import build_for_round, for_test06, keep_build, missing_tools, read_source
 from mlperf_llm.sysinfo.pyenv import with_path
 
 V41 = get_round("4.1")
@@ -42,16 +42,36 @@ def built(tmp_path_factory):
     cache = os.environ.get("CM4MLPERF_CACHE_DIR", "").strip()
     store = os.path.join(cache, "builds") if cache else str(tmp_path_factory.mktemp("builds"))
     site = str(tmp_path_factory.mktemp("cache") / "site-src")
-    return source, build_for_round(sys.executable, source, site, V41, store=store, say=print)
+    return source, build_for_round(sys.executable, source, site, V41, store=store, say=print), store
 
 
 def test_the_build_is_v41s_loadgen_with_v41s_mlperf_conf_beside_it(built):
-    source, lg = built
+    source, lg, _ = built
     assert lg.version == "4.1" and lg.qsl_rng_seed == V41.qsl_rng_seed
     assert lg.conf == os.path.join(lg.site, CONF_BESIDE)
     assert open(lg.conf).read() == open(source.mlperf_conf).read()
     assert [n for n in os.listdir(lg.site) if n.startswith("mlperf_loadgen") and n.endswith(".so")]
     assert not os.path.exists(lg.site + ".src") and not os.path.exists(lg.site + ".tmp")
+
+
+def test_where_no_compiler_is_the_hosts_build_is_copied_and_checked_as_built_here(built, tmp_path, monkeypatch):
+    """--docker=chain's image has no compiler: the get step there is handed the build the host kept
+    (loadgen_src.build_on_host, by keep_build) and copies it, checked as a build made there (the round's
+    seed, with v4.1's mlperf.conf beside it); without it, the missing compiler is named. Here the
+    compiler is made missing by CXX naming none."""
+    source, lg, store = built
+    kept, found = keep_build(sys.executable, source, store)
+    assert found and os.path.basename(kept).startswith(f"loadgen-{source.digest[:16]}-cpython-")
+    monkeypatch.setenv("CXX", str(tmp_path / "no-compiler" / "c++"))
+    wheel = "4.1.30"
+    assert "no C++ compiler" in for_test06(wheel, inference_source("4.1"), sys.executable).problem
+    choice = for_test06(wheel, inference_source("4.1"), sys.executable, given=kept)
+    assert choice.problem == "" and choice.source.digest == source.digest
+    said = []
+    copied = build_for_round(sys.executable, choice.source, str(tmp_path / "entry" / "site-src"), V41,
+                             store=str(tmp_path / "image-builds"), say=said.append, given=kept)
+    assert (copied.version, copied.qsl_rng_seed) == (lg.version, V41.qsl_rng_seed) and copied.conf
+    assert f"built on the host: copied from {kept}" in said[0] and not os.path.exists(tmp_path / "image-builds")
 
 
 # One Offline test in its own process (the built module first on PYTHONPATH), as the harness runs
@@ -93,7 +113,7 @@ lg.DestroySUT(sut)
 
 
 def test_a_tiny_test06_run_logs_the_samples_audit_config_asks_for(built, tmp_path):
-    _, lg = built
+    _, lg, _ = built
     audit_config("", str(tmp_path), V41)
     (tmp_path / "user.conf").write_text("llama2-70b.Offline.target_qps = 1000\n"
                                         "llama2-70b.*.performance_sample_count_override = 200\n")
@@ -114,7 +134,7 @@ def test_a_tiny_test06_run_logs_the_samples_audit_config_asks_for(built, tmp_pat
 
 @pytest.mark.parametrize("scenario", ["Offline", "Server"])
 def test_the_harness_runs_test06_with_the_build_and_it_verifies(built, tmp_path, scenario):
-    _, lg = built
+    _, lg, _ = built
     dataset = write_dataset(str(tmp_path / "ds.pkl"), 24)
     audit, _ = audit_config(inference_source("4.1"), str(tmp_path / "audit"), V41)
     with StandinProcess(StandinConfig(output_tokens=6)) as sp:

@@ -236,3 +236,24 @@ def test_a_path_given_relative_to_the_hosts_folder_reaches_the_image_absolute(ho
     assert "--env.CM_MLPERF_USER_CONF=sub/../sut.json" in argv          # sub/ does not exist here
     assert str(work) in {m.host for m in run.spec.mounts if m.read_only}
 
+
+
+def test_the_hosts_loadgen_build_for_test06_is_handed_to_the_image_read_only(host):
+    """TEST06 on v4.1 in the image (no compiler): the LoadGen the host built from the source (its folder
+    in the host's store of builds) is handed in and mounted read-only; where the host could not build
+    it, its reason is handed in instead (get-mlperf-inference-loadgen reports it), and nothing mounted."""
+    from mlperf_llm.sysinfo.loadgen_src import HOST_BUILD_ENV, HOST_PROBLEM_ENV
+    tmp, env, request = host
+    built = tmp / "host-cache" / "builds" / "loadgen-0123456789abcdef-cpython-311-x86_64-linux-gnu"
+    built.mkdir(parents=True)
+    run = chain.plan(request, {**env, HOST_BUILD_ENV: str(built), HOST_PROBLEM_ENV: ""}, "img", "sha256:" + "c" * 64,
+                     PIN, str(tmp / "c"), uid=0, gid=0)
+    given = {a.split("=", 1)[0][6:]: a.split("=", 1)[1] for a in run.argv if a.startswith("--env.")}
+    assert given[HOST_BUILD_ENV] == str(built) and HOST_PROBLEM_ENV not in given
+    assert (str(built), True) in {(m.host, m.read_only) for m in run.spec.mounts}
+    why = "the LoadGen 4.1.30 wheel ignores ...; no C++ compiler (c++ is not on PATH; apt-get install g++)"
+    run = chain.plan(request, {**env, HOST_BUILD_ENV: "", HOST_PROBLEM_ENV: why}, "img", "sha256:" + "c" * 64,
+                     PIN, str(tmp / "c"), uid=0, gid=0)
+    given = {a.split("=", 1)[0][6:]: a.split("=", 1)[1] for a in run.argv if a.startswith("--env.")}
+    assert given[HOST_PROBLEM_ENV] == why and HOST_BUILD_ENV not in given
+    assert not [m for m in run.spec.mounts if "builds" in m.host]

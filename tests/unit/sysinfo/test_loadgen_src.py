@@ -126,7 +126,8 @@ def test_a_build_of_the_same_files_for_the_same_interpreter_is_copied_not_compil
     said = []
     assert loadgen_src.build_kept(sys.executable, src, str(tmp_path / "site1"), store, said.append) is False
     assert loadgen_src.build_kept(sys.executable, src, str(tmp_path / "site2"), store, said.append) is True
-    assert compiled == [str(tmp_path / "site1")] and "copied from" in said[0]
+    assert len(compiled) == 1 and "was built before: copied from" in said[0]
+    assert open(tmp_path / "site1" / "mlperf_loadgen.cpython.so").read() == src.digest
     assert open(tmp_path / "site2" / "mlperf_loadgen.cpython.so").read() == src.digest
     other = read_source(make_source(tmp_path / "b", {"loadgen/setup.py": "setup(2)", "loadgen/loadgen.cc": "int z;",
                                                      "mlperf.conf": ""}))
@@ -134,3 +135,73 @@ def test_a_build_of_the_same_files_for_the_same_interpreter_is_copied_not_compil
     names = sorted(os.listdir(store))
     assert names == sorted(f"loadgen-{s.digest[:16]}-cpython-311-x86_64-linux-gnu" for s in (src, other))
     assert not [p for p in os.listdir(tmp_path) if ".tmp" in p]
+
+
+def fake_abi_and_build(monkeypatch, compiled, abi="cpython-311-x86_64-linux-gnu"):
+    from mlperf_llm.sysinfo import loadgen_src
+
+    def fake_build(python, source, site, timeout=3600):
+        compiled.append(site)
+        os.makedirs(site)
+        open(os.path.join(site, "mlperf_loadgen.cpython.so"), "w").write(source.digest)
+
+    monkeypatch.setattr(loadgen_src, "build", fake_build)
+    monkeypatch.setattr(loadgen_src, "interpreter_abi", lambda python: abi)
+    return loadgen_src
+
+
+def test_the_hosts_build_is_made_once_and_a_failed_one_leaves_nothing(tmp_path, monkeypatch):
+    """--docker=chain: build_on_host builds v4.1's LoadGen into the store by keep_build (found the next
+    time), nothing for a wheel that runs TEST06 itself, and says why where it cannot build."""
+    compiled = []
+    loadgen_src = fake_abi_and_build(monkeypatch, compiled)
+    monkeypatch.setattr(loadgen_src, "missing_tools", no_tools_missing)
+    source = make_source(tmp_path / "inference")
+    store = str(tmp_path / "builds")
+    built, problem = loadgen_src.build_on_host("4.1.30", source, sys.executable, store)
+    digest = read_source(source).digest
+    assert problem == "" and built == f"{store}/loadgen-{digest[:16]}-cpython-311-x86_64-linux-gnu"
+    assert open(os.path.join(built, "mlperf_loadgen.cpython.so")).read() == digest
+    assert loadgen_src.build_on_host("4.1.30", source, sys.executable, store) == (built, "") and len(compiled) == 1
+    assert loadgen_src.build_on_host("5.1.2", source, sys.executable, store) == ("", "")
+    built, problem = loadgen_src.build_on_host("4.1.30", "", sys.executable, store)
+    assert built == "" and "no mlcommons/inference source is at hand" in problem
+
+    def failing(python, source, site, timeout=3600):
+        os.makedirs(site)
+        raise LoadgenBuildError(f"building LoadGen from {source.loadgen_dir} failed: pip said no")
+    monkeypatch.setattr(loadgen_src, "build", failing)
+    other = make_source(tmp_path / "other", {"loadgen/setup.py": "setup(2)", "mlperf.conf": ""})
+    built, problem = loadgen_src.build_on_host("4.1.30", other, sys.executable, store)
+    assert built == "" and problem.startswith("the LoadGen 4.1.30 wheel ignores") and "pip said no" in problem
+    assert sorted(os.listdir(store)) == [os.path.basename(b) for b in
+                                         [f"{store}/loadgen-{digest[:16]}-cpython-311-x86_64-linux-gnu"]]
+
+
+def test_an_image_without_a_compiler_takes_the_hosts_build_of_the_same_files_for_its_abi(tmp_path, monkeypatch):
+    """In --docker=chain's image (no compiler): for_test06 chooses the build where the host handed its
+    build of these files for this ABI, without asking for tools; build_kept copies it, compiling
+    nothing. A build for another ABI, or the host's reason, is named instead."""
+    compiled = []
+    loadgen_src = fake_abi_and_build(monkeypatch, compiled)
+    source = make_source(tmp_path / "inference")
+    host_store = str(tmp_path / "host-builds")
+    given = loadgen_src.keep_build(sys.executable, read_source(source), host_store)[0]
+    no_compiler = ["no C++ compiler (c++ is not on PATH; apt-get install g++)"]
+    choice = for_test06("4.1.30", source, sys.executable, tools=lambda python: no_compiler, given=given)
+    assert choice.problem == "" and choice.source is not None
+    said = []
+    site = str(tmp_path / "entry" / "site-src")
+    assert loadgen_src.build_kept(sys.executable, choice.source, site, str(tmp_path / "image-builds"), said.append,
+                                  given=given) is True
+    assert len(compiled) == 1 and "built on the host: copied from " + given in said[0]
+    assert open(os.path.join(site, "mlperf_loadgen.cpython.so")).read() == read_source(source).digest
+    assert not os.path.exists(tmp_path / "image-builds")
+
+    monkeypatch.setattr(loadgen_src, "interpreter_abi", lambda python: "cpython-312-x86_64-linux-gnu")
+    choice = for_test06("4.1.30", source, sys.executable, tools=lambda python: no_compiler, given=given)
+    assert choice.source is None and "no C++ compiler" in choice.problem
+    assert f"the host's build {given} is not loadgen-" in choice.problem and "cpython-312" in choice.problem
+    host = "the LoadGen 4.1.30 wheel ignores ...; no C++ compiler (c++ is not on PATH; apt-get install g++)"
+    choice = for_test06("4.1.30", source, sys.executable, tools=lambda python: [], host_problem=host)
+    assert choice.source is None and choice.problem.startswith(host) and "the host builds it" in choice.problem
