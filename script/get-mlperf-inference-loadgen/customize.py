@@ -117,8 +117,9 @@ def _for_test06(i, rnd, python, wheel_version):
     if choice.source:
         src = choice.source
         site = os.path.join(i['work_dir'], 'site-src')
+        how = 'from the host\'s build' if given else 'about a minute, unless built before'
         print(f'TEST06: building LoadGen from {src.loadgen_dir} into {site} (the {wheel_version} wheel ignores '
-              'audit.config\'s sampling; about a minute, unless built before)', file=sys.stderr)
+              f'audit.config\'s sampling; {how})', file=sys.stderr)
         try:
             built = build_for_round(python, src, site, rnd, store=os.path.join(cache_root(), 'builds'),
                                     say=lambda m: print(f'TEST06: {m}', file=sys.stderr), given=given)

@@ -256,8 +256,17 @@ def build_kept(python: str, source: LoadgenSource, site: str, store: str,
 def build_on_host(wheel_version: str, inference_source: str, python: str, store: str) -> tuple[str, str]:
     """(folder, problem): for a chain that runs in an image without a compiler (--docker=chain),
     TEST06's LoadGen built here, by `python` (of the image's Python ABI: 3.11, as the image's
-    Debian), into `store` (keep_build); ("", "") where the round's wheel runs TEST06 itself;
-    ("", why and the fix) where it cannot be built here."""
+    Debian), into `store` (keep_build; one kept there before is taken, compiler or not); ("", "")
+    where the round's wheel runs TEST06 itself; ("", why and the fix) where it cannot be built here."""
+    if not wheel_ignores_audit_sampling(wheel_version):
+        return "", ""
+    try:
+        kept = os.path.join(store, kept_name(read_source(inference_source), interpreter_abi(python))) \
+            if inference_source else ""
+    except LoadgenBuildError:
+        kept = ""                       # for_test06 says why
+    if kept and os.path.isdir(kept):
+        return kept, ""
     choice = for_test06(wheel_version, inference_source, python)
     if choice.source is None:
         return "", choice.problem

@@ -163,6 +163,9 @@ def test_the_hosts_build_is_made_once_and_a_failed_one_leaves_nothing(tmp_path, 
     assert problem == "" and built == f"{store}/loadgen-{digest[:16]}-cpython-311-x86_64-linux-gnu"
     assert open(os.path.join(built, "mlperf_loadgen.cpython.so")).read() == digest
     assert loadgen_src.build_on_host("4.1.30", source, sys.executable, store) == (built, "") and len(compiled) == 1
+    monkeypatch.setattr(loadgen_src, "missing_tools", lambda python: ["no C++ compiler"])   # kept: needs none
+    assert loadgen_src.build_on_host("4.1.30", source, sys.executable, store) == (built, "") and len(compiled) == 1
+    monkeypatch.setattr(loadgen_src, "missing_tools", no_tools_missing)
     assert loadgen_src.build_on_host("5.1.2", source, sys.executable, store) == ("", "")
     built, problem = loadgen_src.build_on_host("4.1.30", "", sys.executable, store)
     assert built == "" and "no mlcommons/inference source is at hand" in problem
