@@ -93,3 +93,41 @@ def test_a_wheel_that_runs_test06_is_used_as_it_is(tmp_path):
     env = {"CM_MLPERF_INFERENCE_SOURCE": fake_source(tmp_path / "inference")}
     r = hooks()._for_test06({"env": env, "work_dir": str(tmp_path)}, get_round("5.1"), sys.executable, "5.1.2")
     assert r == {"return": 0} and env["CM_LOADGEN_TEST06_PROBLEM"] == "" and env["CM_LOADGEN_SOURCE"] == ""
+
+
+def test_docker_chains_host_builds_test06s_loadgen_for_the_image_only_where_test06_needs_it(tmp_path, monkeypatch,
+                                                                                            capsys):
+    """run-mlperf-inference-in-image (the host of --docker=chain) builds v4.1's TEST06 LoadGen into the
+    cache's builds/ and names it for the image (CM_LOADGEN_HOST_BUILD); nothing without TEST06 or
+    with a wheel that runs it; the reason where it cannot build."""
+    spec = importlib.util.spec_from_file_location("in_image_hooks", os.path.join(ROOT, "script",
+                                                  "run-mlperf-inference-in-image", "customize.py"))
+    step = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(step)
+    monkeypatch.setenv("CM4MLPERF_CACHE_DIR", str(tmp_path / "cache"))
+    compiled = []
+
+    def fake_build(python, source, site, timeout=3600):
+        compiled.append(site)
+        os.makedirs(site)
+
+    monkeypatch.setattr(loadgen_src, "build", fake_build)
+    monkeypatch.setattr(loadgen_src, "missing_tools", lambda python: [])
+    src = fake_source(tmp_path / "inference")
+    asked = {"CM_MLPERF_RUN_COMPLIANCE": "yes", "CM_MLPERF_COMPLIANCE_TESTS": "TEST06",
+             "CM_LOADGEN_VERSION": "4.1.30", "CM_MLPERF_INFERENCE_SOURCE": src}
+    env = dict(asked)
+    step._test06_loadgen(env)
+    built = env[loadgen_src.HOST_BUILD_ENV]
+    assert os.path.dirname(built) == str(tmp_path / "cache" / "builds") and os.path.isdir(built)
+    assert env[loadgen_src.HOST_PROBLEM_ENV] == "" and len(compiled) == 1
+    assert f"LoadGen built here from {src}/loadgen for the image" in capsys.readouterr().err
+    for other in ({"CM_MLPERF_RUN_COMPLIANCE": "no"}, {"CM_MLPERF_COMPLIANCE_TESTS": "TEST07,TEST09"},
+                  {"CM_LOADGEN_VERSION": "5.1.2"}):
+        env = {**asked, **other}
+        step._test06_loadgen(env)
+        assert not env.get(loadgen_src.HOST_BUILD_ENV) and not env.get(loadgen_src.HOST_PROBLEM_ENV), other
+    env = {**asked, "CM_MLPERF_INFERENCE_SOURCE": ""}
+    step._test06_loadgen(env)
+    assert not env[loadgen_src.HOST_BUILD_ENV] and "no mlcommons/inference source" in env[loadgen_src.HOST_PROBLEM_ENV]
+    assert len(compiled) == 1
