@@ -5,6 +5,7 @@ a folder of its own, default output folders and relative paths a user typed are 
 from __future__ import annotations
 
 import os
+import re
 
 RUN_CWD_ENV = "CM_RUN_CWD"      # the scripts' yaml names it as <<<CM_RUN_CWD>>>
 
@@ -12,6 +13,15 @@ RUN_CWD_ENV = "CM_RUN_CWD"      # the scripts' yaml names it as <<<CM_RUN_CWD>>>
 def run_cwd(env: dict) -> str:
     """The folder `cm` was started in (this process's folder where the engine did not say)."""
     return os.path.abspath(env.get(RUN_CWD_ENV) or os.getcwd())
+
+
+def from_run_cwd(value: str, cwd: str) -> str:
+    """A path typed relative to `cwd`, the folder `cm` was started in, made absolute (`~` expanded);
+    an absolute path, a URL (`scheme://...`, or git's `user@host:path`) and "" as given."""
+    if not value or "://" in value or re.match(r"[^/:@]+@[^/:]+:", value):
+        return value
+    value = os.path.expanduser(value)
+    return value if os.path.isabs(value) else os.path.normpath(os.path.join(cwd, value))
 
 
 def cache_root() -> str:

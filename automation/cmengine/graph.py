@@ -10,7 +10,7 @@ import copy
 import os
 from typing import Any, NamedTuple, Optional
 
-from cmcontract.places import RUN_CWD_ENV
+from cmcontract.places import RUN_CWD_ENV, from_run_cwd
 
 from . import conditions, env as envmod, keys
 from .errors import CycleError, EngineError, InputError, did_you_mean
@@ -181,6 +181,7 @@ class Planner:
         self.req = request
         self.nodes: dict[str, Node] = {}
         self.used_inputs: set[str] = set()
+        self.cwd = os.getcwd()               # where cm was started: paths typed relative are from there
         self.known_inputs: set[str] = set()
         self._memo: dict[str, Node] = {}
         self.dep_names: set[str] = set()
@@ -194,7 +195,7 @@ class Planner:
         m = self.registry.select(q, quiet=self.req.quiet)
         if self.registry.note:
             self.warnings.append("note: " + m.alias + " is " + self.registry.note)
-        base = {RUN_CWD_ENV: os.getcwd()}   # where cm was started: default output folders
+        base = {RUN_CWD_ENV: self.cwd}      # where cm was started: default output folders
         root = self._resolve(m, q, self.req.version, base, [], dict(self.req.adr), [], [])
         root.extra_cache_tags += [t for t in self.req.extra_cache_tags
                                   if t not in root.extra_cache_tags]
@@ -238,13 +239,20 @@ class Planner:
         layers: list[tuple[str, dict]] = [("defaults", m.get("default_env") or {}),
                                           ("merge", m.get("env") or {})]
         im = m.get("input_mapping") or {}
+        paths = set(m.get("path_inputs") or ())
+
+        def typed(name, value) -> str:
+            """An input's value; one that names a file or folder (path_inputs) absolute, from where cm
+            was started: the step runs in a folder of its own."""
+            text = _input_value(value)
+            return from_run_cwd(text, self.cwd) if name in paths else text
         mapped = {}
         if not stack:   # inputs are the top script's (as in CM); its env carries them down
             self.known_inputs.update(im)
             self.root_inputs = set(im)
             for name, value in self.req.inputs.items():
                 if name in im:
-                    mapped[im[name]] = _input_value(value)
+                    mapped[im[name]] = typed(name, value)
                     self.used_inputs.add(name)
             if self.req.extra_cache_tags:   # CM: --extra_cache_tags is the top step's local env
                 mapped.setdefault("CM_EXTRA_CACHE_TAGS", ",".join(self.req.extra_cache_tags))
@@ -252,7 +260,7 @@ class Planner:
             self.known_inputs.update(im)
             for name, value in self.req.inputs.items():
                 if name in im and name not in self.root_inputs:
-                    mapped[im[name]] = _input_value(value)
+                    mapped[im[name]] = typed(name, value)
                     self.used_inputs.add(name)
                     self.dep_inputs.setdefault(name, []).append(m.alias)
         for name, value in dep_inputs:   # a dependency entry's other keys are inputs (as in CM)

@@ -30,6 +30,7 @@ TOP_KEYS = {
     "default_env", "env", "input_mapping", "input_description", "new_env_keys", "new_state_keys",
     "cache_key_env", "cache_key_files", "cache_recheck_env", "hook_env_keys", "default_version", "versions", "variations", "default_variations",
     "add_deps_recursive", "adr", "add_deps", "script_name", "developers", "private",
+    "path_inputs",      # ours: inputs that name files or folders, resolved from the folder cm was started in
     *DEP_LISTS,
 }
 # Keys that cm4mlops/mlperf-automations manifests carry and that this engine knowingly ignores,
@@ -318,6 +319,10 @@ def _build(path: str, folder: str, data: dict) -> Manifest:
     if not isinstance(im, dict):
         raise _SchemaProblem(["input_mapping"], "must be a mapping of input_name: ENV_NAME")
     data["input_mapping"] = {str(k): str(v) for k, v in im.items()}
+    data["path_inputs"] = _as_list(data.get("path_inputs"), ["path_inputs"], "path_inputs")
+    for name in data["path_inputs"]:
+        if name not in data["input_mapping"]:
+            raise _SchemaProblem(["path_inputs"], f"'{name}' is not an input of this script (input_mapping)")
     for key in ("new_env_keys", "new_state_keys", "cache_key_env", "cache_key_files",
                 "cache_recheck_env", "hook_env_keys"):
         data[key] = _as_list(data.get(key), [key], key)

@@ -151,3 +151,37 @@ def test_posthook_deps_are_keyed_by_the_callers_inputs_only_if_a_part_of_it_ran_
         p = plan(repo, "app", inputs={"out": out})
         return next(e.node.key for e in p.root.edges if e.node is not None and e.node.alias == "src")
     assert (src_key("/a") != src_key("/b")) is rekeyed
+
+
+def test_a_relative_path_input_is_from_the_folder_cm_was_started_in_and_keys_by_it(tmp_path, monkeypatch):
+    """path_inputs: a step runs in a folder of its own, so an input that names a file or folder, typed
+    relative, is made absolute from where `cm` was started, for the top step and a dependency it is
+    routed to alike (the same relative name in two folders is two keys); other inputs, URLs and
+    absolute paths as typed."""
+    repo = make_repo(str(tmp_path / "repo"), {
+        "top": {"tags": ["top"], "deps": [{"tags": "src"}],
+                "input_mapping": {"out": "CM_OUT_DIR", "label": "CM_LABEL"}, "path_inputs": ["out"]},
+        "src": {"tags": ["src"], "cache": True, "input_mapping": {"src_path": "CM_SRC_PATH"},
+                "path_inputs": ["src_path"], "cache_key_env": ["CM_SRC_PATH"]},
+    })
+    keys = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        monkeypatch.chdir(tmp_path / folder)
+        p = plan(repo, "top", inputs={"out": "results", "label": "results", "src_path": "../inference"})
+        src = next(e.node for e in p.root.edges if e.node is not None and e.node.alias == "src")
+        assert p.root.env["CM_OUT_DIR"] == str(tmp_path / folder / "results")
+        assert p.root.env["CM_LABEL"] == "results"
+        assert src.env["CM_SRC_PATH"] == str(tmp_path / "inference")
+        keys.append(p.root.key)
+    assert keys[0] != keys[1]
+    p = plan(repo, "top", inputs={"out": "/abs/results", "src_path": "https://github.com/mlcommons/inference"})
+    src = next(e.node for e in p.root.edges if e.node is not None and e.node.alias == "src")
+    assert p.root.env["CM_OUT_DIR"] == "/abs/results" and src.env["CM_SRC_PATH"] == "https://github.com/mlcommons/inference"
+
+
+def test_a_path_input_that_is_no_input_of_the_script_is_refused(tmp_path):
+    repo = make_repo(str(tmp_path / "repo"), {"top": {"tags": ["top"], "input_mapping": {"out": "CM_OUT"},
+                                                      "path_inputs": ["outt"]}})
+    with pytest.raises(Exception, match=r"top/_cm.yaml:\d+: 'outt' is not an input of this script \(input_mapping\)"):
+        plan(repo, "top")
