@@ -1,4 +1,5 @@
-"""This project's steps declare exactly the env names they output (docs/engine.md, "The manifest").
+"""This project's steps declare exactly the env names they output, and the inputs that name files or
+folders (path_inputs) (docs/engine.md, "The manifest").
 
 A wildcard in `new_env_keys` (`CM_MLPERF_*`) hands up whatever happens to be in the step's env,
 inputs included, and makes every later step that reads a matching name depend on this one: a
@@ -65,3 +66,27 @@ def test_library_producers_name_only_declared_outputs():
     gpu = Gpu(0, "NVIDIA H100 80GB HBM3", 81559, 1980, 1755, "550.54", 5, 16)
     full = gpu_env(AcceleratorInfo("nvidia", (gpu,), "12.4", "NVLink"))
     assert set(full) == _outputs("detect-gpu")
+
+
+# inputs whose name says they are a file or folder: each such input of this project's steps is in
+# its path_inputs (a step runs in a folder of its own: docs/engine.md, path_inputs), unless it may
+# also be something else
+PATHLIKE_SUFFIXES = ("_dir", "_path", "_src", "_json", "_file", "_source", "_archive", "_record", "_desc", "_to")
+PATHLIKE = {"from", "lock", "vllm_lock", "run_lock", "facts", "save", "squashfs", "store", "load", "checkpoint",
+            "audit_conf", "metadata", "embedded_reference"}
+NOT_ONLY_A_PATH = {
+    "tokenizer_path": "a model folder or a hub id",
+    "server_record": "several files (os.pathsep between)",
+    "trust_record": "yes or no",
+}
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=os.path.basename)
+def test_inputs_that_name_files_or_folders_are_path_inputs(folder):
+    m = load_manifest(folder)
+    declared = set(m.get("path_inputs") or ())
+    pathlike = {k for k in (m.get("input_mapping") or {})
+                if (k in PATHLIKE or k.endswith(PATHLIKE_SUFFIXES)) and k not in NOT_ONLY_A_PATH}
+    assert not pathlike - declared, (
+        f"{os.path.relpath(folder, ROOT)}/_cm.yaml: {sorted(pathlike - declared)} name files or folders but are not in "
+        "its path_inputs: typed relative, they would be taken from the step's own folder, not from where cm was started")
