@@ -165,7 +165,7 @@ def for_test06(wheel_version: str, inference_source: str, python: str,
             wanted = kept_name(source, interpreter_abi(python))
         except LoadgenBuildError as e:
             return LoadgenChoice(problem=f"{problem}; {e}")
-        if os.path.basename(os.path.normpath(given)) == wanted and os.path.isdir(given):
+        if is_build(given, wanted):
             return LoadgenChoice(source=source)
         host = (f"; the host's build {given} is not {wanted}, the build of these files for this "
                 "interpreter (another Python, or other source files)")
@@ -209,6 +209,12 @@ def kept_name(source: LoadgenSource, abi: str) -> str:
     return f"loadgen-{source.digest[:16]}-{abi}"
 
 
+def is_build(folder: str, name: str) -> bool:
+    """`folder` is a finished build named `name` (kept_name): a build made elsewhere is taken only as
+    what its name says it is."""
+    return bool(folder) and os.path.basename(os.path.normpath(folder)) == name and os.path.isdir(folder)
+
+
 def keep_build(python: str, source: LoadgenSource, store: str) -> tuple[str, bool]:
     """(folder, found): the build of `source` for `python` in `store`, a folder of finished builds
     named by kept_name; compiled there first where it is missing (found False), through a temporary
@@ -236,8 +242,7 @@ def build_kept(python: str, source: LoadgenSource, site: str, store: str,
     place): `given`, a finished build made elsewhere (the host's, handed to a chain in an image that
     has no compiler) where it is the build of these files for this ABI, else keep_build's from
     `store`, compiled there first where missing. True where nothing was compiled."""
-    name = kept_name(source, interpreter_abi(python))
-    if given and os.path.basename(os.path.normpath(given)) == name and os.path.isdir(given):
+    if is_build(given, kept_name(source, interpreter_abi(python))):
         kept, found, when = given, True, "on the host"
     else:
         kept, found = keep_build(python, source, store)
