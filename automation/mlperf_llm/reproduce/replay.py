@@ -452,6 +452,21 @@ def accelerators(sub, recorded_count=None, host: Host | None = None) -> tuple[in
     return (count, here) if count and here else None
 
 
+def as_asked(request: dict, opts: Options, source: str) -> dict:
+    """A replay planned from a folder without a record (a stand-in, a README's command, another's
+    plan) with --docker as asked: yes or chain added, no dropped (the folder's command's own as it
+    was where none is given). --image_archive is refused: no record names an image to check it by."""
+    if opts.image_archive:
+        raise ReplayError(f"--image_archive={opts.image_archive}: {source} holds no reproduction record naming an "
+                          "image to load and check by its ID; leave it out (--docker builds the image here)")
+    if not opts.docker:
+        return request
+    out = {k: v for k, v in request.items() if k != "docker"}
+    if opts.docker != "no":
+        out["docker"] = opts.docker
+    return out
+
+
 def replay_folders(opts: Options) -> dict:
     """The replay's own results and submission folders, inside --results_dir."""
     return {"results_dir": os.path.join(opts.results_dir, "results"),
@@ -524,6 +539,10 @@ def compare_only(opts: Options, say: Callable[[str], None] = print) -> cmp.Compa
     the user already has (this tool's results layout), test by test, into reproduction.json; nothing
     runs. Without a record on both sides the inputs are not compared, and the table says so."""
     check_results_dir(opts.results_dir)
+    if opts.docker or opts.image_archive:
+        flag = f"--docker={opts.docker}" if opts.docker else f"--image_archive={opts.image_archive}"
+        raise ReplayError(f"{flag} with --compare_to={opts.compare_to}: a comparison runs nothing, in an image or "
+                          "not; leave it out")
     if not os.path.isdir(opts.compare_to):
         raise ReplayError(f"--compare_to={opts.compare_to}: no such folder; give a results folder "
                           "(<model>/<Scenario>/performance/run_1, accuracy/), such as a run's --results_dir")
@@ -578,6 +597,7 @@ def rehearse(opts: Options, run_script: Optional[Callable[[dict], dict]],
     sub = open_submission(opts.source, opts.work_dir, opts.limits)
     result = read_published(sub.root)
     request, notes = stand_in_request(result, opts)
+    request = as_asked(request, opts, sub.path)
     _run_chain(run_script, request, opts, f"Rehearsing the replay of {sub.path} with the embedded model:", say,
                what="rehearsal", failed="the rehearsal's chain failed")
     mine = read_results_dir(request["results_dir"])
@@ -666,7 +686,7 @@ def reproduce_from_readme(opts: Options, run_script: Optional[Callable[[dict], d
                                         if plan.request.get("api_server") else [])
     for line in substitutions:
         say(f"  - {line}")
-    request = {**plan.request, **replay_folders(opts)}
+    request = as_asked({**plan.request, **replay_folders(opts)}, opts, sub.path)
     _run_chain(run_script, request, opts, f"Running it into {opts.results_dir}:", say)
     here_path = os.path.join(request["results_dir"], RECORD_NAME)
     here = recmod.read(here_path) if os.path.isfile(here_path) else None
@@ -712,7 +732,7 @@ def reproduce_published(opts: Options, run_script: Optional[Callable[[dict], dic
     request = replay_request(plans)
     if opts.inference_src:
         request["inference_src"] = opts.inference_src
-    request.update(replay_folders(opts))
+    request = as_asked({**request, **replay_folders(opts)}, opts, sub.path)
     notes = sorted({n for p in plans for n in p.notes}) + [f"missing here, replayed anyway "
                                                            f"(--{DEVICE_FLAG}=yes): {m}" for m in missing]
     _run_chain(run_script, request, opts, f"Replaying the published {sub.path} with the plan read from its files:", say)

@@ -49,3 +49,35 @@ def test_the_rehearsal_lists_every_published_figure_as_not_comparable(tmp_path, 
     out = capsys.readouterr().out
     assert "NOT COMPARABLE (a stand-in ran)" in out and "Nothing above is comparable" in out
     assert "DIFFERS" not in out and "equal" not in out.split("Nothing above")[0]    # no verdicts, no ratios
+
+
+def test_docker_as_asked_reaches_the_rehearsals_chain_and_an_image_archive_or_a_comparison_is_refused(tmp_path):
+    """--docker on a folder without a record (here the stand-in's rehearsal; a README's command and
+    another's plan go through the same as_asked): yes or chain goes to the chain's command, no drops
+    one; --image_archive names no recorded image to check, and --compare_to runs nothing: both refused
+    before anything runs."""
+    import dataclasses
+
+    import pytest
+
+    from mlperf_llm.reproduce.replay import ReplayError, as_asked, compare_only
+    asked = []
+
+    def chain(request):
+        asked.append(request)
+        shutil.copytree(RESULTS, request["results_dir"])
+        return {"return": 0}
+
+    for n, docker in enumerate(("chain", "yes", "no", "")):
+        opts = dataclasses.replace(options(tmp_path / str(n), "nm-v4.1-fp8"), docker=docker)
+        rehearse(opts, chain)
+        assert asked[-1].get("docker") == (docker if docker in ("chain", "yes") else None), docker
+    assert as_asked({"docker": "yes", "model": "m"}, dataclasses.replace(options(tmp_path, "x"), docker="no"), "x") == \
+        {"model": "m"}
+    opts = dataclasses.replace(options(tmp_path / "a", "nm-v4.1-fp8"), docker="chain", image_archive="/img.tar")
+    with pytest.raises(ReplayError, match=r"--image_archive=/img.tar: .* holds no reproduction record naming an image"):
+        rehearse(opts, chain)
+    opts = dataclasses.replace(options(tmp_path / "b", "nm-v4.1-fp8"), docker="chain", compare_to=str(RESULTS))
+    with pytest.raises(ReplayError, match="--docker=chain with --compare_to=.*: a comparison runs nothing"):
+        compare_only(opts)
+    assert len(asked) == 4
