@@ -104,9 +104,8 @@ def _given_site(python, venv, locked):
 
 
 def _for_test06(i, rnd, python, wheel_version):
-    from cmcontract.places import cache_root
     from mlperf_llm.sysinfo.loadgen_src import (HOST_BUILD_ENV, HOST_PROBLEM_ENV, LoadgenBuildError,
-                                                build_for_round, for_test06, wheel_problem)
+                                                build_for_round, builds_store, for_test06, wheel_problem)
 
     env = i['env']
     env['CM_LOADGEN_SOURCE'] = env['CM_LOADGEN_SOURCE_DIGEST'] = env['CM_LOADGEN_TEST06_PROBLEM'] = ''
@@ -121,7 +120,7 @@ def _for_test06(i, rnd, python, wheel_version):
         print(f'TEST06: building LoadGen from {src.loadgen_dir} into {site} (the {wheel_version} wheel ignores '
               f'audit.config\'s sampling; {how})', file=sys.stderr)
         try:
-            built = build_for_round(python, src, site, rnd, store=os.path.join(cache_root(), 'builds'),
+            built = build_for_round(python, src, site, rnd, store=builds_store(),
                                     say=lambda m: print(f'TEST06: {m}', file=sys.stderr), given=given)
         except LoadgenBuildError as e:
             problem = f'{wheel_problem(wheel_version)}; {e}'

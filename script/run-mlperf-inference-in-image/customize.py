@@ -25,15 +25,13 @@ def _test06_loadgen(env):
     """TEST06 on a round whose LoadGen wheel cannot run it (v4.1): LoadGen is built from the source
     here, by this interpreter, for the chain in the image (which has no compiler)."""
     import sys
-    from cmcontract.places import cache_root
     from cmcontract.yesno import is_yes
-    from mlperf_llm.sysinfo.loadgen_src import HOST_BUILD_ENV, HOST_PROBLEM_ENV, build_on_host
+    from mlperf_llm.sysinfo.loadgen_src import HOST_BUILD_ENV, HOST_PROBLEM_ENV, build_on_host, builds_store
     tests = [t.strip() for t in env.get('CM_MLPERF_COMPLIANCE_TESTS', '').split(',')]
     if not (is_yes(env.get('CM_MLPERF_RUN_COMPLIANCE')) and 'TEST06' in tests):
         return
     source = env.get('CM_MLPERF_INFERENCE_SOURCE', '')
-    built, problem = build_on_host(env.get('CM_LOADGEN_VERSION', ''), source, sys.executable,
-                                   os.path.join(cache_root(), 'builds'))
+    built, problem = build_on_host(env.get('CM_LOADGEN_VERSION', ''), source, sys.executable, builds_store())
     env[HOST_BUILD_ENV], env[HOST_PROBLEM_ENV] = built, problem
     if built:
         print(f'TEST06: LoadGen built here from {source}/loadgen for the image (it has no compiler): {built}',

@@ -20,6 +20,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from cmcontract.places import cache_root
+
 from ..files import sha256_file
 from ..rounds import Round, RoundError
 from .loadgen_conf import CONF_BESIDE
@@ -203,6 +205,12 @@ def interpreter_abi(python: str) -> str:
     return abi
 
 
+def builds_store() -> str:
+    """The cache's folder of finished builds (keep_build), which the TEST06 LoadGen step and the host
+    of a --docker=chain run both build into."""
+    return os.path.join(cache_root(), "builds")
+
+
 def kept_name(source: LoadgenSource, abi: str) -> str:
     """A finished build's folder name: what it depends on, the digest of the source files it compiled
     and the interpreter's extension ABI."""
@@ -242,7 +250,7 @@ def build_kept(python: str, source: LoadgenSource, site: str, store: str,
     place): `given`, a finished build made elsewhere (the host's, handed to a chain in an image that
     has no compiler) where it is the build of these files for this ABI, else keep_build's from
     `store`, compiled there first where missing. True where nothing was compiled."""
-    if is_build(given, kept_name(source, interpreter_abi(python))):
+    if given and is_build(given, kept_name(source, interpreter_abi(python))):   # the ABI asked once, not twice
         kept, found, when = given, True, "on the host"
     else:
         kept, found = keep_build(python, source, store)
