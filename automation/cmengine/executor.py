@@ -273,7 +273,7 @@ class Executor:
              "run_script_input": {"path": node.manifest.folder},
              "variation_tags": node.selection.names, "version": node.version,
              "steps": list(self.log), "plan_key": self.plan.root.key,
-             "request": _request_record(self.plan.request), "run_script": self.run_script}
+             "request": _request_record(self.plan.request, self.plan.paths), "run_script": self.run_script}
         from . import cmapi
         facade = cmapi.Facade(node.manifest.folder, node.manifest.data,
                               lambda script, e, s: self._native(node, e, s, folder, script),
@@ -396,10 +396,12 @@ def outputs_digest(outcome: Outcome) -> str:
     return sha256(text.encode()).hexdigest()
 
 
-def _request_record(req) -> dict:
+def _request_record(req, paths: dict) -> dict:
     """The run's request as the user gave it (tags, inputs, --env.*, --adr.*), for hooks (which
-    see secrets in env anyway; whoever writes it down must leave them out)."""
-    return {"tags": list(req.tags), "alias": req.alias, "inputs": dict(req.inputs),
+    see secrets in env anyway; whoever writes it down must leave them out), and beside the inputs
+    as typed, `paths`: those that name files or folders (path_inputs) as the steps got them,
+    absolute."""
+    return {"tags": list(req.tags), "alias": req.alias, "inputs": dict(req.inputs), "paths": dict(paths),
             "env": dict(req.env),
             "adr": json.loads(json.dumps(req.adr, default=str)),
             "version": list(req.version)}

@@ -143,6 +143,7 @@ class Plan(NamedTuple):
     request: Request
     warnings: list[str]
     base_env: dict                  # what the top step receives (RUN_CWD_ENV)
+    paths: dict                     # input -> its value made absolute (path_inputs), beside the typed one
 
     def walk(self) -> list[tuple[int, Edge | None, Node, bool]]:
         """(depth, edge, node, first time seen) in execution order: -j and the plan's #N (plantext.py)."""
@@ -188,6 +189,7 @@ class Planner:
         self.warnings: list[str] = []
         self.root_inputs: set[str] = set()   # the inputs the top script takes itself
         self.dep_inputs: dict[str, list[str]] = {}   # input -> the dependencies it went to
+        self.paths: dict[str, str] = {}      # input naming a file or folder -> its absolute value
 
     # -- entry point ----------------------------------------------------------------------------
     def plan(self) -> Plan:
@@ -209,7 +211,7 @@ class Planner:
             self.warnings.append(f"note: --adr.{name} matched no dependency of this run and has no "
                                  "effect." + did_you_mean(name, self.dep_names))
         return Plan(root=root, nodes=self.nodes, request=self.req, warnings=self.warnings,
-                    base_env=base)
+                    base_env=base, paths=dict(sorted(self.paths.items())))
 
     def _check_inputs(self) -> None:
         unknown = sorted(set(self.req.inputs) - self.used_inputs)
@@ -245,7 +247,10 @@ class Planner:
             """An input's value; one that names a file or folder (path_inputs) absolute, from where cm
             was started: the step runs in a folder of its own."""
             text = _input_value(value)
-            return from_run_cwd(text, self.cwd) if name in paths else text
+            if name not in paths:
+                return text
+            self.paths[name] = from_run_cwd(text, self.cwd)
+            return self.paths[name]
         mapped = {}
         if not stack:   # inputs are the top script's (as in CM); its env carries them down
             self.known_inputs.update(im)

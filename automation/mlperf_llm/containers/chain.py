@@ -147,7 +147,9 @@ def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, 
     """The run's request (the engine's record of it: tags, inputs, env, adr) as the image's `cm`
     runs it: cmind's input form, the image's vLLM and LoadGen, the host's prepared outputs."""
     cwd = run_cwd(env)                  # where `cm` was started: relative paths are from there
-    inputs = {k: host_absolute(v, cwd) for k, v in (request.get("inputs") or {}).items() if k not in HOST_ONLY}
+    paths = request.get("paths") or {}  # the inputs the engine made absolute (path_inputs)
+    inputs = {k: paths.get(k) or host_absolute(v, cwd) for k, v in (request.get("inputs") or {}).items()
+              if k not in HOST_ONLY}
     given_env = {k: host_absolute(v, cwd) for k, v in (request.get("env") or {}).items() if k not in HOST_ONLY_ENV}
     inputs.update(vllm_python=VLLM_PYTHON, results_dir=results_dir, submission_dir=submission_dir)
     added = {**prepared_env(env), IN_IMAGE_ENV: "yes", LOADGEN_LOCK_ENV: loadgen_pin, LOADGEN_SITE_ENV: LOADGEN_VENV,
@@ -164,9 +166,10 @@ def inner_request(request: dict, env: dict, loadgen_pin: str, results_dir: str, 
 
 def host_absolute(value, cwd: str):
     """A value naming a file or folder relative to the folder `cm` was started in, `cwd`
-    (`--sut_json=./sut.json`), made absolute: the image's `cm` runs in a folder of its own, where the
+    (`--env.X=./file`), made absolute: the image's `cm` runs in a folder of its own, where the
     relative name finds nothing. Only a value written as a path (a '/' in it, or a leading '.') that
-    exists there."""
+    exists there: for what no step declares a file or folder (env values, inputs that may be a name);
+    the declared ones (path_inputs) come absolute from the engine, bare names too."""
     if (isinstance(value, str) and value and not os.path.isabs(value) and os.pathsep not in value
             and ("/" in value or value.startswith(".")) and os.path.exists(os.path.join(cwd, value))):
         return os.path.normpath(os.path.join(cwd, value))

@@ -433,3 +433,23 @@ def test_run_cwd_reaches_the_steps_at_run_time(tmp_path, monkeypatch):
     m = {"tags": ["w"], "default_env": {"CM_OUT_DIR": "<<<CM_RUN_CWD>>>/results"}, "new_env_keys": ["CM_OUT_DIR"]}
     out = runner(tmp_path, {"w": (m, {"run.sh": 'echo "CM_OUT_DIR=$CM_OUT_DIR" > tmp-run-env.out\n'})}).run("w")
     assert out["new_env"]["CM_OUT_DIR"] == f"{tmp_path}/results"
+
+
+def test_a_hook_is_handed_the_request_as_typed_and_its_path_inputs_absolute(tmp_path, monkeypatch):
+    """What a hook that runs the request again elsewhere (--docker=chain's host step) reads: the
+    inputs as typed, and beside them the ones naming files or folders (path_inputs) as the steps got
+    them, absolute from the folder cm was started in, a bare name too."""
+    hook = ("import json, os\n"
+            "def preprocess(i):\n"
+            "    with open(os.environ['REQUEST_OUT'], 'w') as f:\n"
+            "        json.dump(i['request'], f)\n"
+            "    return {'return': 0}\n")
+    r = runner(tmp_path, {"app": ({"tags": ["app"], "input_mapping": {"sut": "CM_SUT", "label": "CM_LABEL"},
+                                   "path_inputs": ["sut"]}, {"customize.py": hook})})
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    monkeypatch.setenv("REQUEST_OUT", str(tmp_path / "request.json"))
+    assert r.run("app", sut="sut.json", label="sut.json")["return"] == 0, r.output
+    request = json.loads((tmp_path / "request.json").read_text())
+    assert request["inputs"] == {"sut": "sut.json", "label": "sut.json"}
+    assert request["paths"] == {"sut": str(tmp_path / "work" / "sut.json")}

@@ -238,6 +238,24 @@ def test_a_path_given_relative_to_the_hosts_folder_reaches_the_image_absolute(ho
 
 
 
+def test_an_input_the_engine_made_absolute_reaches_the_image_absolute_a_bare_name_too(host):
+    """`--docker=chain --sut_json=sut.json --inference_src=inference` (bare names, from the folder cm
+    was started in): the engine's `paths` are what the image's cm is handed, and their folders are
+    mounted; without them a bare name was handed as typed, and the image's cm, in a folder of its
+    own, found nothing."""
+    tmp, env, request = host
+    work = tmp / "work"
+    (work / "inference").mkdir(parents=True)
+    (work / "sut.json").write_text("{}")
+    env["CM_RUN_CWD"] = str(work)
+    request["inputs"].update(sut_json="sut.json", inference_src="inference")
+    request["paths"] = {"sut_json": str(work / "sut.json"), "inference_src": str(work / "inference")}
+    run = chain.plan(request, env, "img", "sha256:" + "e" * 64, PIN, str(tmp / "c"), uid=0, gid=0)
+    argv = list(run.argv)
+    assert f"--sut_json={work}/sut.json" in argv and f"--inference_src={work}/inference" in argv
+    assert str(work) in {m.host for m in run.spec.mounts if m.read_only}
+
+
 def test_the_hosts_loadgen_build_for_test06_is_handed_to_the_image_read_only(host):
     """TEST06 on v4.1 in the image (no compiler): the LoadGen the host built from the source (its folder
     in the host's store of builds) is handed in and mounted read-only; where the host could not build

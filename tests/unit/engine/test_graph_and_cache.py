@@ -156,8 +156,8 @@ def test_posthook_deps_are_keyed_by_the_callers_inputs_only_if_a_part_of_it_ran_
 def test_a_relative_path_input_is_from_the_folder_cm_was_started_in_and_keys_by_it(tmp_path, monkeypatch):
     """path_inputs: a step runs in a folder of its own, so an input that names a file or folder, typed
     relative, is made absolute from where `cm` was started, for the top step and a dependency it is
-    routed to alike (the same relative name in two folders is two keys); other inputs, URLs and
-    absolute paths as typed."""
+    routed to alike (the same relative name in two folders is two keys), and the plan keeps those
+    values beside the typed request (`paths`); other inputs, URLs and absolute paths as typed."""
     repo = make_repo(str(tmp_path / "repo"), {
         "top": {"tags": ["top"], "deps": [{"tags": "src"}],
                 "input_mapping": {"out": "CM_OUT_DIR", "label": "CM_LABEL"}, "path_inputs": ["out"]},
@@ -173,6 +173,7 @@ def test_a_relative_path_input_is_from_the_folder_cm_was_started_in_and_keys_by_
         assert p.root.env["CM_OUT_DIR"] == str(tmp_path / folder / "results")
         assert p.root.env["CM_LABEL"] == "results"
         assert src.env["CM_SRC_PATH"] == str(tmp_path / "inference")
+        assert p.paths == {"out": str(tmp_path / folder / "results"), "src_path": str(tmp_path / "inference")}
         keys.append(p.root.key)
     assert keys[0] != keys[1]
     p = plan(repo, "top", inputs={"out": "/abs/results", "src_path": "https://github.com/mlcommons/inference"})
