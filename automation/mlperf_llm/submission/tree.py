@@ -48,6 +48,7 @@ from .results import ScenarioResult, scenario_result, targets_from_accuracy_json
 from .rules import find_violations
 from .spec import IMAGE_FACTS_NAME, RECORD_NAME
 from ..accuracy.compliance_verify import VERIFY_FILES
+from ..sysinfo.sut import DEFAULT_SUBMITTER
 from ..benchmarks import get_benchmark
 from ..rounds import RoundError, round_for
 
@@ -143,10 +144,14 @@ def _prepare_system(req: BuildRequest, meta: Metadata, warnings: list) -> dict:
     if note:
         warnings.append(note)
     for key in ("division", "submitter"):
-        if system.get(key) not in (None, "", getattr(meta, key)) and not (key == "submitter" and note):
-            warnings.append(f"systems JSON {key}={system.get(key)!r} replaced by {getattr(meta, key)!r} "
-                            "(the tree's own value)")
-        system[key] = getattr(meta, key)
+        theirs, mine = system.get(key), getattr(meta, key)
+        if key == "submitter" and note and theirs not in (None, "", mine, DEFAULT_SUBMITTER):
+            warnings.append(f"systems JSON submitter={theirs!r} (a --sut_json or --submitter of the description step) "
+                            f"replaced by the placeholder {mine!r}: the tree is named after the run's --submitter; "
+                            f"pass --submitter={theirs} to name the tree, its tarball and its systems JSON so")
+        elif theirs not in (None, "", mine) and not (key == "submitter" and note):
+            warnings.append(f"systems JSON {key}={theirs!r} replaced by {mine!r} (the tree's own value)")
+        system[key] = mine
     problems = check_system(system, req.system_json)
     if problems:
         raise SubmissionError(f"SUT description {req.system_json}", "; ".join(problems),

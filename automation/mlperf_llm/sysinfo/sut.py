@@ -42,6 +42,7 @@ VALID_STATUS = ("available", "preview", "rdi")
 VALID_DIVISIONS = ("closed", "open")
 VALID_SYSTEM_TYPES = ("datacenter", "edge", "datacenter,edge", "edge,datacenter")
 UNDEFINED = "undefined"
+DEFAULT_SUBMITTER = "default"      # a description's submitter where none was given (checker-valid)
 HW_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -248,7 +249,7 @@ def build_sut_description(facts: SystemFacts, inputs: SutInputs, software: Softw
 
     f: dict[str, str] = {
         "division": given("division", inputs.division and inputs.division.lower(), "closed", "--division"),
-        "submitter": given("submitter", inputs.submitter, "default", "--submitter"),
+        "submitter": given("submitter", inputs.submitter, DEFAULT_SUBMITTER, "--submitter"),
         "status": given("status", inputs.status and inputs.status.lower(), "available", "--status"),
         "system_name": given("system_name", inputs.system_name, _auto_system_name(inputs.hw_name, facts, software),
                              "--system_name"),
