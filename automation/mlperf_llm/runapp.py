@@ -3,6 +3,7 @@ closing summary. The steps themselves live in their own scripts."""
 from __future__ import annotations
 
 import difflib
+import os
 
 from cmcontract.yesno import YesNoError, is_yes, parse_yes_no
 
@@ -230,7 +231,33 @@ def check_inputs(env: dict) -> list[str]:
     results, submission = env.get("CM_MLPERF_RESULTS_DIR"), env.get("CM_MLPERF_SUBMISSION_DIR")
     if results and submission and results.rstrip("/") == submission.rstrip("/"):
         problems.append("--results_dir and --submission_dir must be different folders")
+    problems += [p for p in (output_folder_problem("--results_dir", results or ""),
+                             output_folder_problem("--submission_dir", submission or "", beside=True)
+                             if is_yes(env.get("CM_MLPERF_GENERATE_SUBMISSION")) else "") if p]
+    if env.get("CM_MLPERF_INFERENCE_SRC_PATH"):
+        from .sysinfo.inference_src import checkout_problem
+        problems += [p for p in [checkout_problem(env["CM_MLPERF_INFERENCE_SRC_PATH"], "--inference_src")] if p]
     return problems
+
+
+def output_folder_problem(flag: str, path: str, beside: bool = False) -> str:
+    """Why the run could not write the folder `path` (`flag`'s): a file there, or the nearest folder
+    that exists not writable (a read-only file system, permissions); "" where it can. beside: the
+    folder is made beside itself and renamed into place, so its parent is written too."""
+    if not path:
+        return ""
+    path = os.path.abspath(path)
+    if os.path.exists(path) and not os.path.isdir(path):
+        return f"{flag}={path} is a file, not a folder; give a folder (made where it does not exist)"
+    probe = os.path.dirname(path) if beside or not os.path.isdir(path) else path
+    while not os.path.isdir(probe) and os.path.dirname(probe) != probe:
+        if os.path.exists(probe):
+            return f"{flag}={path}: {probe} is a file, not a folder; give a folder (made where it does not exist)"
+        probe = os.path.dirname(probe)
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return (f"{flag}={path}: {probe} cannot be written here (a read-only file system, or its permissions); "
+                "give a folder you can write to")
+    return ""
 
 
 def _docker_problems(env: dict) -> list[str]:

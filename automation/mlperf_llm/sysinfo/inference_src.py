@@ -59,17 +59,24 @@ def _git(args: list[str], cwd: str | None = None, timeout: float = 1800) -> subp
         raise InferenceSrcError("git is not installed: apt-get install git, or give --src_path=DIR") from e
 
 
-def describe(path: str) -> InferenceSource:
-    """Check that path looks like mlcommons/inference and read its tag and commit."""
-    path = os.path.abspath(path)
+def checkout_problem(path: str, flag: str = "--src_path") -> str:
+    """Why `path` is not an mlcommons/inference checkout, naming the input `flag` it came from ("" where
+    it looks like one: a loadgen folder and the submission checker)."""
     if not os.path.isdir(path):
-        raise InferenceSrcError(f"--src_path={path}: no such folder; give a checkout of mlcommons/inference")
+        return f"{flag}={path}: no such folder; give a checkout of mlcommons/inference"
     missing = [p for p in ("loadgen",) if not os.path.exists(os.path.join(path, p))]
     if not any(os.path.exists(os.path.join(path, p)) for p in (CHECKER, CHECKER_PACKAGE)):
         missing.append(f"{CHECKER} (or {CHECKER_PACKAGE})")
-    if missing:
-        raise InferenceSrcError(f"--src_path={path} is not an mlcommons/inference checkout: "
-                                f"{', '.join(missing)} missing")
+    return (f"{flag}={path} is not an mlcommons/inference checkout: {', '.join(missing)} missing; give a "
+            "checkout of mlcommons/inference at the round's revision") if missing else ""
+
+
+def describe(path: str) -> InferenceSource:
+    """Check that path looks like mlcommons/inference and read its tag and commit."""
+    path = os.path.abspath(path)
+    problem = checkout_problem(path)
+    if problem:
+        raise InferenceSrcError(problem)
     commit = _git(["rev-parse", "HEAD"], cwd=path)
     tag = _git(["describe", "--tags", "--exact-match", "HEAD"], cwd=path)
     return InferenceSource(path=path, tag=tag.stdout.strip() if tag.returncode == 0 else "",

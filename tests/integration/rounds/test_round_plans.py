@@ -103,3 +103,19 @@ def test_a_round_given_is_kept(runner):
     r = runner.plan(MAIN + ",_r5.1", model="llama2-70b-99", division="open")
     assert r["return"] == 0 and "Plan for 'run-mlperf-inference-app _embedded,_full,_r5.1'" in runner.output
     assert "app-mlperf-inference _r5.1,_vllm" in runner.output
+
+
+@pytest.mark.parametrize("division, refused", [
+    (None, None), ("open", None),
+    ("opne", "--division=opne is not one of open, closed (did you mean open?)"),
+    ("closed", "--division=closed cannot be used with _embedded")])
+def test_the_embedded_runs_division_is_open_unless_given_and_a_given_one_is_checked(runner, capsys, division,
+                                                                                  refused):
+    """_embedded makes the run open-division by default; a --division typed is checked, not
+    overwritten (the variation's env set `open` over it: `opne` and `closed` ran as open, unsaid)."""
+    r = runner.plan(MAIN, model="llama2-70b-99.9", **({"division": division} if division else {}))
+    if refused is None:
+        assert r["return"] == 0, r.get("error")
+        assert "TEST06) not run: an open-division run needs none" in capsys.readouterr().err
+    else:
+        assert r["return"] == 2 and refused in r["error"], r.get("error")
