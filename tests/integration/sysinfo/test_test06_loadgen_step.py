@@ -34,8 +34,17 @@ def loadgen_keys(runner, tmp_path, **inputs) -> dict:
     return dict(found)
 
 
+def checkout(folder) -> str:
+    """A folder laid out as an mlcommons/inference checkout (the one command refuses any other)."""
+    os.makedirs(folder / "loadgen")
+    os.makedirs(folder / "tools" / "submission")
+    (folder / "tools" / "submission" / "submission_checker.py").write_text("")
+    return str(folder)
+
+
 def test_test06_gets_its_own_loadgen_keyed_on_the_source_not_on_the_results(runner, tmp_path):
-    src = str(tmp_path / "inference")
+    src = checkout(tmp_path / "inference")
+    checkout(tmp_path / "other")
     base = loadgen_keys(runner, tmp_path, inference_src=src, results_dir=str(tmp_path / "a"))
     assert set(base) == {"_r4.1", "_r4.1,_test06"}
     assert loadgen_keys(runner, tmp_path, inference_src=src, results_dir=str(tmp_path / "b"),
