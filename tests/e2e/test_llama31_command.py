@@ -117,7 +117,7 @@ def test_the_edge_submission_replays_from_its_readme_on_its_server_with_equal_ac
     SingleStream's p90 latency and Offline's throughput get a ratio. (The record route is the README
     command's replay: tests/e2e/test_reproduce_command.py.)"""
     model, _, _, submission = run
-    (tarball,) = submission.parent.glob("mlperf_submission_*.tar.gz")
+    (tarball,) = submission.parent.glob(f"{submission.name}_*.tar.gz")
     tree = tmp_path / "without-records"
     with tarfile.open(tarball) as t:
         t.extractall(tree, filter="data")

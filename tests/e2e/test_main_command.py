@@ -70,7 +70,7 @@ def test_submission_tree_and_pages(first):
     assert [p.name for p in (submission / "open").iterdir()] == ["SUBMITTER-NOT-GIVEN"]
     assert 'id="placeholder"' in pages[0].read_text()
     assert "SUBMITTER-NOT-GIVEN is a placeholder" in (submission / "README.md").read_text()
-    assert list(submission.parent.glob("mlperf_submission_SUBMITTER-NOT-GIVEN.tar.gz"))
+    assert list(submission.parent.glob(f"{submission.name}_SUBMITTER-NOT-GIVEN.tar.gz"))
     # the official checker ran on the tree (from SRC, or a checkout the run cloned), its verdict is
     # printed and its whole output kept; the only errors are checks no test-mode run can pass
     assert "Official submission checker:" in out, "the checker did not run (no inference source: set " \

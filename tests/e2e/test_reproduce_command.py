@@ -48,7 +48,7 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def tarball(readme_run):
     """The submission tarball of the README's command, as it ran first in this session (conftest.py)."""
-    found = list(readme_run.submission.parent.glob("mlperf_submission_*.tar.gz"))
+    found = list(readme_run.submission.parent.glob(f"{readme_run.submission.name}_*.tar.gz"))
     assert found, f"no tarball next to {readme_run.submission}:\n{readme_run.output[-3000:]}"
     return found[0]
 

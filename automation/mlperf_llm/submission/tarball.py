@@ -45,7 +45,9 @@ def _add_file(tar: tarfile.TarFile, path: str, arcname: str) -> int:
 
 
 def pack(submission_dir: str, submitter: str, out_dir: str | None = None) -> Tarball:
-    """Pack the division folders of `submission_dir` (and its README.md) as mlperf_submission_<submitter>.tar.gz."""
+    """Pack the division folders of `submission_dir` (and its README.md) as <its name>_<submitter>.tar.gz
+    (mlperf_submission_<submitter>.tar.gz for the default folder), with its .sha1: named after the tree, so
+    two submissions made in one folder each keep their own."""
     root = os.path.abspath(submission_dir)
     violations = find_violations(root)
     if violations:
@@ -56,7 +58,8 @@ def pack(submission_dir: str, submitter: str, out_dir: str | None = None) -> Tar
         raise SubmissionError(f"tarball folder {out_dir}", "is inside the tree it packs",
                               "write the tarball next to the tree")
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, f"mlperf_submission_{submitter}.tar.gz")
+    stem = f"{os.path.basename(root)}_{submitter}"
+    path = os.path.join(out_dir, f"{stem}.tar.gz")
     entries = sorted(n for n in os.listdir(root) if n in (*DIVISIONS, "README.md"))
     if not any(n in entries for n in DIVISIONS):
         raise SubmissionError(f"submission tree {root}", "has no closed/, open/ or network/ folder",
@@ -81,7 +84,7 @@ def pack(submission_dir: str, submitter: str, out_dir: str | None = None) -> Tar
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
-    sha1_path = os.path.join(out_dir, f"mlperf_submission_{submitter}.sha1")
+    sha1_path = os.path.join(out_dir, f"{stem}.sha1")
     with open(sha1_path, "w", encoding="utf-8") as f:
         f.write(f"{h.hexdigest()}  {os.path.basename(path)}\n")
     return Tarball(path, h.hexdigest(), sha1_path, members, os.path.getsize(path))
