@@ -4,7 +4,7 @@
 <results>/<model>/<Scenario>/accuracy/            LoadGen logs of the accuracy test
 <results>/<model>/<Scenario>/TEST06/              a compliance test's raw logs (TEST07/, TEST09/ likewise)
 A test runs in `<final>.partial-<pid>`; it is renamed to `<final>` only when it succeeded,
-otherwise to `<final>.failed-<time>` (logs kept, never mistaken for a result).
+otherwise, interrupted too, to `<final>.failed-<time>` (logs kept, never mistaken for a result).
 """
 
 from __future__ import annotations
@@ -45,11 +45,37 @@ def staging_dir(final: Path) -> Path:
     return final.with_name(f"{final.name}{SET_ASIDE[0]}{os.getpid()}")
 
 
+def begin(final: Path) -> Path:
+    """A new staging folder for the test `final`. A `.partial-<pid>` beside it whose process is gone
+    (killed outright, a machine lost) is set aside as a failed test first: never left named as running."""
+    for old in final.parent.glob(f"{final.name}{SET_ASIDE[0]}*") if final.parent.is_dir() else ():
+        pid = old.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            finalize(old, final, ok=False)
+    stage = staging_dir(final)
+    stage.mkdir(parents=True, exist_ok=False)
+    return stage
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def finalize(staging: Path, final: Path, ok: bool) -> Path:
-    """Move a finished test's directory into place; a previous result is kept beside it."""
+    """Move a finished test's directory into place; a previous result is kept beside it. A failed or
+    interrupted one goes to `<final>.failed-<time>` (a second in the same second gets -2, -3, ...)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     if not ok:
-        dest = final.with_name(f"{final.name}{SET_ASIDE[1]}{stamp}")
+        dest, n = final.with_name(f"{final.name}{SET_ASIDE[1]}{stamp}"), 1
+        while dest.exists():
+            n += 1
+            dest = final.with_name(f"{final.name}{SET_ASIDE[1]}{stamp}-{n}")
         os.replace(staging, dest)
         return dest
     if final.exists():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import sizing
 from .request import HarnessRequest
-from .results import HarnessStatus, finalize, read_summary, staging_dir, layout_dir, verdict
+from .results import HarnessStatus, begin, finalize, read_summary, layout_dir, verdict
 from .rounds import loadgen_model_and_dirs
 from .testconfig import CONFIG_FILE, PERFORMANCE_MODES, TestConfig
 from .userconf import UserConfSpec
@@ -105,8 +105,17 @@ def _run_one(req: HarnessRequest, scenario: str, mode: str, rows: int, base_dir:
     rnd = req.rnd
     lg_model, lg_scenario, model_dir, scenario_dir = loadgen_model_and_dirs(req.model, scenario, rnd)
     final = layout_dir(base_dir or req.results_dir, model_dir, scenario_dir, mode)
-    stage = staging_dir(final)
-    stage.mkdir(parents=True, exist_ok=False)
+    stage = begin(final)
+    try:
+        return _run_staged(req, scenario, mode, rows, rnd, lg_model, lg_scenario, final, stage)
+    except BaseException:       # interrupted (Ctrl-C, SIGTERM) or an error here: its logs kept as a failed test's
+        if stage.exists():
+            finalize(stage, final, ok=False)
+        raise
+
+
+def _run_staged(req: HarnessRequest, scenario: str, mode: str, rows: int, rnd, lg_model: str, lg_scenario: str,
+                final: Path, stage: Path) -> RunOutcome:
     target, latency = req.target_for(scenario), lg_scenario == "SingleStream"
     spec = UserConfSpec(lg_model, lg_scenario, req.execution_mode, None if latency else target,
                         req.test_query_count, req.max_test_duration_s, rows, req.loadgen_version,

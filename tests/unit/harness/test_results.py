@@ -122,3 +122,30 @@ def test_invalid_reasons_of_a_real_test_that_missed_both_latency_bounds():
     assert s.invalid_reasons == ["latency bounds not met: p99 TTFT 11396 ms > 2000 ms, p99 TPOT 3368 ms > 200 ms",
                                  "early stopping not met: 32 queries processed, at least 4774 needed (TPOT)"]
     assert (s.queries, s.target_qps, s.latency_met) == (32, 0.0709, False)
+
+
+def test_an_interrupted_or_killed_tests_folder_is_not_left_named_as_running(tmp_path, monkeypatch):
+    """Ctrl-C during a test: its folder goes to .failed-<time> (it stayed .partial-<pid> for good, past
+    the next successful run); one left by a process that is gone (SIGKILL) is set aside by the next
+    test of the same folder; one whose process still runs is left alone."""
+    from mlperf_llm.harness import results, testrun
+    final = layout_dir(tmp_path, "m", "SingleStream", "performance")
+    dead = final.with_name(f"{final.name}.partial-999999999")
+    dead.mkdir(parents=True)
+    (dead / "harness.log").write_text("killed")
+    running = final.with_name(f"{final.name}.partial-1")           # pid 1 runs
+    running.mkdir()
+    monkeypatch.setattr(testrun, "loadgen_model_and_dirs", lambda model, scenario, rnd: ("m", "SingleStream", "m",
+                                                                                          "SingleStream"))
+    monkeypatch.setattr(testrun, "_run_staged", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+    class Req:
+        rnd, model, results_dir = None, "m", tmp_path
+    with pytest.raises(KeyboardInterrupt):
+        testrun._run_one(Req(), "SingleStream", "performance", 10, None)
+    names = sorted(p.name for p in final.parent.iterdir())
+    assert [n for n in names if ".partial-" in n] == ["run_1.partial-1"]
+    failed = [final.parent / n for n in names if n.startswith("run_1.failed-")]
+    assert len(failed) == 2 and {(p / "harness.log").read_text() for p in failed if (p / "harness.log").exists()} == {"killed"}
+    assert not final.exists()
+    assert results.set_aside(failed[0].name)
