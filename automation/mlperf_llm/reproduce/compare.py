@@ -115,10 +115,21 @@ class Comparison:
 
     @property
     def accuracy_equal(self) -> bool | None:
+        """Every accuracy figure compared is equal; None where nothing was compared (no accuracy test
+        of the recorded run has a figure on both sides, or a stand-in ran)."""
         if not self.comparable:
             return None
-        rows = [r for r in self.rows if r.mode == "accuracy"]
+        rows = [r for r in self.rows if r.mode == "accuracy" and r.equal is not None]
         return all(r.equal for r in rows) if rows else None
+
+    @property
+    def not_reproduced(self) -> list[str]:
+        """The recorded tests with no reproduced figure at all ("model Scenario mode"), in order."""
+        tests: dict[tuple, bool] = {}
+        for r in self.rows:
+            t = (r.model, r.scenario, r.mode)
+            tests[t] = tests.get(t, False) or r.reproduced is not None
+        return [" ".join(t) for t, found in tests.items() if not found]
 
 
 def _get(rec: Record, section: str, key: str):
@@ -388,7 +399,7 @@ def compare_results(recorded: list[Measured], reproduced: list[Measured],
                 rows.append(Row(r.system, r.model, r.scenario, r.mode, m, a, b,
                                 difference=(b - a) if a is not None and b is not None else None,
                                 expected_exact=accuracy_exact,
-                                equal=(a == b) if a is not None and b is not None else False,
+                                equal=(a == b) if a is not None and b is not None else None,
                                 within_tolerance=within_tolerance(r.model, m, a, b)))
         else:
             for m in sorted(r.metrics, key=lambda k: (k not in THROUGHPUT, k)):
@@ -442,7 +453,9 @@ def render(c: Comparison) -> str:
             for r in rows:
                 verdict = ("equal" if r.equal else "DIFFERS") + ("" if r.expected_exact else
                                                                   " (not expected to be exact)")
-                if not r.equal and r.within_tolerance is not None:
+                if r.equal is None:
+                    verdict = "not reproduced" if r.reproduced is None else "no recorded value"
+                elif not r.equal and r.within_tolerance is not None:
                     verdict += ("; within" if r.within_tolerance else "; OUTSIDE") + " the benchmark's tolerance"
                 if not c.comparable:
                     verdict = "-"
@@ -474,13 +487,20 @@ def render(c: Comparison) -> str:
     for n in c.notes:
         lines.append(f"  note: {n}")
     acc = c.accuracy_equal
+    missing = c.not_reproduced
+    if missing:
+        lines.append(f"Not reproduced (no figure for {'it' if len(missing) == 1 else 'them'} in the reproduced "
+                     f"results): {', '.join(missing)}")
     if not c.comparable:
         lines.append("Nothing above is comparable: a stand-in ran in place of the published system and model")
     elif acc is not None:
         lines.append("Accuracy: " + ("equal to the recorded values" if acc else
                                      "DIFFERS from the recorded values") +
                      (" (expected to match exactly)" if c.accuracy_expected_exact else
-                      " (not expected to match exactly: see the inputs marked [can change accuracy])"))
+                      " (not expected to match exactly: see the inputs marked [can change accuracy])"
+                      if c.inputs_compared else " (not expected to match exactly: the inputs were not compared)"))
+    elif any(r.mode == "accuracy" for r in c.rows):
+        lines.append("Accuracy: not compared (no accuracy test of the recorded run was reproduced)")
     return "\n".join(lines)
 
 

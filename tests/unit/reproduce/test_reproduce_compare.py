@@ -314,3 +314,28 @@ def test_a_replay_with_the_server_in_an_image_expects_the_same_answers(tmp_path)
     here = dataclasses.replace(rec, request=dict(rec.request, inputs=dict(rec.request["inputs"], docker="yes")))
     (d,) = [d for d in compare.differing_inputs(rec, here) if d.name.startswith("input ")]
     assert d.name == "input docker" and d.reproduced == "yes" and not d.affects_accuracy
+
+
+def test_results_of_another_benchmark_compare_nothing_and_give_no_verdict():
+    """--compare_to a folder holding llama2-70b-99.9 against a llama2-70b-99 submission: every test
+    'not reproduced', no Accuracy verdict (it said 'DIFFERS from the recorded values', 'see the
+    inputs marked [can change accuracy]' with none listed)."""
+    other = [dataclasses.replace(m, model="llama2-70b-99.9") for m in results()]
+    c = compare.Comparison(inputs_compared=False)
+    c.rows = compare.compare_results(results(), other, accuracy_exact=False)
+    assert c.accuracy_equal is None
+    assert c.not_reproduced == ["llama2-70b-99 Offline accuracy", "llama2-70b-99 Offline performance",
+                                "llama2-70b-99 Server performance"]
+    text = compare.render(c)
+    assert "DIFFERS" not in text and "Accuracy: not compared (no accuracy test of the recorded run was reproduced)" in text
+    assert "Not reproduced (no figure for them in the reproduced results): llama2-70b-99 Offline accuracy," in text
+    assert re.search(r"ROUGE1 +49\.6038 +- +-  not reproduced", text), text
+
+
+def test_a_reproduced_test_is_judged_and_a_missing_one_named_beside_it():
+    c = compare.Comparison(inputs_compared=False)
+    c.rows = compare.compare_results(results(), results()[:1], accuracy_exact=False)
+    assert c.accuracy_equal is True and c.not_reproduced == ["llama2-70b-99 Offline performance",
+                                                             "llama2-70b-99 Server performance"]
+    text = compare.render(c)
+    assert "Accuracy: equal to the recorded values (not expected to match exactly: the inputs were not compared)" in text
