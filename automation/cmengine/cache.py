@@ -51,7 +51,7 @@ class Entry(NamedTuple):
 
 class Verdict(NamedTuple):
     """The cache's decision for one node, with the reason it prints."""
-    action: str      # "cached" | "run"
+    action: str      # "cached" | "run" | "skip" (only below cached steps: never reached)
     reason: str
     entry: Optional[Entry] = None
     forced: bool = False   # rebuild even if an entry appears meanwhile (--new/--renew, an entry
@@ -322,3 +322,36 @@ def decide(plan, store: Store, renew_all: bool = False, new_root: bool = False) 
         node.verdict = Verdict("cached", f"entry {node.key[:12]} (same script, inputs and deps)",
                                entry)
     visit(plan.root)
+    _skip_below_cached(plan)
+
+
+def _skip_below_cached(plan) -> None:
+    """A step reached only through steps that come from their entries never runs: a cached step
+    replays its entry and runs nothing, its dependencies included. Such a step's verdict says so and
+    names a cached step above it (it said "run", and the run did not run it)."""
+    def below(node):
+        return [e.node for e in node.edges if e.node is not None]
+
+    reached, stack = set(), [plan.root]
+    while stack:                                    # what the executor visits
+        node = stack.pop()
+        if node.key not in reached:
+            reached.add(node.key)
+            if node.verdict is None or not node.verdict.cached:
+                stack += below(node)
+    under: dict[str, str] = {}
+    for key in sorted(reached):
+        top = plan.nodes.get(key)
+        if top is None or top.verdict is None or not top.verdict.cached:
+            continue
+        stack = below(top)
+        while stack:
+            node = stack.pop()
+            if node.key in reached or node.key in under:
+                continue
+            under[node.key] = top.name
+            stack += below(node)
+    for key, above in under.items():
+        node = plan.nodes[key]
+        if node.verdict is not None and not node.verdict.cached:
+            node.verdict = Verdict("skip", f"not run: {above} comes from its cache entry")

@@ -83,6 +83,31 @@ def test_verdicts_and_miss_explanation(repo, tmp_path):
     assert "not cached" in p2.root.verdict.reason
 
 
+def test_a_step_below_a_cached_step_alone_is_planned_as_not_run_and_says_which(tmp_path):
+    """A cached step replays its entry and runs nothing, its dependencies included: the plan said
+    "run, not cached" for them (detect-os under a cached get-python3), and the run ran none. A step
+    the run reaches by another path too still runs."""
+    repo = make_repo(str(tmp_path / "repo"), {
+        "top": {"tags": ["top"], "deps": [{"tags": "model"}, {"tags": "shared"}]},
+        "model": {"tags": ["model"], "cache": True, "deps": [{"tags": "torch"}, {"tags": "shared"}]},
+        "torch": {"tags": ["torch"], "deps": [{"tags": "os"}]},
+        "os": {"tags": ["os"]},
+        "shared": {"tags": ["shared"]},
+    })
+    store = cache.Store(str(tmp_path / "cache"))
+    p = plan(repo, "top")
+    cache.decide(p, store)
+    assert {n.alias: n.verdict.action for n in p.nodes.values()} == {a: "run" for a in ("top", "model", "torch", "os", "shared")}
+    model = next(n for n in p.nodes.values() if n.alias == "model")
+    store.publish(model.key, store.new_folder("model", model.key), {"alias": "model", "components": model.components})
+    p = plan(repo, "top")
+    cache.decide(p, store)
+    verdicts = {n.alias: n.verdict for n in p.nodes.values()}
+    assert {a: v.action for a, v in verdicts.items()} == {"top": "run", "model": "cached", "torch": "skip",
+                                                         "os": "skip", "shared": "run"}
+    assert verdicts["os"].reason == "not run: model comes from its cache entry"
+
+
 def test_entry_of_another_key_is_not_accepted(tmp_path):
     store = cache.Store(str(tmp_path / "cache"), warn=lambda m: None)
     folder = store.new_folder("x", "a" * 64)
