@@ -53,6 +53,14 @@ def _test_sizes(env: dict) -> dict[str, int]:
         raise HarnessInputError(str(e)) from None
 
 
+def _performance_loads(env: dict) -> dict[str, float]:
+    from .hostlimit import LOADS_ENV, LoadsError, parse_loads
+    try:
+        return parse_loads(env.get(LOADS_ENV, ""))
+    except LoadsError as e:
+        raise HarnessInputError(str(e)) from None
+
+
 def _names(raw: str, table: dict[str, str], what: str, key: str) -> tuple[str, ...]:
     out = []
     for v in _split(raw):
@@ -146,6 +154,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         sweep=(env.get("CM_MLPERF_SWEEP") or "").strip(),
         size_to_host=is_yes(env.get("CM_MLPERF_SIZE_TO_HOST")),
         test_sizes=_test_sizes(env),
+        performance_loads=_performance_loads(env),
         audit_conf=env.get("CM_MLPERF_AUDIT_CONF") or "",
         skip_tokenizer_check=is_yes(env.get("CM_MLPERF_SKIP_TOKENIZER_CHECK")),
         token_ids_via=env.get("CM_MLPERF_VLLM_TOKEN_IDS") or "return_token_ids",
@@ -238,6 +247,8 @@ def outcome_records(req: HarnessRequest, outcomes: list[RunOutcome]) -> list[Tes
         limit = (used.get(o.scenario) or {}).get("host_limit") if o.mode == "performance" else None
         if isinstance(limit, dict) and limit.get("performance_target_qps") is not None:
             source = "the lowest load: the latency bounds are out of this host's reach"
+        elif o.mode == "performance" and (used.get(o.scenario) or {}).get("performance_target_qps") is not None:
+            source = "the load given for its performance test (a replay's: the recorded run's)"
         flag = f"--{TARGET_INPUTS[o.scenario]}"
         latency_target = o.scenario == "SingleStream"
         out.append(TestOutcome(

@@ -99,6 +99,35 @@ def measured(model: str, scenario: str, summary: dict, bounds: tuple[float, floa
     return None
 
 
+LOADS_ENV = "CM_MLPERF_PERFORMANCE_LOADS"     # "Server=0.0581": the load a performance test runs at, given
+LOAD_SCENARIOS = ("Server", "Interactive")   # the scenarios judged by latency bounds
+
+
+class LoadsError(ValueError):
+    pass
+
+
+def parse_loads(text: str) -> dict[str, float]:
+    """'Server=0.0581,Interactive=0.02' -> {'Server': 0.0581, ...}; '' -> {}. A replay gives the
+    recorded run's (its performance test ran at the lowest load, its accuracy tests at the target)."""
+    out: dict[str, float] = {}
+    for item in [p.strip() for p in str(text or "").split(",") if p.strip()]:
+        scenario, eq, value = item.partition("=")
+        try:
+            qps = float(value)
+        except ValueError:
+            qps = 0.0
+        if not eq or scenario.strip() not in LOAD_SCENARIOS or not (qps > 0 and math.isfinite(qps)):
+            raise LoadsError(f"{LOADS_ENV}: {item!r} is not SCENARIO=QPS (SCENARIO one of {', '.join(LOAD_SCENARIOS)}, "
+                             "QPS a positive number), e.g. Server=0.0581")
+        out[scenario.strip()] = qps
+    return out
+
+
+def format_loads(loads: dict[str, float]) -> str:
+    return ",".join(f"{s}={q:g}" for s, q in sorted(loads.items()))
+
+
 def lowest_load(mean_answer_s: float) -> float:
     """About one query in flight at a time: a query per mean answer's time, rounded down to 3
     significant digits (0 without a measured answer)."""

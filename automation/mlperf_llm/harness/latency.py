@@ -104,6 +104,12 @@ class Reach:
         bounds = req.bench.latency_limits_ms.get(scenario)
         if bounds is None or "performance" not in req.modes or req.backend != "vllm" or not req.api_servers:
             return
+        old, pinned = req.target_for(scenario), req.performance_loads.get(scenario)
+        if pinned:
+            self.lowest[scenario] = pinned
+            print(f"{scenario}: the performance test runs once, at {pinned:g} QPS, the load given for it "
+                  f"({hostlimit.LOADS_ENV}: a replay's, where the recorded run's ran); the accuracy tests at "
+                  f"{old if old is None else format(old, 'g')}", flush=True)
         if not self.probed:
             self.probed = True
             self.alone = probe_alone(req)
@@ -113,7 +119,9 @@ class Reach:
         if limit is None:
             return
         self.limits[scenario] = limit
-        old = req.target_for(scenario)
+        if pinned:
+            print(f"{scenario}: {limit.sentence()} (its verdict will name this host limit)", flush=True)
+            return
         if given:
             print(f"{scenario}: {limit.sentence()}; the given target {old:g} is kept and the test runs once "
                   "(its verdict will name this host limit)", flush=True)
@@ -150,13 +158,16 @@ class Reach:
         return replace(req, **{TARGET_INPUTS[scenario]: self.lowest[scenario]})
 
     def record(self, scenario: str) -> dict:
-        """What targets.json adds for the scenario: its host limit and the load its performance test ran at."""
-        if scenario not in self.limits:
-            return {}
-        limit = self.limits[scenario].to_json()
-        if scenario in self.lowest:
-            limit["performance_target_qps"] = self.lowest[scenario]
-        return {"host_limit": limit}
+        """What targets.json adds for the scenario: the load its performance test ran at where that is
+        not the target (the lowest load, or one given), and its host limit (with that load, as records
+        before the load was kept on its own hold it)."""
+        out = {"performance_target_qps": self.lowest[scenario]} if scenario in self.lowest else {}
+        if scenario in self.limits:
+            limit = self.limits[scenario].to_json()
+            if scenario in self.lowest:
+                limit["performance_target_qps"] = self.lowest[scenario]
+            out["host_limit"] = limit
+        return out
 
 def answer_s(outcomes: list[RunOutcome]) -> float:
     """An answer's mean time in the run's Offline performance test (0 without one)."""

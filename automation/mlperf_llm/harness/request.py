@@ -42,6 +42,8 @@ class HarnessRequest(TestSettings):
     sweep: str = ""                       # "auto" or "QPS,QPS,...": a load sweep of Server tests (sweep.py)
     size_to_host: bool = False            # test mode: each test's query count from the host's rate (sizing.py)
     test_sizes: dict = field(default_factory=dict)   # test mode: "Scenario/kind" -> its size, as given (testsizes.py)
+    performance_loads: dict = field(default_factory=dict)   # scenario -> its performance test's load, given
+                                                            # (hostlimit.LOADS_ENV: a replay's, the recorded run's)
     python: str = sys.executable
     loadgen_path: str = ""          # the round's LoadGen (get-mlperf-inference-loadgen site/), first on PYTHONPATH
     loadgen_version: str = ""       # its version, where known (user.conf works around the 4.1 wheels' padding)

@@ -10,6 +10,7 @@ from ..benchmarks import BenchmarkError, get_benchmark
 from ..harness.testsizes import NAME as SIZES_INPUT
 from ..submission.logs import ACCURACY_PATTERNS
 from ..containers.image import LOAD_ENV, REBUILD_ENV
+from ..harness.hostlimit import LOADS_ENV
 from ..sysinfo.envlock import LOADGEN_LOCK_ENV, RUN_LOCK_ENV
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..vllm.install import LOCK_ENV as REPLAY_LOCK_ENV
@@ -26,7 +27,7 @@ PLACE_FLAGS = {"port", "host", "served-model-name", "uvicorn-log-level", "disabl
                "disable-log-stats"}     # where it listens and what it logs: nothing measured
 REPLAY_PATHS = ("results_dir", "submission_dir", "inference_src")   # the replay's own folders
 # what a replay sets to repeat the recorded environment (the server's lock, its image), not overrides
-REPLAY_ENV = (REPLAY_LOCK_ENV, REBUILD_ENV, LOAD_ENV, HARNESS_PYTHON_ENV, LOADGEN_LOCK_ENV, RUN_LOCK_ENV)
+REPLAY_ENV = (REPLAY_LOCK_ENV, REBUILD_ENV, LOAD_ENV, HARNESS_PYTHON_ENV, LOADGEN_LOCK_ENV, RUN_LOCK_ENV, LOADS_ENV)
 # the distributions whose code computes the accuracy figures in the run's own environment: the
 # third-party imports of mlperf_llm/accuracy (module -> distribution: detokenizing, ROUGE's stemmer
 # and sentence splitter, math answers, the data sets' frames) and transformers' fast tokenizers.

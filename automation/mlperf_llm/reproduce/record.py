@@ -76,21 +76,34 @@ class Record:
 def chosen_targets(rec: Record) -> dict:
     """The targets the recorded run chose itself (derived from its Offline test, found, lowered to
     meet the latency bounds), as {input name: (target, where it came from)}; a target its command
-    gave is an input already and is left out. Where the run found the latency bounds out of its
-    host's reach and ran the performance test at the lowest load (harness/hostlimit.py), that load:
-    the replay measures performance where the original did."""
+    gave is an input already and is left out. The target is what its accuracy tests ran at; where
+    its performance test ran at another load, that is performance_loads'."""
     inputs = rec.request.get("inputs") or {}
     out = {}
     for scenario, entry in sorted((rec.targets or {}).items()):
         name = TARGET_INPUTS.get(scenario)
         target = entry.get("target_qps") if isinstance(entry, dict) else None
         source = (entry.get("source") if isinstance(entry, dict) else "") or "source not recorded"
-        limit = entry.get("host_limit") if isinstance(entry, dict) else None
-        low = limit.get("performance_target_qps") if isinstance(limit, dict) else None
-        if isinstance(low, (int, float)) and low > 0:
-            target, source = low, f"the lowest load, at which its performance test ran: {limit.get('sentence', '')}"
         if name and name not in inputs and isinstance(target, (int, float)) and target > 0:
             out[name] = (target, source)
+    return out
+
+
+def performance_loads(rec: Record) -> dict:
+    """{scenario: (load, why)} for each recorded performance test that ran at a load other than its
+    scenario's target: the lowest load, where the run found the latency bounds out of its host's
+    reach (harness/hostlimit.py), or a load given to it. A replay gives both, so that its
+    performance test and its accuracy tests each run where the original's did."""
+    out = {}
+    for scenario, entry in sorted((rec.targets or {}).items()):
+        if not isinstance(entry, dict) or not isinstance(scenario, str):
+            continue
+        limit = entry.get("host_limit") if isinstance(entry.get("host_limit"), dict) else {}
+        load = entry.get("performance_target_qps", limit.get("performance_target_qps"))
+        if isinstance(load, (int, float)) and not isinstance(load, bool) and 0 < load < float("inf"):
+            why = (f"the lowest load: {limit.get('sentence', '')}" if limit.get("performance_target_qps") is not None
+                   else "a load given to it")
+            out[scenario] = (float(load), why)
     return out
 
 

@@ -21,6 +21,7 @@ from . import compare as cmp
 from . import record as recmod
 from . import runenv, trust
 from ..sysinfo import envlock
+from ..harness.hostlimit import LOAD_SCENARIOS, LOADS_ENV, format_loads
 from ..harness.testsizes import NAME as SIZES_NAME, format_sizes
 from .capture import PATH_INPUTS_REPLACED as PATH_INPUTS
 from .capture import PROJECT as PROJECT_NAME
@@ -221,6 +222,12 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         inputs[name] = target
         fixed.append(f"--{name}={target:g}: the target the original run chose itself ({source}), "
                      "given here so both runs measure at the same load")
+    loads = recmod.performance_loads(rec)
+    loads = {s: v for s, v in loads.items() if s in LOAD_SCENARIOS}
+    if loads:
+        env[LOADS_ENV] = format_loads({s: q for s, (q, _) in loads.items()})
+        fixed += [f"--env.{LOADS_ENV}={s}={q:g}: the load the original run's {s} performance test ran at ({why}), "
+                  "given here so it runs there too, its accuracy tests at the target" for s, (q, why) in loads.items()]
     sizes, where = recmod.recorded_sizes(rec)
     if sizes and opts.size_anew:
         inputs.pop(SIZES_NAME, None)

@@ -173,3 +173,11 @@ def test_cuda_asked_for_where_torch_sees_none_is_one_clear_error():
     check_device(Torch, "cpu")
     with pytest.raises(HfDeviceError, match=r"device cuda: torch 2.13.0\+cpu in .* sees no CUDA device.*--device=cpu"):
         check_device(Torch, "cuda")
+
+
+def test_a_performance_load_given_in_env_reaches_the_request_and_a_bad_one_is_named():
+    r = request_from_env(dict(BASE, CM_MLPERF_PERFORMANCE_LOADS="Server=0.0581"), cwd="/w")
+    assert r.performance_loads == {"Server": 0.0581}
+    assert request_from_env(dict(BASE), cwd="/w").performance_loads == {}
+    with pytest.raises(HarnessInputError, match="CM_MLPERF_PERFORMANCE_LOADS: 'Server=fast' is not SCENARIO=QPS"):
+        request_from_env(dict(BASE, CM_MLPERF_PERFORMANCE_LOADS="Server=fast"), cwd="/w")

@@ -164,3 +164,45 @@ def test_no_probe_without_a_latency_bound_or_a_server(tmp_path, monkeypatch):
                         backend="transformers", model_path="/m")
     reach.judge(hf, "Server", [], 100, given=False)
     assert probed == [] and reach.limits == {} and reach.for_test(hf, "Server", "performance") is hf
+
+
+@pytest.mark.parametrize("alone", [SLOW, FAST])
+def test_a_given_performance_load_runs_the_performance_test_there_and_the_accuracy_tests_at_the_target(
+        tmp_path, monkeypatch, capsys, alone):
+    """A replay of a run whose Server performance test ran at the lowest load gives that load
+    (hostlimit.LOADS_ENV) beside the target: on a host out of reach (SLOW) and within it (FAST) alike,
+    the performance test runs at it, once, and the accuracy test at the target; targets.json keeps
+    the load, so the replay's own record says where it measured."""
+    tried = {}
+
+    def run_one(req, scenario, mode, rows, base_dir=None, sized=None):
+        d = tmp_path / "llama3.1-8b" / scenario / mode / "run_1"
+        d.mkdir(parents=True, exist_ok=True)
+        tried.setdefault((scenario, mode), []).append(req.server_target_qps)
+        return RunOutcome(scenario, mode, "INVALID" if scenario == "Server" and mode == "performance" else "VALID",
+                          [], str(d), 0, _summary(scenario, False))
+
+    monkeypatch.setattr(testrun, "run_one", run_one)
+    monkeypatch.setattr(testrun, "dataset_rows", lambda req: 300)
+    monkeypatch.setattr(latency, "probe_alone", lambda req: alone)
+    env = {"CM_MLPERF_PERFORMANCE_LOADS": "Server=0.103"}
+    req = HarnessRequest(model="llama3.1-8b", results_dir=str(tmp_path), dataset_path="ds.pkl",
+                         scenarios=("Offline", "Server"), api_servers=("http://127.0.0.1:1",), api_model_name="m",
+                         test_query_count=4, accuracy_sample_count=300, server_target_qps=0.35,
+                         performance_loads=hostlimit.parse_loads(env["CM_MLPERF_PERFORMANCE_LOADS"]))
+    driver.run_all(req)
+    assert tried[("Server", "performance")] == [pytest.approx(0.103)]
+    assert tried[("Server", "accuracy")] == [pytest.approx(0.35)]
+    out = capsys.readouterr().out
+    assert "Server: the performance test runs once, at 0.103 QPS, the load given for it" in out
+    targets = json.loads((tmp_path / "targets.json").read_text())["Server"]
+    assert targets["target_qps"] == pytest.approx(0.35) and targets["performance_target_qps"] == pytest.approx(0.103)
+    assert ("host_limit" in targets) is (alone is SLOW)
+
+
+@pytest.mark.parametrize("text", ["Server", "Offline=1", "Server=0", "Server=x", "Server=inf"])
+def test_a_performance_load_that_is_not_scenario_equals_qps_is_named(text):
+    with pytest.raises(hostlimit.LoadsError, match=r"CM_MLPERF_PERFORMANCE_LOADS: .* is not SCENARIO=QPS"):
+        hostlimit.parse_loads(text)
+    assert hostlimit.parse_loads("Server=0.0581, Interactive=2") == {"Server": 0.0581, "Interactive": 2.0}
+    assert hostlimit.format_loads({"Server": 0.0581}) == "Server=0.0581"

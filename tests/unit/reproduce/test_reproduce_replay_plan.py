@@ -95,7 +95,11 @@ def test_a_run_on_a_given_server_is_replayed_on_that_address_and_says_so(tmp_pat
                "must serve the same model now" in s for s in p.substitutions)
 
 
-def test_a_performance_test_run_at_the_lowest_load_for_a_host_limit_is_replayed_at_that_load(tmp_path):
+def test_a_performance_test_run_at_the_lowest_load_is_replayed_there_and_its_accuracy_tests_at_the_target(tmp_path):
+    """The original's Server performance test ran at the lowest load (its host out of reach of the
+    bounds), its accuracy tests at the target: the replay gives both. It gave the lowest load as
+    --server_target_qps, and its accuracy tests ran there too (its own table then flagged
+    'user.conf .../Server/accuracy: target_qps = 0.35 -> 0.103')."""
     rec = make_record(tmp_path)
     sentence = "this host decodes ~103 ms a token alone: the llama3.1-8b's Server TPOT bound of 100 ms cannot be met"
     rec = dataclasses.replace(rec, targets={"Server": {
@@ -103,9 +107,16 @@ def test_a_performance_test_run_at_the_lowest_load_for_a_host_limit_is_replayed_
         "host_limit": {"figure": "TPOT", "alone_ms": 103.0, "bound_ms": 100, "sentence": sentence,
                        "performance_target_qps": 0.103}}})
     p = replay.plan_replay(rec, replay.Host(), opts(tmp_path), exists=lambda p: False)
-    assert p.request["server_target_qps"] == 0.103
-    assert p.fixed[0].startswith("--server_target_qps=0.103: the target the original run chose itself (the lowest "
-                                 "load, at which its performance test ran: this host decodes ~103 ms")
+    assert p.request["server_target_qps"] == 0.35
+    assert p.request["env"]["CM_MLPERF_PERFORMANCE_LOADS"] == "Server=0.103"
+    assert p.fixed[0].startswith("--server_target_qps=0.35: the target the original run chose itself (derived")
+    assert p.fixed[1].startswith("--env.CM_MLPERF_PERFORMANCE_LOADS=Server=0.103: the load the original run's Server "
+                                 "performance test ran at (the lowest load: this host decodes ~103 ms")
+    # a record that keeps the load on its own (a replay's, given it) is replayed at it alike
+    rec = dataclasses.replace(rec, targets={"Server": {"target_qps": 0.35, "source": "given",
+                                                       "performance_target_qps": 0.2}})
+    assert replay.plan_replay(rec, replay.Host(), opts(tmp_path), exists=lambda p: False
+                              ).request["env"]["CM_MLPERF_PERFORMANCE_LOADS"] == "Server=0.2"
 
 
 SIX = "ab" * 32
