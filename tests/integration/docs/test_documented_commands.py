@@ -19,6 +19,7 @@ from cmind import cli as cmind_cli
 
 from cmengine.registry import Repo
 from enginefixtures import Runner
+from inference_sources import inference_source
 from recorded_hosts import amd_host, nvidia_host
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -93,6 +94,8 @@ def _value_for(name: str, value):
         return "http://127.0.0.1:8000"
     if name in ("ray_address",):
         return "127.0.0.1:6379"
+    if name in ("inference_src", "src_path"):  # checked at plan time: an inference checkout's layout
+        return inference_source("6.1")
     if PATH_INPUTS.search(name):
         return f"/tmp/placeholder-{name}"
     return value.strip("<>.") or "x"          # a name (ORG, NAME): as written
