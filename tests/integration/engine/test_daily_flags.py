@@ -1,11 +1,8 @@
 """CM's daily flags on fixture repositories: --fake_run, --print_env, --print_deps, -s, --v,
 --extra_cache_tags, inputs meant for a dependency, per-script --help, --out=json / -j / cmx,
 and a hook written the cm4mlops way (os_info, automation.run_native_script)."""
-import io
 import json
-import os
 
-from cmengine import cli
 from enginefixtures import Runner, make_repo
 
 MARK_SH = 'echo "$1" >> "$CM_MARKS"\n'

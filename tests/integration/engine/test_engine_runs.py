@@ -12,7 +12,7 @@ COUNT_SH = 'echo run >> "$COUNTER_FILE"\necho "CM_OUT_{name}=$CM_IN_{name}" > tm
 def counting(name, deps=(), cache=True, **extra):
     manifest = {"tags": [name], "cache": cache, "deps": [{"tags": d} for d in deps],
                 "default_env": {f"CM_IN_{name.upper()}": "v"},
-                "new_env_keys": [f"CM_OUT_*"], **extra}
+                "new_env_keys": ["CM_OUT_*"], **extra}
     return manifest, {"run.sh": COUNT_SH.replace("{name}", name.upper())
                       .replace("$COUNTER_FILE", f"$CM_COUNTER_DIR/{name}")}
 

@@ -2,7 +2,6 @@
 the real run-vllm-server step in a child process, serving through a stand-in `vllm` package
 (tests/fixtures/vllm/standin_vllm: the fake server on loopback), under a fixture benchmark that sleeps.
 """
-import json
 import os
 import signal
 import socket

@@ -5,7 +5,6 @@ import os
 import re
 import sys
 
-import pytest
 
 from mlperf_llm.accuracy.cli import main
 from mlperf_llm.accuracy.report import sha256_file

@@ -5,7 +5,7 @@ import pytest
 
 from mlperf_llm.accuracy.log import AccuracyLogError, encode_ids
 from mlperf_llm.accuracy.process import Test06Request as Request06, verify_test06
-from mlperf_llm.accuracy.test06 import trailing_eos, verify, write_verification
+from mlperf_llm.accuracy.test06 import trailing_eos, verify
 
 
 def entry(ids, first=None, count=None, qsl=0):

@@ -1,4 +1,3 @@
-import pickle
 
 import pandas as pd
 import pytest

@@ -1,10 +1,9 @@
 """Each test's size kept and given back (harness/testsizes.py): the --test_sizes form, the folder's
 record of what ran, and a request given sizes running each test at its size, unsized."""
-import json
 
 import pytest
 
-from mlperf_llm.harness import sizing, testsizes
+from mlperf_llm.harness import testsizes
 from mlperf_llm.harness.cmenv import request_from_env
 from mlperf_llm.harness.request import HarnessInputError, HarnessRequest
 from mlperf_llm.harness.testsizing import size_test as _size_test

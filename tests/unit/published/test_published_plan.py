@@ -18,7 +18,7 @@ def test_vultr_plan_names_round_targets_system_engine_replicas_and_what_is_missi
         assert (p.engine, p.accelerators, p.replicas) == ("vLLM", 8, 8)        # one replica per GPU
         assert p.server["tensor_parallel_size"] == 1 and p.server["quantization"] == "fp8"
         assert p.server_source.endswith(f"{scenario.lower()}_mi325x.yaml (the engine YAML of its code folder)")
-        assert f"round v5.1" in text and f"llama2-70b-99 {scenario}" in text and f"target {qps} QPS" in text
+        assert "round v5.1" in text and f"llama2-70b-99 {scenario}" in text and f"target {qps} QPS" in text
     assert "Vultr (closed)" in text and "8x AMD Instinct MI325X 256GB HBM3e" in text
     assert "8 replica(s) of 1 device(s); tensor_parallel_size=1" in text and "quantization=fp8" in text
     assert "published on a vLLM build of its own (vLLM 0.6.5.dev964+mlperf50" in text

@@ -3,7 +3,6 @@
 published folders are (empty files, CRLF, a cut accuracy log, a command that disagrees with its folder,
 an accuracy folder with another test's logs, a benchmark name outside the checker's list)."""
 import json
-import os
 import shutil
 from pathlib import Path
 
