@@ -8,6 +8,7 @@ import os
 import re
 
 RUN_CWD_ENV = "CM_RUN_CWD"      # the scripts' yaml names it as <<<CM_RUN_CWD>>>
+RUN_PYTHON_ENV = "CM_RUN_PYTHON"   # the interpreter running cm: a step that takes it keys on it (get-python3)
 
 
 def run_cwd(env: dict) -> str:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 from typing import Any, NamedTuple, Optional
 
-from cmcontract.places import RUN_CWD_ENV, from_run_cwd
+from cmcontract.places import RUN_CWD_ENV, RUN_PYTHON_ENV, from_run_cwd
 
 from . import conditions, env as envmod, keys
 from .errors import CycleError, EngineError, InputError, did_you_mean
@@ -142,7 +143,7 @@ class Plan(NamedTuple):
     nodes: dict[str, Node]          # by key
     request: Request
     warnings: list[str]
-    base_env: dict                  # what the top step receives (RUN_CWD_ENV)
+    base_env: dict                  # what the top step receives (RUN_CWD_ENV, RUN_PYTHON_ENV)
     paths: dict                     # input -> its value made absolute (path_inputs), beside the typed one
 
     def walk(self) -> list[tuple[int, Edge | None, Node, bool]]:
@@ -197,7 +198,8 @@ class Planner:
         m = self.registry.select(q, quiet=self.req.quiet)
         if self.registry.note:
             self.warnings.append("note: " + m.alias + " is " + self.registry.note)
-        base = {RUN_CWD_ENV: self.cwd}      # where cm was started: default output folders
+        base = {RUN_CWD_ENV: self.cwd,      # where cm was started: default output folders
+                RUN_PYTHON_ENV: sys.executable}   # the interpreter running cm
         root = self._resolve(m, q, self.req.version, base, [], dict(self.req.adr), [], [])
         root.extra_cache_tags += [t for t in self.req.extra_cache_tags
                                   if t not in root.extra_cache_tags]

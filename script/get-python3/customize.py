@@ -18,7 +18,7 @@ def preprocess(i):
     if env.get('CM_PYTHON_BIN_WITH_PATH'):
         candidates.append(env['CM_PYTHON_BIN_WITH_PATH'])
     else:
-        candidates.append(sys.executable)
+        candidates.append(env.get('CM_RUN_PYTHON') or sys.executable)   # what the step's key holds (the engine's)
         for minor in range(14, 7, -1):
             p = shutil.which(f'python3.{minor}')
             if p:

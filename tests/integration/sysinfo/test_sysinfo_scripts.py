@@ -167,3 +167,16 @@ def test_a_failing_nvidia_smi_is_a_named_gap_not_a_crash(runner, tmp_path, monke
     assert data["accelerator_model_name"] == "undefined" and data["host_processor_model_name"] != "undefined"
     review = (out / "review-broken.txt").read_text()
     assert "couldn't communicate with the NVIDIA driver" in review
+
+
+def test_get_python3_is_keyed_on_the_interpreter_running_cm(runner, monkeypatch):
+    """get-python3 takes the interpreter running cm first (without --python): `cm` of another venv
+    sharing the cache found the first venv's entry and ran the harness, LoadGen and the record's
+    project files from that other venv. Its key now holds the interpreter (the engine's
+    CM_RUN_PYTHON); --python keys on what it names."""
+    monkeypatch.setattr("sys.executable", "/venv-a/bin/python3.11")
+    a = runner.plan("get,python3")["key"]
+    monkeypatch.setattr("sys.executable", "/venv-b/bin/python3.11")
+    b = runner.plan("get,python3")["key"]
+    assert a != b
+    assert runner.plan("get,python3")["key"] == b
