@@ -6,10 +6,12 @@ leads out of it; a file is read only up to a size. Every refusal names the membe
 limit or reason."""
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,23 +44,13 @@ def unpack(tarball: str, dest: str, limits: Limits = Limits()) -> None:
         raise UntrustedError(f"{dest} exists already: an archive is unpacked into a fresh folder only")
     try:
         tar = tarfile.open(tarball)
-    except (tarfile.TarError, OSError) as e:
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
         raise UntrustedError(f"{tarball}: not a readable tarball ({e})") from None
     with tar:
-        members, total = [], 0
-        for m in tar:                   # read member by member: a bomb of headers stops at the count
-            name = os.path.normpath(m.name)
-            if name.startswith(("..", "/")) or os.path.isabs(name) or not (m.isfile() or m.isdir()):
-                raise UntrustedError(f"{tarball}: member {m.name!r} is not a plain file or folder inside the "
-                                     "archive (a link, a device, or a path out of it); refusing to unpack it")
-            total += m.size
-            if len(members) + 1 > limits.max_members:
-                raise UntrustedError(f"{tarball}: more than {limits.max_members:,} members (at {m.name!r}); "
-                                     f"refusing to unpack it ({RAISE})")
-            if total > limits.max_bytes:
-                raise UntrustedError(f"{tarball}: more than {limits.max_bytes / GIB:g} GiB unpacked (at member "
-                                     f"{m.name!r}, {total / GIB:.2f} GiB so far); refusing to unpack it ({RAISE})")
-            members.append(m)
+        try:
+            members = _checked_members(tar, tarball, limits)
+        except (tarfile.TarError, EOFError, zlib.error, OSError) as e:      # reading headers only: nothing written
+            raise UntrustedError(f"{tarball}: not a readable tarball (truncated or corrupt: {e})") from None
         parent = os.path.dirname(os.path.abspath(dest))
         os.makedirs(parent, exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=".unpack-", dir=parent)
@@ -67,9 +59,31 @@ def unpack(tarball: str, dest: str, limits: Limits = Limits()) -> None:
             extra = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tar.extractall(tmp, members=members, **extra)
             os.rename(tmp, dest)
+        except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as e:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise UntrustedError(f"{tarball}: not a readable tarball (truncated or corrupt: {e})") from None
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+
+
+def _checked_members(tar: tarfile.TarFile, tarball: str, limits: Limits) -> list:
+    """The archive's members, each a plain file or folder inside it, within the limits."""
+    members, total = [], 0
+    for m in tar:                   # read member by member: a bomb of headers stops at the count
+        name = os.path.normpath(m.name)
+        if name.startswith(("..", "/")) or os.path.isabs(name) or not (m.isfile() or m.isdir()):
+            raise UntrustedError(f"{tarball}: member {m.name!r} is not a plain file or folder inside the "
+                                 "archive (a link, a device, or a path out of it); refusing to unpack it")
+        total += m.size
+        if len(members) + 1 > limits.max_members:
+            raise UntrustedError(f"{tarball}: more than {limits.max_members:,} members (at {m.name!r}); "
+                                 f"refusing to unpack it ({RAISE})")
+        if total > limits.max_bytes:
+            raise UntrustedError(f"{tarball}: more than {limits.max_bytes / GIB:g} GiB unpacked (at member "
+                                 f"{m.name!r}, {total / GIB:.2f} GiB so far); refusing to unpack it ({RAISE})")
+        members.append(m)
+    return members
 
 
 def check_folder(folder: str, limits: Limits = Limits()) -> None:

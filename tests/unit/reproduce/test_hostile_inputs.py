@@ -91,7 +91,7 @@ def test_what_a_replay_repeats_is_the_benchmark_its_variations_and_loopback_serv
 
 def _tar(path: Path, members: list[tuple[str, bytes | None, str]]) -> Path:
     """A tarball of (name, content, kind) members: kind file, dir, symlink (content: its target)."""
-    with tarfile.open(path, "w:gz") as t:
+    with tarfile.open(path, "w:gz" if str(path).endswith(".gz") else "w") as t:
         for name, content, kind in members:
             info = tarfile.TarInfo(name)
             if kind == "dir":
@@ -142,6 +142,21 @@ def test_the_default_limits_refuse_a_6_gib_archive_before_writing_anything(tmp_p
         open_submission(str(tarball), str(tmp_path / "work"))
     assert "more than 4 GiB unpacked (at member 'open/me/huge.bin', 6.00 GiB so far)" in str(e.value)
     assert "--max_archive_gib" in str(e.value) and _nothing_written(tmp_path / "work")
+
+
+@pytest.mark.parametrize("name, keep", [("t.tar.gz", 1000), ("t.tar.gz", 60), ("t.tar", 3000)])
+def test_a_truncated_archive_is_refused_as_not_readable_and_nothing_written(tmp_path, name, keep):
+    """`head -c N good.tar.gz > bad.tar.gz`: it raised EOFError (gzip) or tarfile.ReadError (plain tar)
+    out of the step's hook, a traceback instead of the error a non-gzip file gets."""
+    members = [(f"open/me/f{i}.txt", os.urandom(4000), "file") for i in range(4)]
+    whole = _tar(tmp_path / ("whole" + name[1:]), members)
+    cut = tmp_path / name
+    cut.write_bytes(whole.read_bytes()[:keep])
+    with pytest.raises(SourceError) as e:
+        open_submission(str(cut), str(tmp_path / "work"))
+    assert f"--from={cut}: {cut}: not a readable tarball" in str(e.value)
+    assert "Give a submission folder or the .tar.gz the submission step wrote" in str(e.value)
+    assert _nothing_written(tmp_path / "work") and not [n for n in os.listdir(tmp_path) if n.startswith(".unpack-")]
 
 
 def test_an_archive_is_unpacked_into_a_fresh_folder_only(tmp_path):
