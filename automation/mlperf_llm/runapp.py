@@ -23,6 +23,8 @@ CHOICES = {
 OPTIONAL_CHOICES = {"CM_MLPERF_BALANCE": ("--balance", POLICIES)}     # checked where given
 NUMBERS = {
     "CM_MLPERF_LOADGEN_SERVER_TARGET_QPS": "--server_target_qps",
+    "CM_MLPERF_LOADGEN_INTERACTIVE_TARGET_QPS": "--interactive_target_qps",
+    "CM_MLPERF_SEARCH_BUDGET": "--search_budget",
     "CM_MLPERF_LOADGEN_SINGLESTREAM_TARGET_LATENCY": "--singlestream_target_latency",
     "CM_MLPERF_LOADGEN_OFFLINE_TARGET_QPS": "--offline_target_qps",
     "CM_MLPERF_LOADGEN_TEST_QUERY_COUNT": "--test_query_count",

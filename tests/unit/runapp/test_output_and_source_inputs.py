@@ -81,3 +81,13 @@ def test_an_inference_src_that_is_no_checkout_is_named_as_typed(tmp_path):
     os.makedirs(notinf / "tools" / "submission")
     (notinf / "tools" / "submission" / "submission_checker.py").write_text("")
     assert check_inputs(env(tmp_path, CM_MLPERF_INFERENCE_SRC_PATH=str(notinf))) == []
+
+
+@pytest.mark.parametrize("key, flag, value", [
+    ("CM_MLPERF_SEARCH_BUDGET", "--search_budget", "0"), ("CM_MLPERF_SEARCH_BUDGET", "--search_budget", "abc"),
+    ("CM_MLPERF_LOADGEN_INTERACTIVE_TARGET_QPS", "--interactive_target_qps", "-2")])
+def test_a_search_budget_or_interactive_target_that_is_no_positive_number_is_named(tmp_path, key, flag, value):
+    """They passed --dry-run: --search_budget=0 ran a 10-minute search (0 read as 'not given'),
+    'abc' failed after vLLM had started naming CM_MLPERF_SEARCH_BUDGET, a negative Interactive
+    target the same."""
+    assert check_inputs(env(tmp_path, **{key: value})) == [f"{flag}={value} must be a positive number"]
