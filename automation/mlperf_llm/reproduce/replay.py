@@ -521,7 +521,13 @@ def read_results_dir(results_dir: str, system: str = "") -> list[Measured]:
     return measured_tests(results_dir, system)
 
 
-def check_results_dir(path: str) -> None:
+def check_results_dir(path: str, source: str = "") -> None:
+    """The folder a reproduction writes: new or empty, and not inside the folder it replays (`source`,
+    --from: a submission folder is read, never written)."""
+    from ..untrusted import inside
+    if source and "://" not in source and os.path.isdir(source) and inside(path, os.path.realpath(source)):
+        raise ReplayError(f"--results_dir={path} is inside --from={source}: a reproduction writes nothing into "
+                          "the folder it replays; choose a folder outside it")
     if os.path.isdir(path) and os.listdir(path):
         raise ReplayError(f"--results_dir={path} is not empty" +
                           (" (it holds an earlier reproduction)" if os.path.exists(os.path.join(path, REPORT_NAME))
@@ -545,7 +551,7 @@ def compare_only(opts: Options, say: Callable[[str], None] = print) -> cmp.Compa
     """--compare_to=DIR: the submission's published figures against the tests of a results folder
     the user already has (this tool's results layout), test by test, into reproduction.json; nothing
     runs. Without a record on both sides the inputs are not compared, and the table says so."""
-    check_results_dir(opts.results_dir)
+    check_results_dir(opts.results_dir, opts.source)
     if opts.docker or opts.image_archive:
         flag = f"--docker={opts.docker}" if opts.docker else f"--image_archive={opts.image_archive}"
         raise ReplayError(f"{flag} with --compare_to={opts.compare_to}: a comparison runs nothing, in an image or "
@@ -600,7 +606,7 @@ def rehearse(opts: Options, run_script: Optional[Callable[[dict], dict]],
     from ..published.reader import read_published
     if opts.stand_in not in STAND_INS:
         raise ReplayError(f"--stand_in={opts.stand_in}: not a stand-in; use --stand_in=embedded")
-    check_results_dir(opts.results_dir)
+    check_results_dir(opts.results_dir, opts.source)
     sub = open_submission(opts.source, opts.work_dir, opts.limits)
     result = read_published(sub.root)
     request, notes = stand_in_request(result, opts)
@@ -619,7 +625,7 @@ def reproduce(opts: Options, run_script: Optional[Callable[[dict], dict]],
               say: Callable[[str], None] = print, host: Optional[Host] = None) -> cmp.Comparison:
     """Open, plan, replay, compare; writes <results_dir>/reproduction.json. Raises ReplayError,
     SourceError or RecordError with a message for the user."""
-    check_results_dir(opts.results_dir)
+    check_results_dir(opts.results_dir, opts.source)
     sub = open_submission(opts.source, opts.work_dir, opts.limits)
     if not sub.records:
         from ..published.reader import read_published

@@ -231,3 +231,18 @@ def test_the_original_runs_own_vllm_is_said_not_run(tmp_path):
     assert "vllm_python" not in plan.request
     (said,) = [s for s in plan.substitutions if s.startswith("--vllm_python=/opt/rocm-vllm/bin/python")]
     assert "is not run here" in said
+
+
+def test_a_reproduction_is_never_written_inside_the_folder_it_replays(tmp_path):
+    """--from=<a submission folder> --results_dir=<a folder inside it>: the replay's results, submission
+    and table went into the source tree (open/out/... beside the submitter's folder, as if a
+    submitter). Refused before anything runs; a folder beside it, or a tarball's own folder, is fine."""
+    src = tmp_path / "nest"
+    (src / "open" / "me").mkdir(parents=True)
+    for inner in (src / "open" / "out", src):
+        with pytest.raises(replay.ReplayError, match=r"is inside --from=.*: a reproduction writes nothing into the folder"):
+            replay.check_results_dir(str(inner), str(src))
+    replay.check_results_dir(str(tmp_path / "out"), str(src))
+    tarball = _tar(tmp_path / "t.tar.gz", [("open/me/x.txt", b"x", "file")])
+    replay.check_results_dir(str(tmp_path / "out"), str(tarball))
+    assert not (src / "open" / "out").exists()
