@@ -11,7 +11,7 @@ from ..harness.testsizes import NAME as SIZES_INPUT
 from ..submission.logs import ACCURACY_PATTERNS
 from ..containers.image import LOAD_ENV, REBUILD_ENV
 from ..harness.hostlimit import LOADS_ENV
-from ..sysinfo.envlock import LOADGEN_LOCK_ENV, RUN_LOCK_ENV
+from ..sysinfo.envlock import LOADGEN_LOCK_ENV, ML_VENV_DEP, RUN_LOCK_ENV
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..vllm.install import LOCK_ENV as REPLAY_LOCK_ENV
 from .record import Record, chosen_targets, recorded_sizes
@@ -206,9 +206,14 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     rk, hk = _kept_keys(recorded.steps), _kept_keys(here.steps)
     changed = sorted({k[0] for k in rk if k in hk and rk[k] != hk[k]})
     if changed:
+        replayed = sorted({k for k in (here.request.get("env") or {}) if k in REPLAY_ENV}
+                          | ({f"--adr.{ML_VENV_DEP}"} if ML_VENV_DEP in (here.request.get("adr") or {}) else set()))
         out.append(Difference("cache keys", ", ".join(changed), "differ",
-                              "these steps had other code, inputs or dependencies (their keys are in "
-                              "both records)", False))
+                              "these steps had other code, inputs or dependencies (their keys are in both "
+                              "records)" + (f"; this run was a replay, whose own settings ({', '.join(replayed)}: "
+                                            "the venvs made from the record's locks) are inputs of the steps "
+                                            "that make those venvs and of the steps built on them"
+                                            if replayed else ""), False))
     return out
 
 
@@ -476,7 +481,8 @@ def render(c: Comparison) -> str:
     elif c.differences:
         lines.append("Inputs that differ (recorded -> here), and why each may matter:")
         for d in c.differences:
-            lines.append(f"  - {d.name}: {_short(d.recorded)} -> {_short(d.reproduced)}: {d.why}"
+            recorded = d.recorded if d.name == "cache keys" else _short(d.recorded)   # the steps' names, whole
+            lines.append(f"  - {d.name}: {recorded} -> {_short(d.reproduced)}: {d.why}"
                          + (" [can change accuracy]" if d.affects_accuracy else ""))
     elif c.inputs_by == "cache keys":
         lines.append("Cache keys that differ: none (each step compared ran here with the key the README lists: "

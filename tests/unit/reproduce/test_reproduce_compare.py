@@ -185,6 +185,22 @@ def test_only_the_keys_of_kept_steps_are_compared(tmp_path):
     names = {d.name: d for d in compare.differing_inputs(rec, dataclasses.replace(rec, steps=steps))}
     assert names["cache keys"].recorded == "get-ml-model-smollm2 _fp32"
     assert not names["cache keys"].affects_accuracy
+    assert "this run was a replay" not in names["cache keys"].why
+
+
+def test_a_replays_own_locks_are_named_as_why_its_venv_steps_keys_differ(tmp_path):
+    """A same-machine replay said only 'these steps had other code, inputs or dependencies' (and cut
+    the steps' names at 40 characters): its own locks, inputs of the venv steps, are why."""
+    rec = make_record(tmp_path)
+    steps = [dict(s, key="9" * 64) for s in rec.steps]
+    here = dataclasses.replace(rec, steps=steps, request=dict(rec.request, env={"CM_VLLM_LOCK": "/x/vllm.lock"},
+                                                                adr={"ml-venv": {"env": {"CM_VENV_LOCK": "/x/ml"}}}))
+    d = {d.name: d for d in compare.differing_inputs(rec, here)}["cache keys"]
+    assert "this run was a replay, whose own settings (--adr.ml-venv, CM_VLLM_LOCK: the venvs made from the " \
+           "record's locks)" in d.why
+    long = dataclasses.replace(d, recorded="get-ml-model-smollm2 _fp32, get-preprocessed-dataset-openorca _embedded")
+    text = compare.render(compare.Comparison(differences=[long]))
+    assert "cache keys: get-ml-model-smollm2 _fp32, get-preprocessed-dataset-openorca _embedded -> differ" in text
 
 
 def test_two_uses_of_one_script_are_compared_each_with_its_own(tmp_path):
