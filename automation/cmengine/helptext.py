@@ -47,7 +47,7 @@ def script_help(registry: Registry, req: Request) -> str:
         for d in deps:
             names = f" [{','.join(d.names)}]" if d.names else ""
             lines.append(f"  {','.join(d.tags)}{names}")
-    lines.append("Plan (--dry-run, or cm plan script): " + LEGEND)
+    lines.append("The plan of a run (not printed here: add --dry-run, or use cm plan script): " + LEGEND)
     return "\n".join(lines)
 
 

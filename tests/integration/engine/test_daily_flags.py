@@ -104,7 +104,7 @@ def test_help_lists_inputs_variations_and_groups(tmp_path, monkeypatch):
                  "_fp32", "_batch.VALUE"):
         assert text in r.output, text
     from cmengine.plantext import LEGEND
-    assert "Plan (--dry-run, or cm plan script): " + LEGEND in r.output   # how to read a plan
+    assert "The plan of a run (not printed here: add --dry-run, or use cm plan script): " + LEGEND in r.output
 
 
 def test_json_output_is_clean_on_stdout(tmp_path, monkeypatch, capsys):
