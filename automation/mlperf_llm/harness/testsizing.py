@@ -26,8 +26,10 @@ def start_sizing(req: HarnessRequest) -> sizing.Measured | None:
             raise HarnessInputError(str(e)) from None
     sizing.Measured.discard(req.results_dir)
     if "Offline" not in req.scenarios or "performance" not in req.modes:
-        print("test run not sized to this host: it has no Offline performance test to measure the host "
-              f"with; each test issues {req.test_query_count or 'the default number of'} queries", flush=True)
+        print(f"test run not sized to this host: its tests ({', '.join(req.scenarios)}; "
+              f"{', '.join(req.modes)}) hold no Offline performance test of their own to measure the host with "
+              "(a target search's Offline probe does not size them); each test issues "
+              f"{req.test_query_count or 'the default number of'} queries", flush=True)
     return None
 
 def size_test(req: HarnessRequest, scenario: str, mode: str, rows: int,

@@ -82,3 +82,18 @@ def test_the_env_contract_reads_them_and_names_a_bad_one(tmp_path):
     assert request_from_env(env, str(tmp_path)).test_sizes == SIZES
     with pytest.raises(HarnessInputError, match="Offline/acc=9"):
         request_from_env({**env, "CM_MLPERF_TEST_SIZES": "Offline/acc=9"}, str(tmp_path))
+
+
+def test_a_run_without_an_offline_performance_test_says_which_tests_it_runs_and_why_they_are_not_sized(tmp_path,
+                                                                                                     capsys):
+    """A _find-performance Server run printed 'it has no Offline performance test' right after its
+    search had measured Offline: the line now names the run's own tests and says the search's probe
+    does not size them."""
+    from mlperf_llm.harness.request import HarnessRequest
+    from mlperf_llm.harness.testsizing import start_sizing
+    req = HarnessRequest(model="llama2-70b-99.9", results_dir=str(tmp_path), dataset_path="ds.pkl",
+                         scenarios=("Server",), modes=("performance",), size_to_host=True)
+    assert start_sizing(req) is None
+    out = capsys.readouterr().out
+    assert "its tests (Server; performance) hold no Offline performance test of their own" in out
+    assert "a target search's Offline probe does not size them" in out
