@@ -125,7 +125,8 @@ def test_a_sized_run_measures_again_and_one_without_offline_says_it_is_not_sized
     sizing.Measured(2.0, 3.0, 12, 6.0).save(str(tmp_path))
     assert _start_sizing(_req(tmp_path, scenarios=("Server",))) is None
     assert not (tmp_path / sizing.SIZING_FILE).exists()             # an earlier run's measurement is not used
-    assert "not sized to this host: it has no Offline performance test" in capsys.readouterr().out
+    assert "not sized to this host: its tests (Server; performance, accuracy) hold no Offline performance test" \
+        in capsys.readouterr().out
     sizing.Measured(2.0, 3.0, 12, 6.0).save(str(tmp_path))
     assert _start_sizing(_req(tmp_path, modes=("TEST06",))) == sizing.Measured(2.0, 3.0, 12, 6.0)  # its TEST06 sizes from it
     assert _start_sizing(_req(tmp_path, execution_mode="valid")) is None
