@@ -16,6 +16,19 @@ def run_cwd(env: dict) -> str:
     return os.path.abspath(env.get(RUN_CWD_ENV) or os.getcwd())
 
 
+def running_python() -> str:
+    """The interpreter running this process, one path per environment (RUN_PYTHON_ENV): in a venv its
+    own bin/ entry named as the interpreter it runs (`venv/bin/python` and `venv/bin/python3.11` are
+    one environment: `venv/bin/python3.11`); elsewhere the interpreter's real path. A venv is kept
+    apart from the interpreter it was made from, and from another venv of it."""
+    import sys
+    real = os.path.realpath(sys.executable)
+    if sys.prefix != sys.base_prefix:
+        named = os.path.join(sys.prefix, "bin", os.path.basename(real))
+        return named if os.path.exists(named) else sys.executable
+    return real
+
+
 def from_run_cwd(value: str, cwd: str) -> str:
     """A path typed relative to `cwd`, the folder `cm` was started in, made absolute (`~` expanded);
     an absolute path, a URL (`scheme://...`, or git's `user@host:path`) and "" as given."""

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import copy
 import os
-import sys
 from typing import Any, NamedTuple, Optional
 
-from cmcontract.places import RUN_CWD_ENV, RUN_PYTHON_ENV, from_run_cwd
+from cmcontract.places import RUN_CWD_ENV, RUN_PYTHON_ENV, from_run_cwd, running_python
 
 from . import conditions, env as envmod, keys
 from .errors import CycleError, EngineError, InputError, did_you_mean
@@ -199,7 +198,7 @@ class Planner:
         if self.registry.note:
             self.warnings.append("note: " + m.alias + " is " + self.registry.note)
         base = {RUN_CWD_ENV: self.cwd,      # where cm was started: default output folders
-                RUN_PYTHON_ENV: sys.executable}   # the interpreter running cm
+                RUN_PYTHON_ENV: running_python()}   # the interpreter running cm, one path per environment
         root = self._resolve(m, q, self.req.version, base, [], dict(self.req.adr), [], [])
         root.extra_cache_tags += [t for t in self.req.extra_cache_tags
                                   if t not in root.extra_cache_tags]

@@ -169,14 +169,23 @@ def test_a_failing_nvidia_smi_is_a_named_gap_not_a_crash(runner, tmp_path, monke
     assert "couldn't communicate with the NVIDIA driver" in review
 
 
-def test_get_python3_is_keyed_on_the_interpreter_running_cm(runner, monkeypatch):
+def test_get_python3_is_keyed_on_the_interpreter_running_cm(runner, monkeypatch, tmp_path):
     """get-python3 takes the interpreter running cm first (without --python): `cm` of another venv
     sharing the cache found the first venv's entry and ran the harness, LoadGen and the record's
-    project files from that other venv. Its key now holds the interpreter (the engine's
-    CM_RUN_PYTHON); --python keys on what it names."""
-    monkeypatch.setattr("sys.executable", "/venv-a/bin/python3.11")
-    a = runner.plan("get,python3")["key"]
-    monkeypatch.setattr("sys.executable", "/venv-b/bin/python3.11")
-    b = runner.plan("get,python3")["key"]
-    assert a != b
-    assert runner.plan("get,python3")["key"] == b
+    project files from that other venv. Its key now holds the environment's interpreter (the
+    engine's CM_RUN_PYTHON, places.running_python): two venvs, two keys; `venv/bin/python` and
+    `venv/bin/python3.11` (pytest's and the `cm` script's names for one venv), one key."""
+    import sys
+    real = os.path.realpath(sys.executable)
+
+    def venv(name, alias):
+        (tmp_path / name / "bin").mkdir(parents=True, exist_ok=True)
+        for n in {"python", os.path.basename(real)}:
+            if not (tmp_path / name / "bin" / n).exists():
+                (tmp_path / name / "bin" / n).symlink_to(real)
+        monkeypatch.setattr(sys, "prefix", str(tmp_path / name))
+        monkeypatch.setattr(sys, "executable", str(tmp_path / name / "bin" / alias))
+        return runner.plan("get,python3")["key"]
+    a = venv("venv-a", "python")
+    assert venv("venv-a", os.path.basename(real)) == a
+    assert venv("venv-b", "python") != a
