@@ -233,13 +233,13 @@ def check_inputs(env: dict) -> list[str]:
     results, submission = env.get("CM_MLPERF_RESULTS_DIR"), env.get("CM_MLPERF_SUBMISSION_DIR")
     if results and submission and results.rstrip("/") == submission.rstrip("/"):
         problems.append("--results_dir and --submission_dir must be different folders")
-    problems += [p for p in (output_folder_problem("--results_dir", results or ""),
-                             output_folder_problem("--submission_dir", submission or "", beside=True)
-                             if is_yes(env.get("CM_MLPERF_GENERATE_SUBMISSION")) else "") if p]
+    found = [output_folder_problem("--results_dir", results or "")]
+    if is_yes(env.get("CM_MLPERF_GENERATE_SUBMISSION")):
+        found.append(output_folder_problem("--submission_dir", submission or "", beside=True))
     if env.get("CM_MLPERF_INFERENCE_SRC_PATH"):
         from .sysinfo.inference_src import checkout_problem
-        problems += [p for p in [checkout_problem(env["CM_MLPERF_INFERENCE_SRC_PATH"], "--inference_src")] if p]
-    return problems
+        found.append(checkout_problem(env["CM_MLPERF_INFERENCE_SRC_PATH"], "--inference_src"))
+    return problems + [p for p in found if p]
 
 
 def output_folder_problem(flag: str, path: str, beside: bool = False) -> str:

@@ -35,6 +35,8 @@ class Limits:
 
 
 RAISE = "--max_archive_gib=N and --max_archive_members=N raise the limits if you trust it"
+# what reading a truncated or corrupt archive raises (tarfile, gzip and zlib each their own)
+CORRUPT = (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile)
 
 
 def unpack(tarball: str, dest: str, limits: Limits = Limits()) -> None:
@@ -44,12 +46,12 @@ def unpack(tarball: str, dest: str, limits: Limits = Limits()) -> None:
         raise UntrustedError(f"{dest} exists already: an archive is unpacked into a fresh folder only")
     try:
         tar = tarfile.open(tarball)
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
+    except (*CORRUPT, OSError) as e:
         raise UntrustedError(f"{tarball}: not a readable tarball ({e})") from None
     with tar:
         try:
             members = _checked_members(tar, tarball, limits)
-        except (tarfile.TarError, EOFError, zlib.error, OSError) as e:      # reading headers only: nothing written
+        except (*CORRUPT, OSError) as e:      # reading headers only: nothing written
             raise UntrustedError(f"{tarball}: not a readable tarball (truncated or corrupt: {e})") from None
         parent = os.path.dirname(os.path.abspath(dest))
         os.makedirs(parent, exist_ok=True)
@@ -59,7 +61,7 @@ def unpack(tarball: str, dest: str, limits: Limits = Limits()) -> None:
             extra = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tar.extractall(tmp, members=members, **extra)
             os.rename(tmp, dest)
-        except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as e:
+        except CORRUPT as e:
             shutil.rmtree(tmp, ignore_errors=True)
             raise UntrustedError(f"{tarball}: not a readable tarball (truncated or corrupt: {e})") from None
         except BaseException:

@@ -11,7 +11,7 @@ from ..harness.testsizes import NAME as SIZES_INPUT
 from ..submission.logs import ACCURACY_PATTERNS
 from ..containers.image import LOAD_ENV, REBUILD_ENV
 from ..harness.hostlimit import LOADS_ENV
-from ..sysinfo.envlock import LOADGEN_LOCK_ENV, ML_VENV_DEP, RUN_LOCK_ENV
+from ..sysinfo.envlock import LOADGEN_LOCK_ENV, ML_VENV_DEP, RUN_LOCK_ENV, VENV_LOCK_ENV
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..vllm.install import LOCK_ENV as REPLAY_LOCK_ENV
 from .record import Record, chosen_targets, recorded_sizes
@@ -133,6 +133,22 @@ class Comparison:
         return [" ".join(t) for t, found in tests.items() if not found]
 
 
+def without_replay_settings(env: dict, adr: dict) -> tuple[dict, dict, list]:
+    """A record's --env and --adr less what a replay set to repeat the environments it replayed
+    (REPLAY_ENV; the model steps' venv lock, replay._model_env_plan's), when the recorded run was
+    itself a replay: (env, adr, what was left out). They name files of the machine that replay ran
+    on; a replay makes its own from the record's environments, and a comparison names them as why
+    the venv steps' keys differ."""
+    carried = [f"--env.{k}" for k in sorted(env) if k in REPLAY_ENV]
+    env = {k: v for k, v in env.items() if k not in REPLAY_ENV}
+    over = adr.get(ML_VENV_DEP)
+    if isinstance(over, dict) and set(over) == {"env"} and isinstance(over["env"], dict) and \
+            set(over["env"]) == {VENV_LOCK_ENV}:
+        carried.append(f"--adr.{ML_VENV_DEP}.env.{VENV_LOCK_ENV}")
+        adr = {k: v for k, v in adr.items() if k != ML_VENV_DEP}
+    return env, adr, carried
+
+
 def _get(rec: Record, section: str, key: str):
     return (getattr(rec, section) or {}).get(key)
 
@@ -206,8 +222,7 @@ def differing_inputs(recorded: Record, here: Record) -> list[Difference]:
     rk, hk = _kept_keys(recorded.steps), _kept_keys(here.steps)
     changed = sorted({k[0] for k in rk if k in hk and rk[k] != hk[k]})
     if changed:
-        replayed = sorted({k for k in (here.request.get("env") or {}) if k in REPLAY_ENV}
-                          | ({f"--adr.{ML_VENV_DEP}"} if ML_VENV_DEP in (here.request.get("adr") or {}) else set()))
+        _, _, replayed = without_replay_settings(here.request.get("env") or {}, here.request.get("adr") or {})
         out.append(Difference("cache keys", ", ".join(changed), "differ",
                               "these steps had other code, inputs or dependencies (their keys are in both "
                               "records)" + (f"; this run was a replay, whose own settings ({', '.join(replayed)}: "

@@ -36,6 +36,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 
 from ..files import write_json_atomic
+from ..harness.hostlimit import LOAD_SCENARIOS
 from ..harness.userconf import TARGET_INPUTS
 from ..submission.spec import IMAGE_FACTS_NAME, RECORD_NAME
 
@@ -96,7 +97,7 @@ def performance_loads(rec: Record) -> dict:
     performance test and its accuracy tests each run where the original's did."""
     out = {}
     for scenario, entry in sorted((rec.targets or {}).items()):
-        if not isinstance(entry, dict) or not isinstance(scenario, str):
+        if not isinstance(entry, dict) or scenario not in LOAD_SCENARIOS:     # a record is untrusted
             continue
         limit = entry.get("host_limit") if isinstance(entry.get("host_limit"), dict) else {}
         load = entry.get("performance_target_qps", limit.get("performance_target_qps"))

@@ -21,7 +21,7 @@ from . import compare as cmp
 from . import record as recmod
 from . import runenv, trust
 from ..sysinfo import envlock
-from ..harness.hostlimit import LOAD_SCENARIOS, LOADS_ENV, format_loads
+from ..harness.hostlimit import LOADS_ENV, format_loads
 from ..harness.testsizes import NAME as SIZES_NAME, format_sizes
 from .capture import PATH_INPUTS_REPLACED as PATH_INPUTS
 from .capture import PROJECT as PROJECT_NAME
@@ -141,7 +141,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     and checks its ID."""
     req = rec.request
     inputs, subs, refusals = {}, [], []
-    given_env, given_adr, carried = without_replay_settings(dict(req.get("env") or {}), dict(req.get("adr") or {}))
+    given_env, given_adr, carried = cmp.without_replay_settings(dict(req.get("env") or {}), dict(req.get("adr") or {}))
     if carried:
         subs.append("the recorded run was itself a replay: its settings of the environments it repeated ("
                     + ", ".join(carried) + ", paths of the machine it ran on) are not taken; this replay makes its "
@@ -223,7 +223,6 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         fixed.append(f"--{name}={target:g}: the target the original run chose itself ({source}), "
                      "given here so both runs measure at the same load")
     loads = recmod.performance_loads(rec)
-    loads = {s: v for s, v in loads.items() if s in LOAD_SCENARIOS}
     if loads:
         env[LOADS_ENV] = format_loads({s: q for s, (q, _) in loads.items()})
         fixed += [f"--env.{LOADS_ENV}={s}={q:g}: the load the original run's {s} performance test ran at ({why}), "
@@ -306,21 +305,6 @@ def _run_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: li
     elif entries is None:           # an older record's chain runs here, as it always did: nothing to say
         subs.append(f"{why}: the chain runs in this interpreter")
     return ""
-
-
-def without_replay_settings(env: dict, adr: dict) -> tuple[dict, dict, list]:
-    """A record's --env and --adr less what a replay set to repeat the environments it replayed
-    (compare.REPLAY_ENV; the model steps' venv lock, _model_env_plan's), when the recorded run was
-    itself a replay: (env, adr, what was left out). They name files of the machine that replay ran
-    on; this replay makes its own from the record's environments."""
-    carried = [f"--env.{k}" for k in sorted(env) if k in cmp.REPLAY_ENV]
-    env = {k: v for k, v in env.items() if k not in cmp.REPLAY_ENV}
-    over = adr.get(envlock.ML_VENV_DEP)
-    if isinstance(over, dict) and set(over) == {"env"} and isinstance(over["env"], dict) and \
-            set(over["env"]) == {envlock.VENV_LOCK_ENV}:
-        carried.append(f"--adr.{envlock.ML_VENV_DEP}.env.{envlock.VENV_LOCK_ENV}")
-        adr = {k: v for k, v in adr.items() if k != envlock.ML_VENV_DEP}
-    return env, adr, carried
 
 
 def _model_env_plan(rec: Record, opts: Options, files: dict, fixed: list, subs: list, refusals: list,

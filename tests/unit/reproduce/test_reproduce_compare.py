@@ -196,8 +196,8 @@ def test_a_replays_own_locks_are_named_as_why_its_venv_steps_keys_differ(tmp_pat
     here = dataclasses.replace(rec, steps=steps, request=dict(rec.request, env={"CM_VLLM_LOCK": "/x/vllm.lock"},
                                                                 adr={"ml-venv": {"env": {"CM_VENV_LOCK": "/x/ml"}}}))
     d = {d.name: d for d in compare.differing_inputs(rec, here)}["cache keys"]
-    assert "this run was a replay, whose own settings (--adr.ml-venv, CM_VLLM_LOCK: the venvs made from the " \
-           "record's locks)" in d.why
+    assert "this run was a replay, whose own settings (--env.CM_VLLM_LOCK, --adr.ml-venv.env.CM_VENV_LOCK: the " \
+           "venvs made from the record's locks)" in d.why
     long = dataclasses.replace(d, recorded="get-ml-model-smollm2 _fp32, get-preprocessed-dataset-openorca _embedded")
     text = compare.render(compare.Comparison(differences=[long]))
     assert "cache keys: get-ml-model-smollm2 _fp32, get-preprocessed-dataset-openorca _embedded -> differ" in text
