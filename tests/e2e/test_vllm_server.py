@@ -101,6 +101,7 @@ def test_taken_port_and_early_death_with_real_vllm(servers, env, tmp_path):
     with pytest.raises(server.EarlyExitError) as e:
         proc.wait_ready(300, progress=lambda m: None)
     assert 'exited with code' in str(e.value) and 'no-such-model' in str(e.value)
+    assert 'already exited' in proc.stop(grace_s=1) and not Path(proc.record.rpc_folder).exists()
 
 
 def test_no_process_of_the_server_reports_usage(session_server):
@@ -122,3 +123,13 @@ def test_no_process_of_the_server_reports_usage(session_server):
     assert pid in read
     assert session_server['CM_VLLM_SERVER_ENV_VLLM_NO_USAGE_STATS'] == '1'
 
+
+
+def test_the_servers_sockets_are_in_a_folder_of_its_own(session_server):
+    """vLLM binds its sockets under VLLM_RPC_BASE_PATH (the temporary folder by default, left there
+    when a server is stopped by a signal): the server this run started binds them in the folder made
+    for it, which its record names and its stop removes (tests/integration/vllm: the removal)."""
+    record = server.ServerRecord.load(session_server['CM_VLLM_SERVER_RECORD'].split(os.pathsep)[0])
+    folder = Path(record.rpc_folder)
+    assert folder.name.startswith(server.RPC_PREFIX)
+    assert [p for p in folder.iterdir() if p.is_socket()], f'vLLM bound no socket in {folder}'

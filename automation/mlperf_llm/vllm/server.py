@@ -18,11 +18,12 @@ import signal
 import socket
 import stat
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -78,6 +79,7 @@ class ServerRecord:
     container: str = ''                   # served from an image: the container (pid/pgid: its `podman run`)
     container_rm: list[str] = field(default_factory=list)   # the engine's command that removes it
     container_env: dict = field(default_factory=dict)       # what that command needs in its environment
+    rpc_folder: str = ''                  # the folder of its processes' sockets, made for it (rpc_env)
 
     def owner_alive(self) -> bool:
         """True while the run that started the server still runs (same PID, same start time)."""
@@ -315,6 +317,39 @@ def _record(popen: subprocess.Popen, url: str, model_name: str, log_path: Path, 
                         where=where)
 
 
+# vLLM's processes talk over sockets it names `<VLLM_RPC_BASE_PATH>/<uuid4>`, the temporary folder unless
+# told otherwise, and a server stopped by a signal leaves them there: a host that ran a thousand servers
+# had a thousand in /tmp. Each server started here gets a folder of its own, gone when it is stopped.
+RPC_ENV = 'VLLM_RPC_BASE_PATH'
+RPC_PREFIX = 'vllm-rpc-'
+
+
+def rpc_env(env: dict | None) -> tuple[dict, str]:
+    """The server's environment with a socket folder made for it, and that folder ('' when the caller
+    named one: theirs, left alone)."""
+    env = dict(os.environ if env is None else env)
+    if env.get(RPC_ENV):
+        return env, ''
+    # short on purpose: a socket's path has at most 107 bytes, and vLLM adds 37
+    folder = tempfile.mkdtemp(prefix=RPC_PREFIX)
+    return {**env, RPC_ENV: folder}, folder
+
+
+def _remove_rpc_folder(record: ServerRecord) -> None:
+    """The server's socket folder gone (only one made by rpc_env: a record is a file): the sockets in
+    it, then the folder when that empties it."""
+    folder = record.rpc_folder
+    if not folder or not os.path.basename(folder).startswith(RPC_PREFIX):
+        return
+    try:
+        for entry in os.scandir(folder):
+            if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                os.unlink(entry.path)
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
 def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: str | Path,
           env: dict | None = None, cwd: str | Path | None = None, cpus: tuple[int, ...] = ()) -> ServerProcess:
     """Launch argv in a new process group, output appended to log_path. Refuses a taken port.
@@ -325,11 +360,17 @@ def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: s
             f'port {port} on {host} is already in use ({reason}). Stop whatever listens there, choose another '
             f'--port, or, if it is a vLLM server with the right model, use --api_server=http://{host}:{port}')
     log_path = Path(log_path).resolve()
-    popen = _spawn(argv, log_path, env, cwd=cwd, cpus=cpus, hint='; is vLLM installed in that environment?')
+    env, rpc_folder = rpc_env(env)
+    try:
+        popen = _spawn(argv, log_path, env, cwd=cwd, cpus=cpus, hint='; is vLLM installed in that environment?')
+    except BaseException:
+        if rpc_folder:
+            os.rmdir(rpc_folder)
+        raise
     url_host = f'[{host}]' if ':' in host else host
     if host in ('0.0.0.0', '::'):
         url_host = '127.0.0.1'
-    record = _record(popen, f'http://{url_host}:{port}', model_name, log_path, argv)
+    record = replace(_record(popen, f'http://{url_host}:{port}', model_name, log_path, argv), rpc_folder=rpc_folder)
     return ServerProcess(popen, record)
 
 
@@ -469,6 +510,7 @@ def stop(record: ServerRecord, grace_s: float = STOP_GRACE_S, popen: subprocess.
     """SIGTERM the server's process group, SIGKILL what is left after grace_s; a server in a container:
     the container removed after that, whatever became of its `podman run`. Returns what happened."""
     said = _stop_group(record, grace_s, popen)
+    _remove_rpc_folder(record)
     if record.container:
         said += '; ' + remove_container(record)
     return said
