@@ -115,10 +115,12 @@ def prepare(env: dict, log: Callable[[str], None] = print, tune: bool = True,
 def gpu_layout(env: dict) -> layout.Layout | None:
     """The node's layout for the run's benchmark (CM_MLPERF_MODEL; none: sized by the checkpoint's
     weights) where detect-gpu found GPUs and this step starts its own servers on them; None elsewhere
-    (CPUs, a CPU build of vLLM, one server spanning a Ray cluster: its size is the user's)."""
+    (CPUs, a CPU build of vLLM, one server spanning a Ray cluster: its size is the user's; --tune=no:
+    only what was given)."""
     from ..benchmarks import BENCHMARKS
     node = layout.GpuNode.from_env(env) if served_gpus(env) else None
-    if node is None or env.get('CM_VLLM_DISTRIBUTED_EXECUTOR_BACKEND') == 'ray':
+    if node is None or env.get('CM_VLLM_DISTRIBUTED_EXECUTOR_BACKEND') == 'ray' \
+            or not parse_bool('CM_VLLM_TUNE', env.get('CM_VLLM_TUNE'), default=True):
         return None
     bench = BENCHMARKS.get(env.get('CM_MLPERF_MODEL') or '')
     shape = tuning.model_shape(env.get('CM_VLLM_MODEL') or '') if bench is None else None

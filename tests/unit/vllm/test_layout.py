@@ -154,3 +154,13 @@ def test_a_cpu_build_serves_on_no_gpu_whatever_the_machine_has():
     for cpu in ({"CM_VLLM_DEVICE": "cpu"}, {"CM_VLLM_BUILD": "cpu"}):
         env = {**gpus, **cpu}
         assert service.served_gpus(env) == 0 and service.machine_is_cpu(env) and service.gpu_layout(env) is None
+
+
+def test_tune_no_on_gpus_passes_only_what_was_given():
+    """--tune=no (docs/vllm.md's published H100 command): no layout fills replicas or settings the
+    user left out; one server of the GPUs they named."""
+    from mlperf_llm.vllm import service
+    gpus = {"CM_GPU_COUNT": "8", "CM_GPU_MEMORY_MIB": "81559", "CM_GPU_NAME": "NVIDIA H100 80GB HBM3",
+            "CM_MLPERF_MODEL": "llama2-70b-99", "CM_VLLM_TENSOR_PARALLEL_SIZE": "4"}
+    assert service.gpu_layout(gpus).replicas == 2
+    assert service.gpu_layout({**gpus, "CM_VLLM_TUNE": "no"}) is None
