@@ -254,6 +254,8 @@ class ServerProcess:
         while True:
             code = self.returncode()
             if code is not None:
+                if not _group_alive(self.record.pgid):     # nothing of it left to stop: its socket folder goes
+                    _remove_rpc_folder(self.record)
                 tail = log_tail(self.record.log_path)
                 killed = '\n' + SIGKILL_HINT if code == -9 or ': -9}' in tail else ''
                 raise EarlyExitError(

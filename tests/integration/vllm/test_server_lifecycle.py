@@ -79,6 +79,7 @@ def test_early_death_reports_exit_code_and_log_tail(tmp_path):
         proc.wait_ready(30, progress=lambda m: None, interval_s=0.1)
     msg = str(e.value)
     assert 'exited with code 7' in msg and 'simulated engine failure' in msg and 'server.log' in msg
+    assert proc.record.rpc_folder and not Path(proc.record.rpc_folder).exists()   # a server that died leaves nothing
     assert proc.stop(1).startswith(f'server pid {proc.record.pid} had already exited')
 
 
@@ -180,6 +181,7 @@ def test_process_end_says_how_a_server_ended_until_its_parent_collects_it(tmp_pa
     assert server.process_end(pid, ticks) == 'exited with code 7'    # read while it awaits its parent
     proc.popen.wait(5)
     assert server.process_end(pid, ticks) == 'has exited (its exit status went to the process that started it)'
+    proc.stop(1)
     killed = start_fake(tmp_path / 'k')
     os.kill(killed.record.pid, 9)
     while server.process_end(killed.record.pid, killed.record.start_ticks) is None and time.monotonic() < deadline:
