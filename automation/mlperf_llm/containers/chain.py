@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from cmcontract.places import run_cwd
+from cmcontract.secret import is_secret
 from cmcontract.yesno import YesNoError, is_yes, parse_yes_no
 
 from ..sysinfo.envlock import LOADGEN_DIST, LOADGEN_LOCK_ENV, LOADGEN_SITE_ENV, RUN_LOCK_ENV
@@ -207,6 +208,13 @@ def plan(request: dict, env: dict, image: str, image_id: str, loadgen_pin: str, 
     (sysinfo.sut.host_view), handed to the image's systems description in a file of its CM home."""
     if not loadgen_pin:
         raise ChainError(NO_LOADGEN_HASH)
+    secrets = sorted([f"--{k}" for k in request.get("inputs") or {} if is_secret(k)]
+                     + [f"--env.{k}" for k in request.get("env") or {} if is_secret(k)])
+    if secrets:
+        raise ChainError(f"{', '.join(secrets)} with --docker=chain: the chain in the image gets the run's inputs on "
+                         "the engine's command line, which every user of this machine can read (ps) and the "
+                         "container keeps; fix: --docker=yes (vLLM in the image, the key in the engine's "
+                         "environment, not its command line), or no --docker")
     results = os.path.abspath(env.get("CM_MLPERF_RESULTS_DIR") or "mlperf_results")
     submission = os.path.abspath(env.get("CM_MLPERF_SUBMISSION_DIR") or "mlperf_submission")
     home = home_for(cache_containers, image_id)

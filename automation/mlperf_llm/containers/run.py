@@ -11,6 +11,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Optional
 
+from cmcontract.secret import is_secret
 
 from .engine import Engine
 from .recipe import ENV
@@ -45,6 +46,17 @@ class RunSpec:
     def container_name(self) -> str:
         return self.name or NAME_PREFIX + uuid.uuid4().hex[:12]
 
+    def secrets(self) -> dict:
+        """The env values that are secrets (cmcontract.secret: --api_key's VLLM_API_KEY): named on the
+        engine's command line, their values in the engine's own environment (secret_environ), never in
+        an argv every user of the machine can read (ps) or the container's recorded command."""
+        return {k: v for k, v in self.env.items() if is_secret(k)}
+
+
+def secret_environ(spec: RunSpec, environ: dict) -> dict:
+    """The environment the engine's command runs in: `environ` and the spec's secrets."""
+    return {**environ, **spec.secrets()}
+
 
 def gpu_args(kind: str, engine: Engine) -> list[str]:
     """The engine's arguments that pass the host's GPUs through."""
@@ -64,7 +76,7 @@ def run_args(spec: RunSpec, engine: Engine, name: str) -> list[str]:
     usage_off = {k: v for k, v in ENV if k in ("VLLM_NO_USAGE_STATS", "DO_NOT_TRACK", "RAY_USAGE_STATS_ENABLED",
                                                "HF_HUB_DISABLE_TELEMETRY")}
     for key, value in sorted({**usage_off, **spec.env}.items()):
-        args += ["-e", f"{key}={value}"]
+        args += ["-e", key if is_secret(key) else f"{key}={value}"]    # `-e NAME`: from the engine's environment
     for m in spec.mounts:
         args += ["--mount", m.arg()]
     if spec.user:
@@ -99,8 +111,8 @@ def run(engine: Engine, spec: RunSpec, timeout: Optional[float] = None, capture:
         except ValueError:          # not the main thread: the caller's own handling stands
             pass
     try:
-        return subprocess.run(argv, capture_output=capture, text=True, timeout=timeout, env=engine.environ(),
-                              stdin=subprocess.DEVNULL)
+        return subprocess.run(argv, capture_output=capture, text=True, timeout=timeout,
+                              env=secret_environ(spec, engine.environ()), stdin=subprocess.DEVNULL)
     finally:
         remove(engine, name)
         for sig, handler in previous.items():

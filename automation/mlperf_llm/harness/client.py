@@ -18,6 +18,7 @@ import aiohttp
 
 from .apierrors import ApiError, PreflightError
 from .balance import Balancer
+from ..vllm.inputs import API_KEY_ENV
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,13 @@ def _fast_token_ids(payload: bytes) -> list[int] | None:
         return None
 
 
+def _key_problem(api_key: str | None) -> str:
+    """What a 401 means for this client, and the fix."""
+    if api_key:
+        return f"the server refused the API key given ({API_KEY_ENV}); fix: pass the key it was started with, --api_key=KEY"
+    return f"the server requires an API key; fix: pass it with --api_key=KEY ({API_KEY_ENV})"
+
+
 def _missing_ids_error(url: str, via: str) -> ApiError:
     return ApiError(url, f"the server's answer has no generated token ids ({via}); with vLLM older than "
                          "0.10 set CM_MLPERF_VLLM_TOKEN_IDS=logprobs", retryable=False)
@@ -106,6 +114,7 @@ class ApiClient:
     request_timeout_s: float = 3600.0
     retries: int = 2
     balancer: Balancer | None = None         # None: one of its own (this client's requests only)
+    api_key: str | None = field(default=None, repr=False)   # the servers' key (--api_key): sent as a Bearer token
     _session: aiohttp.ClientSession | None = field(default=None, init=False)
     _body_parts: dict = field(default_factory=dict, init=False)
 
@@ -121,7 +130,8 @@ class ApiClient:
                                     limit_per_host=self.max_inflight_per_endpoint, keepalive_timeout=60,
                                     ttl_dns_cache=300)
         self._session = aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(
-            total=self.request_timeout_s, sock_connect=10), json_serialize=json.dumps)
+            total=self.request_timeout_s, sock_connect=10), json_serialize=json.dumps,
+            headers={"Authorization": f"Bearer {self.api_key}"} if self.api_key else None)
 
     async def close(self) -> None:
         if self._session is not None:
@@ -156,6 +166,8 @@ class ApiClient:
                         raise PreflightError(f"api_server {url} is not healthy: GET /health answered {r.status}; "
                                              "fix: wait until the server has loaded the model, or check its log")
                 async with self.session.get(f"{url}/v1/models", timeout=t) as r:
+                    if r.status == 401:
+                        raise PreflightError(f"api_server {url}: GET /v1/models answered 401: {_key_problem(self.api_key)}")
                     if r.status != 200:
                         raise PreflightError(f"api_server {url}: GET /v1/models answered {r.status}; "
                                              "fix: point --api_server at an OpenAI-compatible (vLLM) server")
@@ -222,6 +234,8 @@ class ApiClient:
         if r.status == 200:
             return
         text = (await r.text())[:300]
+        if r.status == 401:
+            text = f"{text}; {_key_problem(self.api_key)}"
         raise ApiError(url, f"POST /v1/completions answered {r.status}: {text}", r.status,
                        retryable=r.status >= 500 or r.status == 429)
 

@@ -13,6 +13,7 @@ from ..outcomes import TestOutcome
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..vllm.records import started_records
 from ..vllm.server import ServerError, ServerRecord
+from ..vllm.inputs import API_KEY_ENV
 from .request import HarnessInputError, HarnessRequest
 from .testrun import RunOutcome
 from .testconfig import ManagedServer
@@ -135,6 +136,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         api_servers=tuple(_split(servers)),
         managed_servers=managed_servers(env, _split(servers)),
         api_model_name=env.get("CM_MLPERF_API_MODEL_NAME") or env.get("CM_VLLM_SERVER_MODEL_NAME") or "",
+        api_key=env.get(API_KEY_ENV) or "",
         model_path=env.get("CM_ML_MODEL_PATH") or "",
         num_workers=_num(env, "CM_MLPERF_NUM_WORKERS", int) or 1,
         max_inflight=_num(env, "CM_MLPERF_MAX_INFLIGHT", int) or 1024,

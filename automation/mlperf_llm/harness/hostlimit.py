@@ -144,7 +144,8 @@ def longest_prompt(prompts: list[list[int]]) -> list[int]:
     return max(prompts, key=len)
 
 
-def probe(url: str, model_name: str, prompt: list[int], token_ids_via: str = "return_token_ids") -> Alone:
+def probe(url: str, model_name: str, prompt: list[int], token_ids_via: str = "return_token_ids",
+          api_key: str | None = None) -> Alone:
     """PROBE_ANSWERS answers of PROBE_TOKENS tokens on url, one after the other, streamed."""
     from .apierrors import ApiError
     from .client import ApiClient, GenerationParams
@@ -153,7 +154,7 @@ def probe(url: str, model_name: str, prompt: list[int], token_ids_via: str = "re
 
     async def answers() -> list[tuple[float, float]]:
         out = []
-        async with ApiClient([url], model_name, params, request_timeout_s=600.0) as client:
+        async with ApiClient([url], model_name, params, request_timeout_s=600.0, api_key=api_key) as client:
             for _ in range(PROBE_ANSWERS):
                 t0 = time.perf_counter()
                 comp = await client.complete(prompt, stream=True)

@@ -180,7 +180,8 @@ def probe_alone(req: HarnessRequest) -> hostlimit.Alone | None:
     from .qsl import load_dataset
     try:
         prompt = hostlimit.longest_prompt(load_dataset(req.dataset_path, req.total_sample_count).tok_input)
-        alone = hostlimit.probe(req.api_servers[0], req.api_model_name, prompt, req.token_ids_via)
+        alone = hostlimit.probe(req.api_servers[0], req.api_model_name, prompt, req.token_ids_via,
+                                req.api_key or None)
     except hostlimit.ProbeError as e:
         print(f"latency reach not probed ({e}): a missed latency bound is retried at lower loads", flush=True)
         return None

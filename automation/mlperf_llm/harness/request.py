@@ -47,6 +47,7 @@ class HarnessRequest(TestSettings):
     python: str = sys.executable
     loadgen_path: str = ""          # the round's LoadGen (get-mlperf-inference-loadgen site/), first on PYTHONPATH
     loadgen_version: str = ""       # its version, where known (user.conf works around the 4.1 wheels' padding)
+    api_key: str = field(default="", repr=False)   # the servers' key (--api_key): a secret, in no test's config
 
     def validate(self) -> None:
         for s in self.scenarios:

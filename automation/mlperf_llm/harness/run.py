@@ -77,7 +77,7 @@ class Refused(Exception):
     """The test cannot start; the message names the input, the reason and the fix."""
 
 
-def _make_client_factory(cfg: TestConfig):
+def _make_client_factory(cfg: TestConfig, api_key: str | None = None):
     """(a maker of the workers' clients, the one Balancer they share: balance.py)."""
     # imported here: the transformers backend needs no HTTP client (a GPU node may lack aiohttp)
     from .balance import Balancer
@@ -92,7 +92,8 @@ def _make_client_factory(cfg: TestConfig):
     balancer = Balancer(urls, cfg.balance, cfg.endpoint_window) if urls else None
 
     def make() -> ApiClient:
-        return ApiClient(urls, cfg.api_model_name, params, per_endpoint, cfg.request_timeout_s, balancer=balancer)
+        return ApiClient(urls, cfg.api_model_name, params, per_endpoint, cfg.request_timeout_s, balancer=balancer,
+                         api_key=api_key)
     return make, balancer
 
 
@@ -154,7 +155,8 @@ def _settings(lg, cfg: TestConfig, lg_model: str, lg_scenario: str, mlperf_conf:
     return s
 
 
-def run(cfg: TestConfig) -> int:
+def run(cfg: TestConfig, api_key: str | None = None) -> int:
+    """The test; api_key: the servers' key (a secret: never in cfg, which is kept as a file)."""
     out = Path(cfg.output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -175,7 +177,7 @@ def run(cfg: TestConfig) -> int:
         streaming = lg_scenario != "Offline"
         watch = ServerWatch(cfg.managed_servers, f"{cfg.scenario} {cfg.mode}")
         if cfg.backend == "vllm":
-            make_client, balancer = _make_client_factory(cfg)
+            make_client, balancer = _make_client_factory(cfg, api_key)
             _preflight_api(cfg, ds, make_client, watch)
         else:
             _preflight_hf(cfg, ds)
@@ -259,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return EXIT_REFUSED
-    return run(cfg)
+    from ..vllm.inputs import API_KEY_ENV
+    return run(cfg, os.environ.get(API_KEY_ENV) or None)     # the parent puts it there (testrun.run_logged)
 
 
 if __name__ == "__main__":

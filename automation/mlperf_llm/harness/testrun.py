@@ -19,6 +19,7 @@ from .testconfig import CONFIG_FILE, PERFORMANCE_MODES, TestConfig
 from .userconf import UserConfSpec
 from ..files import write_atomic
 from ..sysinfo.pyenv import AUTOMATION_DIR, with_path
+from ..vllm.inputs import API_KEY_ENV
 
 
 
@@ -62,9 +63,12 @@ def command(req: HarnessRequest, scenario: str, mode: str, out: Path, user_conf:
     write_atomic(str(path), cfg.to_json())
     return [req.python, "-m", "mlperf_llm.harness.run", f"--config={path}"]
 
-def run_logged(cmd: list[str], log_path: Path, loadgen_path: str = "") -> int:
+def run_logged(cmd: list[str], log_path: Path, loadgen_path: str = "", api_key: str = "") -> int:
     env = with_path(os.pathsep.join(p for p in (AUTOMATION_DIR, loadgen_path) if p))
     env["PYTHONUNBUFFERED"] = "1"
+    env.pop(API_KEY_ENV, None)
+    if api_key:          # a secret: in the test process's environment, not in its config file or command
+        env[API_KEY_ENV] = api_key
     if sys.stderr.isatty():
         env["CM_MLPERF_PROGRESS_TTY"] = "yes"
     with open(log_path, "w", encoding="utf-8") as log:
@@ -125,7 +129,8 @@ def _run_staged(req: HarnessRequest, scenario: str, mode: str, rows: int, rnd, l
                         and rows < req.bench.dataset_rows else None)
     user_conf = stage / "user.conf"
     write_atomic(str(user_conf), spec.text())
-    rc = run_logged(command(req, scenario, mode, stage, user_conf), stage / "harness.log", req.loadgen_path)
+    rc = run_logged(command(req, scenario, mode, stage, user_conf), stage / "harness.log", req.loadgen_path,
+                    req.api_key)
     status = HarnessStatus.read(stage)
     summary = read_summary(stage)
     v, reasons = verdict(status, summary, rnd.qsl_rng_seed if req.execution_mode == "valid" else None,

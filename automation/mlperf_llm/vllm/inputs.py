@@ -19,6 +19,11 @@ def env_key(field_name: str) -> str:
     return PREFIX + field_name.upper()
 
 
+# --api_key: the key a server requires of its clients; a secret (cmcontract.secret): in no record, no
+# printed command, no file; it reaches the harness's test process in that process's environment
+API_KEY_ENV = env_key('api_key')
+
+
 def parse_bool(key: str, text: str | None, default: bool = False) -> bool:
     """The contract's yes/no (cmcontract/yesno.py); a value that is neither, as a ServeConfigError."""
     try:

@@ -21,7 +21,7 @@ from ..raycluster import placement as ray_placement
 from . import layout, memory, records, replicas, server, tuning
 from .command import (NO_USAGE_STATS, ServeConfig, ServeConfigError, api_server_argv, devices_per_server,
                       ray_guidance, redact, server_env, shell_command)
-from .inputs import config_from_env, parse_bool, run_options_from_env
+from .inputs import API_KEY_ENV, config_from_env, parse_bool, run_options_from_env
 
 DEFAULT_HOST = '127.0.0.1'
 DEFAULT_PORT = 8000          # the port a printed command shows when none is chosen (vLLM's own default)
@@ -157,7 +157,7 @@ def machine_is_cpu(env: dict) -> bool:
 
 def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] = print) -> dict:
     opts = run_options_from_env(env)
-    api_key = env.get('CM_VLLM_API_KEY') or None
+    api_key = env.get(API_KEY_ENV) or None
     if opts.api_servers:
         name = env.get('CM_VLLM_SERVED_MODEL_NAME') or env.get('CM_VLLM_MODEL')
         if not name:
@@ -205,7 +205,7 @@ def _prepared_one(env: dict, work_dir: Path, log: Callable[[str], None],
 
     def start(opts, folder: Path, on_start: Callable[[server.ServerRecord], None]) -> _Started:
         cpus = place.cpus if place is not None else ()
-        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get('CM_VLLM_API_KEY') or None,
+        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get(API_KEY_ENV) or None,
                             log, _recorder(folder, opts, on_start), cpus=cpus, launch=_image_launch(env, cfg, cpus))
         return _kept(proc, opts, record_path, log_path, added, cfg, place)
     return start
@@ -354,7 +354,7 @@ def _ray_replica(env: dict, work_dir: Path, i: int, node, argv: list, added: dic
                                      ready_path=ready, env={**ray_placement.ray_env(site, usage), **added_})
 
     def start(opts, folder: Path, on_start: Callable[[server.ServerRecord], None]) -> _Started:
-        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get('CM_VLLM_API_KEY') or None,
+        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get(API_KEY_ENV) or None,
                             say, _recorder(folder, opts, on_start), launch=launch)
         return _kept(proc, opts, record_path, log_path, added, cfg, p)
     return start

@@ -299,3 +299,20 @@ def test_a_test_run_sized_to_the_host_measures_first_and_prints_each_tests_expec
             assert o.summary["queries"] == n
         else:
             assert len(_accuracy_ids(Path(o.directory) / "mlperf_log_accuracy.json")) == n
+
+
+def test_a_server_that_requires_a_key_is_benchmarked_with_it_and_the_key_is_in_no_file(tmp_path, dataset):
+    """A server started with --api_key (vLLM's VLLM_API_KEY) answers 401 under /v1 without it: the
+    test process gets the key in its environment and sends it; no file of the test holds it. Without
+    the key, the test fails naming --api_key."""
+    key = "s3cret-key-9f2c"
+    with StandinProcess(StandinConfig(output_tokens=4, api_key=key)) as sp:
+        perf, acc = run_all(_req(tmp_path, dataset, [sp.url], scenarios=("Offline",), api_key=key))
+        assert (perf.verdict, acc.verdict) == ("VALID", "VALID"), [o.reasons for o in (perf, acc)]
+        assert key not in repr(_req(tmp_path, dataset, [sp.url], api_key=key))
+        for f in (tmp_path / "results").rglob("*"):
+            assert not f.is_file() or key.encode() not in f.read_bytes(), f
+        refused, = run_all(_req(tmp_path / "nokey", dataset, [sp.url], scenarios=("Offline",), modes=("performance",)))
+    assert refused.verdict == "FAILED"
+    log = (Path(refused.directory) / "harness.log").read_text()
+    assert "401" in log and "--api_key=KEY" in log, log[-2000:]

@@ -275,3 +275,12 @@ def test_the_hosts_loadgen_build_for_test06_is_handed_to_the_image_read_only(hos
     given = {a.split("=", 1)[0][6:]: a.split("=", 1)[1] for a in run.argv if a.startswith("--env.")}
     assert given[HOST_PROBLEM_ENV] == why and HOST_BUILD_ENV not in given
     assert not [m for m in run.spec.mounts if "builds" in m.host]
+
+
+def test_a_secret_input_is_refused_rather_than_put_on_the_engines_command_line(host):
+    tmp, env, request = host
+    for where, key in (("inputs", "api_key"), ("env", "CM_VLLM_API_KEY")):
+        asked = {**request, where: {**request[where], key: "s3cret"}}
+        with pytest.raises(chain.ChainError, match="--docker=yes") as e:
+            chain.plan(asked, env, "img", "sha256:" + "c" * 64, PIN, str(tmp / "c"), uid=0, gid=0)
+        assert key in str(e.value) and "s3cret" not in str(e.value)

@@ -36,3 +36,14 @@ def test_gpus_are_passed_as_each_engine_and_vendor_expects():
     assert run.gpu_args("", PODMAN) == []
     with pytest.raises(ValueError, match="nvidia, amd or none"):
         run.gpu_args("intel", PODMAN)
+
+
+def test_a_secret_is_named_on_the_command_line_and_its_value_is_in_the_engines_environment():
+    """--api_key's VLLM_API_KEY (any cmcontract.secret name) on podman's argv would be read by every
+    user of the machine (ps) and kept in the container's recorded command: `-e NAME` takes it from
+    the engine's environment."""
+    spec = run.RunSpec("img", ("vllm",), env={"VLLM_API_KEY": "s3cret", "OMP_NUM_THREADS": "4"})
+    args = run.run_args(spec, PODMAN, "n")
+    assert "VLLM_API_KEY" in args and "OMP_NUM_THREADS=4" in args
+    assert not [a for a in args if "s3cret" in a]
+    assert run.secret_environ(spec, {"PATH": "/usr/bin"}) == {"PATH": "/usr/bin", "VLLM_API_KEY": "s3cret"}

@@ -164,3 +164,23 @@ def test_a_relay_without_a_command_or_a_port_is_refused(capsys):
         relay.parse(["--listen=80", "--socket=/x/s", "--", "true"])
     a = relay.parse(["--listen=[::1]:8000", "--socket=/x/s", "--", "podman", "run"])
     assert (a.host, a.port, a.command) == ("::1", 8000, ["podman", "run"])
+
+
+def test_a_served_containers_secret_reaches_the_engine_through_the_relays_environment(tmp_path, monkeypatch):
+    """The relay runs podman's command: --api_key's VLLM_API_KEY is named there (`-e VLLM_API_KEY`),
+    its value in the relay's environment, which podman passes on."""
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def start(argv, **kw):
+        seen.update(argv=argv, env=kw["env"])
+        raise Stop
+    monkeypatch.setattr(served.server, "start", start)
+    launch = served.launcher(PODMAN, "img", host="127.0.0.1", port=8000, model_name="m")
+    with pytest.raises(Stop):
+        launch(["/p", "-m", "vllm.entrypoints.openai.api_server"], {"VLLM_API_KEY": "s3cret"}, tmp_path / "s.log")
+    assert "VLLM_API_KEY" in seen["argv"] and not [a for a in seen["argv"] if "s3cret" in a]
+    assert seen["env"]["VLLM_API_KEY"] == "s3cret"
+    assert not list(tmp_path.iterdir())          # its socket folder gone with the failed start
