@@ -44,6 +44,12 @@ def _add_file(tar: tarfile.TarFile, path: str, arcname: str) -> int:
     return 1
 
 
+def tarball_path(submission_dir: str, submitter: str, out_dir: str | None = None) -> str:
+    """Where pack() writes the tarball of `submission_dir`'s tree for `submitter`: beside the tree."""
+    root = os.path.abspath(submission_dir)
+    return os.path.join(os.path.abspath(out_dir or os.path.dirname(root)), f"{os.path.basename(root)}_{submitter}.tar.gz")
+
+
 def pack(submission_dir: str, submitter: str, out_dir: str | None = None) -> Tarball:
     """Pack the division folders of `submission_dir` (and its README.md) as <its name>_<submitter>.tar.gz
     (mlperf_submission_<submitter>.tar.gz for the default folder), with its .sha1: named after the tree, so
@@ -58,8 +64,8 @@ def pack(submission_dir: str, submitter: str, out_dir: str | None = None) -> Tar
         raise SubmissionError(f"tarball folder {out_dir}", "is inside the tree it packs",
                               "write the tarball next to the tree")
     os.makedirs(out_dir, exist_ok=True)
-    stem = f"{os.path.basename(root)}_{submitter}"
-    path = os.path.join(out_dir, f"{stem}.tar.gz")
+    path = tarball_path(root, submitter, out_dir)
+    stem = os.path.basename(path)[:-len(".tar.gz")]
     entries = sorted(n for n in os.listdir(root) if n in (*DIVISIONS, "README.md"))
     if not any(n in entries for n in DIVISIONS):
         raise SubmissionError(f"submission tree {root}", "has no closed/, open/ or network/ folder",

@@ -215,3 +215,17 @@ def test_logs_of_another_rounds_loadgen_are_flagged(tmp_path):
                                            metadata("v5.1", "open"), str(tmp_path / "out")))
     assert any("qsl_rng_seed 6023615788873153749 is not round v5.1's" in w for w in report.warnings)
     assert not any("qsl_rng_seed" in w for w in build(tmp_path / "ok", "v5.1", "open").warnings)
+
+
+def test_a_tree_built_again_in_its_folder_says_so_and_names_the_earlier_tarball(tmp_path):
+    """The step run again into the same --submission_dir (another --submitter, another results folder)
+    replaces the tree it made there: it says so, and names the earlier tree's tarball, which no longer
+    holds the tree beside it (it is left: a file the user may have uploaded)."""
+    from mlperf_llm.submission.tarball import pack
+    first = build(tmp_path, "v5.1", "open", submitter="OrgA")
+    assert not [w for w in first.warnings if "was replaced" in w]
+    old = pack(first.submission_dir, "OrgA")
+    second = build(tmp_path, "v5.1", "open", submitter="OrgB")
+    said = [w for w in second.warnings if "was replaced" in w or "earlier tree's tarball" in w]
+    assert len(said) == 2 and "submitter OrgA" in said[0] and old.path in said[1], second.warnings
+    assert os.path.exists(old.path) and os.listdir(os.path.join(second.submission_dir, "open")) == ["OrgB"]
