@@ -58,6 +58,7 @@ class Replica:
 
     def __init__(self):
         self.proc = None
+        self.rpc_folder = ""
 
     def start(self, argv: list[str], env: dict, port: int, cpus: list[int]) -> dict:
         import ray
@@ -69,6 +70,11 @@ class Replica:
         argv = [a for a in argv if not a.startswith(("--host=", "--port="))] + [f"--host={ip}", f"--port={port}"]
         child_env = {**os.environ, **env, "VLLM_HOST_IP": ip}
         child_env.pop("PYTHONPATH", None)       # Ray's site folder is the actor's, not vLLM's
+        if not child_env.get("VLLM_RPC_BASE_PATH"):
+            # its sockets in a folder of its own on the node, gone when it is stopped, as a local server's
+            # (vllm/server.py rpc_env: the same prefix; this file uses only the standard library)
+            import tempfile
+            self.rpc_folder = child_env["VLLM_RPC_BASE_PATH"] = tempfile.mkdtemp(prefix="vllm-rpc-")
 
         def setup():
             os.setsid()
@@ -116,6 +122,14 @@ class Replica:
         return f"port {self.port} on this node is held by a process that is not the server this run started"
 
     def stop(self, grace_s: float) -> str:
+        try:
+            return self._stop(grace_s)
+        finally:
+            if self.rpc_folder:             # its sockets (vLLM leaves them when stopped by a signal), then it
+                import shutil
+                shutil.rmtree(self.rpc_folder, ignore_errors=True)
+
+    def _stop(self, grace_s: float) -> str:
         if self.proc is None or self.proc.poll() is not None:
             return f"had already exited with code {None if self.proc is None else self.proc.returncode}"
         for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
