@@ -255,7 +255,7 @@ class ServerProcess:
             code = self.returncode()
             if code is not None:
                 if not _group_alive(self.record.pgid):     # nothing of it left to stop: its socket folder goes
-                    remove_rpc_folder(self.record.rpc_folder)
+                    _remove_rpc_folder(self.record)
                 tail = log_tail(self.record.log_path)
                 killed = '\n' + SIGKILL_HINT if code == -9 or ': -9}' in tail else ''
                 raise EarlyExitError(
@@ -337,9 +337,10 @@ def rpc_env(env: dict | None) -> tuple[dict, str]:
     return {**env, RPC_ENV: folder}, folder
 
 
-def remove_rpc_folder(folder: str) -> None:
-    """A server's socket folder gone (only one made by rpc_env: a record is a file): the sockets in
+def _remove_rpc_folder(record: ServerRecord) -> None:
+    """The server's socket folder gone (only one made by rpc_env: a record is a file): the sockets in
     it, then the folder when that empties it."""
+    folder = record.rpc_folder
     if not folder or not os.path.basename(folder).startswith(RPC_PREFIX):
         return
     try:
@@ -511,7 +512,7 @@ def stop(record: ServerRecord, grace_s: float = STOP_GRACE_S, popen: subprocess.
     """SIGTERM the server's process group, SIGKILL what is left after grace_s; a server in a container:
     the container removed after that, whatever became of its `podman run`. Returns what happened."""
     said = _stop_group(record, grace_s, popen)
-    remove_rpc_folder(record.rpc_folder)
+    _remove_rpc_folder(record)
     if record.container:
         said += '; ' + remove_container(record)
     return said
