@@ -46,16 +46,12 @@ class RunSpec:
     def container_name(self) -> str:
         return self.name or NAME_PREFIX + uuid.uuid4().hex[:12]
 
-    def secrets(self) -> dict:
-        """The env values that are secrets (cmcontract.secret: --api_key's VLLM_API_KEY): named on the
-        engine's command line, their values in the engine's own environment (secret_environ), never in
-        an argv every user of the machine can read (ps) or the container's recorded command."""
-        return {k: v for k, v in self.env.items() if is_secret(k)}
 
-
-def secret_environ(spec: RunSpec, environ: dict) -> dict:
-    """The environment the engine's command runs in: `environ` and the spec's secrets."""
-    return {**environ, **spec.secrets()}
+def secret_environ(env: dict, environ: dict) -> dict:
+    """The environment the engine's command runs in: `environ` and the secrets of a container's `env`
+    (cmcontract.secret: --api_key's VLLM_API_KEY). run_args names them only (`-e NAME`): never in an
+    argv every user of the machine can read (ps) or the container's recorded command."""
+    return {**environ, **{k: v for k, v in env.items() if is_secret(k)}}
 
 
 def gpu_args(kind: str, engine: Engine) -> list[str]:
@@ -112,7 +108,7 @@ def run(engine: Engine, spec: RunSpec, timeout: Optional[float] = None, capture:
             pass
     try:
         return subprocess.run(argv, capture_output=capture, text=True, timeout=timeout,
-                              env=secret_environ(spec, engine.environ()), stdin=subprocess.DEVNULL)
+                              env=secret_environ(spec.env, engine.environ()), stdin=subprocess.DEVNULL)
     finally:
         remove(engine, name)
         for sig, handler in previous.items():

@@ -17,8 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Optional
 
-from cmcontract.secret import is_secret
-
 from ..sysinfo.pyenv import AUTOMATION_DIR, with_path
 from ..vllm import server
 from ..vllm.command import redact
@@ -117,7 +115,7 @@ def launcher(engine: Engine, image: str, *, host: str, port: int, model_name: st
         sockets.mkdir(mode=0o700, parents=True)
         command = container_argv(engine, image, argv, added, name, str(sockets), gpus, cpus, python=python, mounts=mounts)
         # the relay runs the engine's command: the secrets (VLLM_API_KEY) it names go in its environment
-        environ = {**engine.environ(), **{k: v for k, v in added.items() if is_secret(k)}}
+        environ = crun.secret_environ(added, engine.environ())
         try:                                # the relay is `python -m mlperf_llm...`: the package on its path
             proc = server.start(relay_argv(host, port, sockets, command), host=host, port=port,
                                 model_name=model_name, log_path=log_path, env=with_path(AUTOMATION_DIR, environ))

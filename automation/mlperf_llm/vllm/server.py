@@ -338,11 +338,13 @@ def rpc_env(env: dict | None) -> tuple[dict, str]:
 
 
 def _remove_rpc_folder(record: ServerRecord) -> None:
-    """The server's socket folder gone (only one made by rpc_env: a record is a file): the sockets in
-    it, then the folder when that empties it."""
-    folder = record.rpc_folder
-    if not folder or not os.path.basename(folder).startswith(RPC_PREFIX):
-        return
+    """The server's socket folder gone, only one made by rpc_env (a record is a file)."""
+    if record.rpc_folder and os.path.basename(record.rpc_folder).startswith(RPC_PREFIX):
+        _remove_sockets(record.rpc_folder)
+
+
+def _remove_sockets(folder: str | Path) -> None:
+    """Only the sockets in `folder` removed, then the folder when that empties it."""
     try:
         for entry in os.scandir(folder):
             if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
@@ -542,14 +544,7 @@ def socket_folder(log_path: str | Path, container: str) -> Path:
 def _remove_socket_folder(record: ServerRecord) -> None:
     """The container's socket folder gone when its relay could not remove it (killed by SIGKILL): only
     sockets in it are removed, and the folder only when that empties it."""
-    folder = socket_folder(record.log_path, record.container)
-    try:
-        for entry in os.scandir(folder):
-            if stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
-                os.unlink(entry.path)
-        folder.rmdir()
-    except OSError:
-        pass
+    _remove_sockets(socket_folder(record.log_path, record.container))
 
 
 def remove_container(record: ServerRecord) -> str:

@@ -46,4 +46,4 @@ def test_a_secret_is_named_on_the_command_line_and_its_value_is_in_the_engines_e
     args = run.run_args(spec, PODMAN, "n")
     assert "VLLM_API_KEY" in args and "OMP_NUM_THREADS=4" in args
     assert not [a for a in args if "s3cret" in a]
-    assert run.secret_environ(spec, {"PATH": "/usr/bin"}) == {"PATH": "/usr/bin", "VLLM_API_KEY": "s3cret"}
+    assert run.secret_environ(spec.env, {"PATH": "/usr/bin"}) == {"PATH": "/usr/bin", "VLLM_API_KEY": "s3cret"}
