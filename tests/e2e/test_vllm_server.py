@@ -125,11 +125,13 @@ def test_no_process_of_the_server_reports_usage(session_server):
 
 
 
-def test_the_servers_sockets_are_in_a_folder_of_its_own(session_server):
-    """vLLM binds its sockets under VLLM_RPC_BASE_PATH (the temporary folder by default, left there
-    when a server is stopped by a signal): the server this run started binds them in the folder made
-    for it, which its record names and its stop removes (tests/integration/vllm: the removal)."""
+def test_the_servers_sockets_and_temporary_files_are_in_a_folder_of_its_own(session_server):
+    """vLLM binds its sockets under VLLM_RPC_BASE_PATH and writes its workers' meeting file
+    (`vllm_dist_<hex>`) in the temporary folder, both left there when a server is stopped by a signal:
+    the server this run started puts them in the folder made for it, which its record names and its
+    stop removes (tests/integration/vllm: the removal)."""
     record = server.ServerRecord.load(session_server['CM_VLLM_SERVER_RECORD'].split(os.pathsep)[0])
     folder = Path(record.rpc_folder)
     assert folder.name.startswith(server.RPC_PREFIX)
     assert [p for p in folder.iterdir() if p.is_socket()], f'vLLM bound no socket in {folder}'
+    assert [p for p in folder.iterdir() if p.name.startswith('vllm_dist_')], f'no vllm_dist_ file in {folder}'

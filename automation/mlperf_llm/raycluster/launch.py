@@ -70,11 +70,11 @@ class Replica:
         argv = [a for a in argv if not a.startswith(("--host=", "--port="))] + [f"--host={ip}", f"--port={port}"]
         child_env = {**os.environ, **env, "VLLM_HOST_IP": ip}
         child_env.pop("PYTHONPATH", None)       # Ray's site folder is the actor's, not vLLM's
-        if not child_env.get("VLLM_RPC_BASE_PATH"):
-            # its sockets in a folder of its own on the node, gone when it is stopped, as a local server's
-            # (vllm/server.py rpc_env: the same prefix; this file uses only the standard library)
-            import tempfile
-            self.rpc_folder = child_env["VLLM_RPC_BASE_PATH"] = tempfile.mkdtemp(prefix="vllm-rpc-")
+        # its sockets and temporary files in a folder of its own on the node, gone when it is stopped, as
+        # a local server's (vllm/server.py rpc_env: the same prefix; this file uses only the standard library)
+        import tempfile
+        self.rpc_folder = child_env["TMPDIR"] = tempfile.mkdtemp(prefix="vllm-rpc-")
+        child_env["VLLM_RPC_BASE_PATH"] = child_env.get("VLLM_RPC_BASE_PATH") or self.rpc_folder
 
         def setup():
             os.setsid()
@@ -125,7 +125,7 @@ class Replica:
         try:
             return self._stop(grace_s)
         finally:
-            if self.rpc_folder:             # its sockets (vLLM leaves them when stopped by a signal), then it
+            if self.rpc_folder:             # what vLLM left there when stopped by a signal, then the folder
                 import shutil
                 shutil.rmtree(self.rpc_folder, ignore_errors=True)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -79,7 +80,7 @@ class ServerRecord:
     container: str = ''                   # served from an image: the container (pid/pgid: its `podman run`)
     container_rm: list[str] = field(default_factory=list)   # the engine's command that removes it
     container_env: dict = field(default_factory=dict)       # what that command needs in its environment
-    rpc_folder: str = ''                  # the folder of its processes' sockets, made for it (rpc_env)
+    rpc_folder: str = ''                  # its own temporary folder, its sockets' too, made for it (rpc_env)
 
     def owner_alive(self) -> bool:
         """True while the run that started the server still runs (same PID, same start time)."""
@@ -320,27 +321,36 @@ def _record(popen: subprocess.Popen, url: str, model_name: str, log_path: Path, 
 
 
 # vLLM's processes talk over sockets it names `<VLLM_RPC_BASE_PATH>/<uuid4>`, the temporary folder unless
-# told otherwise, and a server stopped by a signal leaves them there: a host that ran a thousand servers
-# had a thousand in /tmp. Each server started here gets a folder of its own, gone when it is stopped.
+# told otherwise, and its engine meets its workers at a file `<temporary folder>/vllm_dist_<hex>` (torch's
+# FileStore); a server stopped by a signal leaves both: a host that ran a thousand servers had a thousand
+# sockets in /tmp, and one day of CI runs 289 such files. Each server started here gets a folder of its
+# own, its VLLM_RPC_BASE_PATH and its TMPDIR, gone with everything in it when it is stopped.
 RPC_ENV = 'VLLM_RPC_BASE_PATH'
 RPC_PREFIX = 'vllm-rpc-'
 
 
 def rpc_env(env: dict | None) -> tuple[dict, str]:
-    """The server's environment with a socket folder made for it, and that folder ('' when the caller
-    named one: theirs, left alone)."""
+    """The server's environment with a temporary folder made for it (its TMPDIR, and its sockets' unless
+    the caller named a VLLM_RPC_BASE_PATH: theirs, left alone), and that folder."""
     env = dict(os.environ if env is None else env)
-    if env.get(RPC_ENV):
-        return env, ''
     # short on purpose: a socket's path has at most 107 bytes, and vLLM adds 37
     folder = tempfile.mkdtemp(prefix=RPC_PREFIX)
-    return {**env, RPC_ENV: folder}, folder
+    return {**env, RPC_ENV: env.get(RPC_ENV) or folder, 'TMPDIR': folder}, folder
 
 
 def _remove_rpc_folder(record: ServerRecord) -> None:
-    """The server's socket folder gone, only one made by rpc_env (a record is a file)."""
-    if record.rpc_folder and os.path.basename(record.rpc_folder).startswith(RPC_PREFIX):
-        _remove_sockets(record.rpc_folder)
+    """The server's own temporary folder gone, with what it left there; only a folder of ours that
+    rpc_env made (a record is a file: a folder it names without the prefix, a link, or another
+    user's is left alone)."""
+    folder = record.rpc_folder
+    if not folder or not os.path.basename(folder).startswith(RPC_PREFIX):
+        return
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid():
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _remove_sockets(folder: str | Path) -> None:
@@ -368,8 +378,7 @@ def start(argv: list[str], *, host: str, port: int, model_name: str, log_path: s
     try:
         popen = _spawn(argv, log_path, env, cwd=cwd, cpus=cpus, hint='; is vLLM installed in that environment?')
     except BaseException:
-        if rpc_folder:
-            os.rmdir(rpc_folder)
+        shutil.rmtree(rpc_folder, ignore_errors=True)
         raise
     url_host = f'[{host}]' if ':' in host else host
     if host in ('0.0.0.0', '::'):

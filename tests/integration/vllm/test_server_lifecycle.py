@@ -234,20 +234,22 @@ def test_an_answer_from_another_runs_server_on_the_same_port_is_refused(tmp_path
         theirs.stop(grace_s=2)
 
 
-# binds a socket where vLLM binds its own (`<VLLM_RPC_BASE_PATH>/<uuid4>`) and ignores SIGTERM: killed, it
-# leaves the socket file behind, as vLLM's processes do
-BINDS_A_SOCKET = ('import os, signal, socket, time, uuid\n'
+# binds a socket where vLLM binds its own (`<VLLM_RPC_BASE_PATH>/<uuid4>`), writes a file where its engine
+# meets its workers (`<temporary folder>/vllm_dist_<hex>`, vllm/utils/network_utils.py) and ignores SIGTERM:
+# killed, it leaves both behind, as vLLM's processes do
+BINDS_A_SOCKET = ('import os, signal, socket, tempfile, time, uuid\n'
                   'signal.signal(signal.SIGTERM, signal.SIG_IGN)\n'
                   's = socket.socket(socket.AF_UNIX)\n'
                   's.bind(os.path.join(os.environ["VLLM_RPC_BASE_PATH"], str(uuid.uuid4())))\n'
+                  'open(os.path.join(tempfile.gettempdir(), "vllm_dist_" + uuid.uuid4().hex), "w").write("store")\n'
                   'print("socket " + "bound", flush=True)\n'   # the log's first line holds the code
                   'time.sleep(600)\n')
 
 
-def test_a_servers_sockets_go_with_it_even_when_it_is_killed(tmp_path):
-    """vLLM names its sockets under VLLM_RPC_BASE_PATH, the temporary folder by default, and a server
-    stopped by a signal leaves them: each server gets a folder of its own, removed when it is stopped,
-    also by another process from its record."""
+def test_a_servers_sockets_and_temporary_files_go_with_it_even_when_it_is_killed(tmp_path):
+    """vLLM names its sockets under VLLM_RPC_BASE_PATH and its workers' meeting file in the temporary
+    folder, and a server stopped by a signal leaves them: each server gets a folder of its own for both,
+    removed when it is stopped, also by another process from its record."""
     port = free_port()
     proc = server.start([sys.executable, '-c', BINDS_A_SOCKET], host='127.0.0.1', port=port, model_name='m',
                         log_path=tmp_path / 'server.log', env=dict(os.environ))
@@ -257,6 +259,7 @@ def test_a_servers_sockets_go_with_it_even_when_it_is_killed(tmp_path):
     while 'socket bound' not in (tmp_path / 'server.log').read_text() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert [p for p in folder.iterdir() if p.is_socket()]
+    assert [p for p in folder.iterdir() if p.name.startswith('vllm_dist_') and p.is_file()]
     proc.record.save(tmp_path / 'server.json')
     assert 'SIGKILL' in server.stop(server.ServerRecord.load(tmp_path / 'server.json'), grace_s=1)
     proc.popen.wait(10)
@@ -266,13 +269,22 @@ def test_a_servers_sockets_go_with_it_even_when_it_is_killed(tmp_path):
 def test_a_socket_folder_the_caller_named_or_a_record_names_is_left_alone(tmp_path):
     theirs = tmp_path / 'theirs'
     theirs.mkdir()
-    env, made = server.rpc_env({'VLLM_RPC_BASE_PATH': str(theirs)})
-    assert made == '' and env['VLLM_RPC_BASE_PATH'] == str(theirs)
+    env, made = server.rpc_env({'VLLM_RPC_BASE_PATH': str(theirs), 'TMPDIR': str(tmp_path)})
+    try:
+        # their sockets' folder kept; the temporary folder is still the server's own, in theirs
+        assert env['VLLM_RPC_BASE_PATH'] == str(theirs) and env['TMPDIR'] == made
+        assert os.path.basename(made).startswith(server.RPC_PREFIX)
+    finally:
+        os.rmdir(made)
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(theirs / 'kept'))
-    # a record is a file: a folder it names that rpc_env did not make keeps its sockets
-    record = server.ServerRecord(pid=2 ** 22 + 1, pgid=2 ** 22 + 1, start_ticks=None, url='http://127.0.0.1:1',
-                                 model_name='m', log_path=str(tmp_path / 'x.log'), rpc_folder=str(theirs))
-    server.stop(record, grace_s=0.1)
-    assert (theirs / 'kept').is_socket()
+    # a record is a file: a folder it names that rpc_env did not make keeps what is in it, and so does
+    # a link with the prefix's name
+    link = tmp_path / f'{server.RPC_PREFIX}link'
+    link.symlink_to(theirs)
+    for named in (theirs, link):
+        record = server.ServerRecord(pid=2 ** 22 + 1, pgid=2 ** 22 + 1, start_ticks=None, url='http://127.0.0.1:1',
+                                     model_name='m', log_path=str(tmp_path / 'x.log'), rpc_folder=str(named))
+        server.stop(record, grace_s=0.1)
+        assert (theirs / 'kept').is_socket() and link.is_symlink()
     sock.close()
