@@ -109,7 +109,7 @@ class Reach:
             self.lowest[scenario] = pinned
             print(f"{scenario}: the performance test runs once, at {pinned:g} QPS, the load given for it "
                   f"({hostlimit.LOADS_ENV}: a replay's, where the recorded run's ran); the accuracy tests at "
-                  f"{old if old is None else format(old, 'g')}", flush=True)
+                  f"{_target_text(old)}", flush=True)
         if not self.probed:
             self.probed = True
             self.alone = probe_alone(req)
@@ -128,8 +128,8 @@ class Reach:
             return
         low = max(hostlimit.lowest_load(answer_s(outcomes)), lowest_test_target(req, rows))
         if old is None or not 0 < low < old:
-            print(f"{scenario}: {limit.sentence()}; the performance test runs once, at {old:g} QPS, and is not "
-                  "retried at lower loads (its verdict will name this host limit)", flush=True)
+            print(f"{scenario}: {limit.sentence()}; the performance test runs once, at {_target_text(old)}, and is "
+                  "not retried at lower loads (its verdict will name this host limit)", flush=True)
             return
         self.lowest[scenario] = low
         print(f"{scenario}: {limit.sentence()}; the performance test runs once, at the lowest load, {low:g} QPS "
@@ -168,6 +168,12 @@ class Reach:
                 limit["performance_target_qps"] = self.lowest[scenario]
             out["host_limit"] = limit
         return out
+
+def _target_text(target: float | None) -> str:
+    """A test's load as said: the target, or LoadGen's own default where the run has none (a Server or
+    Interactive test without a target and without an Offline test to derive one from)."""
+    return "LoadGen's default target (mlperf.conf)" if target is None else f"{target:g} QPS"
+
 
 def answer_s(outcomes: list[RunOutcome]) -> float:
     """An answer's mean time in the run's Offline performance test (0 without one)."""

@@ -206,3 +206,31 @@ def test_a_performance_load_that_is_not_scenario_equals_qps_is_named(text):
         hostlimit.parse_loads(text)
     assert hostlimit.parse_loads("Server=0.0581, Interactive=2") == {"Server": 0.0581, "Interactive": 2.0}
     assert hostlimit.format_loads({"Server": 0.0581}) == "Server=0.0581"
+
+
+@pytest.mark.parametrize("alone", [SLOW, FAST])
+def test_a_server_test_without_a_target_or_an_offline_test_runs_at_loadgens_default_and_says_so(
+        tmp_path, monkeypatch, capsys, alone):
+    """`--scenario=Server` alone, no target: nothing to derive one from, so LoadGen's own default; on a
+    host out of reach that was said with the target formatted as a number, and the run died there
+    (TypeError on None)."""
+    tried = []
+
+    def run_one(req, scenario, mode, rows, base_dir=None, sized=None):
+        d = tmp_path / "llama3.1-8b" / scenario / mode / "run_1"
+        d.mkdir(parents=True, exist_ok=True)
+        tried.append(req.server_target_qps)
+        return RunOutcome(scenario, mode, "INVALID", ["latency"], str(d), 0, _summary(scenario, False))
+
+    monkeypatch.setattr(testrun, "run_one", run_one)
+    monkeypatch.setattr(testrun, "dataset_rows", lambda req: 300)
+    monkeypatch.setattr(latency, "probe_alone", lambda req: alone)
+    req = HarnessRequest(model="llama3.1-8b", results_dir=str(tmp_path), dataset_path="ds.pkl", scenarios=("Server",),
+                         modes=("performance",), api_servers=("http://127.0.0.1:1",), api_model_name="m",
+                         test_query_count=4)
+    driver.run_all(req)
+    assert tried == [None]
+    out = capsys.readouterr().out
+    if alone is SLOW:
+        assert "the performance test runs once, at LoadGen's default target (mlperf.conf), and is not retried" in out
+    assert "None" not in out
