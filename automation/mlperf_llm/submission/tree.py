@@ -228,14 +228,14 @@ def _submitters(tree: str) -> list[str]:
 def _place(build_root: str, target: str, clean: bool) -> list[str] | None:
     """The built tree at `target`; the submitters of the tree it replaced (None: there was none)."""
     replaced = None
-    if os.path.exists(target):
-        replaced = _submitters(target) if os.listdir(target) else None
+    if os.path.exists(target) and os.listdir(target):
+        replaced = _submitters(target)
         readme = os.path.join(target, "README.md")
         ours = False
         if os.path.isfile(readme):
             with open(readme, encoding="utf-8") as f:
                 ours = MARKER in f.read()
-        if os.listdir(target) and not ours and not clean:
+        if not ours and not clean:
             raise SubmissionError(f"submission folder {target}", "exists and was not made by this tool",
                                   "choose another --submission_dir or pass --clean to replace it")
     replace_dir(build_root, target)
