@@ -213,8 +213,9 @@ def plan(request: dict, env: dict, image: str, image_id: str, loadgen_pin: str, 
     if secrets:
         raise ChainError(f"{', '.join(secrets)} with --docker=chain: the chain in the image gets the run's inputs on "
                          "the engine's command line, which every user of this machine can read (ps) and the "
-                         "container keeps; fix: --docker=yes (vLLM in the image, the key in the engine's "
-                         "environment, not its command line), or no --docker")
+                         "container keeps; fix: export it instead (--api_key as VLLM_API_KEY, a hub token as HF_TOKEN: "
+                         "the image gets the VLLM_* and HF_* variables in the engine's environment, never on its "
+                         "command line), or --docker=yes, or no --docker")
     results = os.path.abspath(env.get("CM_MLPERF_RESULTS_DIR") or "mlperf_results")
     submission = os.path.abspath(env.get("CM_MLPERF_SUBMISSION_DIR") or "mlperf_submission")
     home = home_for(cache_containers, image_id)

@@ -18,7 +18,7 @@ import aiohttp
 
 from .apierrors import ApiError, PreflightError
 from .balance import Balancer
-from ..vllm.inputs import API_KEY_ENV
+from ..vllm.inputs import API_KEY_ENV, VLLM_KEY_ENV
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,10 @@ def _fast_token_ids(payload: bytes) -> list[int] | None:
 def _key_problem(api_key: str | None) -> str:
     """What a 401 means for this client, and the fix."""
     if api_key:
-        return f"the server refused the API key given ({API_KEY_ENV}); fix: pass the key it was started with, --api_key=KEY"
-    return f"the server requires an API key; fix: pass it with --api_key=KEY ({API_KEY_ENV})"
+        return (f"the server refused the API key given (--api_key, {API_KEY_ENV}, or {VLLM_KEY_ENV}); fix: pass the key "
+                f"it was started with, --api_key=KEY or {VLLM_KEY_ENV}=KEY in the environment")
+    return (f"the server requires an API key; fix: pass it with --api_key=KEY, or export {VLLM_KEY_ENV}=KEY (off the "
+            "command line)")
 
 
 def _missing_ids_error(url: str, via: str) -> ApiError:

@@ -13,7 +13,7 @@ from ..outcomes import TestOutcome
 from ..sysinfo.pyenv import HARNESS_PYTHON_ENV
 from ..vllm.records import started_records
 from ..vllm.server import ServerError, ServerRecord
-from ..vllm.inputs import API_KEY_ENV
+from ..vllm.inputs import api_key_of
 from .request import HarnessInputError, HarnessRequest
 from .testrun import RunOutcome
 from .testconfig import ManagedServer
@@ -104,8 +104,9 @@ def managed_servers(env: dict, api_servers: list[str]) -> tuple[ManagedServer, .
     return tuple(out)
 
 
-def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
-    """Build the request from the script's env (see docs/harness.md for every key)."""
+def request_from_env(env: dict, cwd: str | None = None, environ: dict | None = None) -> HarnessRequest:
+    """Build the request from the script's env (see docs/harness.md for every key); `environ`, the
+    process's environment (default os.environ), only for the key its servers require (VLLM_API_KEY)."""
     if not env.get("CM_MLPERF_MODEL"):
         from ..benchmarks import known
         raise HarnessInputError(f"no benchmark: CM_MLPERF_MODEL is empty; fix: pass --model=NAME (benchmarks: {known()})")
@@ -136,7 +137,7 @@ def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
         api_servers=tuple(_split(servers)),
         managed_servers=managed_servers(env, _split(servers)),
         api_model_name=env.get("CM_MLPERF_API_MODEL_NAME") or env.get("CM_VLLM_SERVER_MODEL_NAME") or "",
-        api_key=env.get(API_KEY_ENV) or "",
+        api_key=api_key_of(env, os.environ if environ is None else environ),
         model_path=env.get("CM_ML_MODEL_PATH") or "",
         num_workers=_num(env, "CM_MLPERF_NUM_WORKERS", int) or 1,
         max_inflight=_num(env, "CM_MLPERF_MAX_INFLIGHT", int) or 1024,

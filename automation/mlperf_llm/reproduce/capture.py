@@ -25,6 +25,7 @@ from ..portable import portable_argv
 from ..models.smollm2 import PROVENANCE_FILE
 from ..sysinfo.envlock import MODEL_LOCK_ENV
 from ..sysinfo.pyenv import PROJECT_FILES
+from ..vllm.inputs import VLLM_KEY_ENV
 from .record import RECORD_FORMAT, Record, image_tag
 
 PROJECT = "cm4mlperf-llm"
@@ -33,7 +34,9 @@ PROJECT = "cm4mlperf-llm"
 # an edit of the README is not taken for a change of code
 PROJECT_PARTS = tuple(p for p in PROJECT_FILES if p not in ("setup.py", "README.md"))
 SKIP_DIRS = {"__pycache__", ".git", ".pytest_cache", "build", "dist"}
-KNOWN_SECRETS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")   # read from the environment by the model steps
+# read from the environment: by the model steps (the hub's token) and by the servers and the benchmark
+# (vLLM's key, vllm/inputs.api_key_of)
+KNOWN_SECRETS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", VLLM_KEY_ENV)
 SEED_KEYS = ("effective_qsl_rng_seed", "effective_sample_index_rng_seed", "effective_schedule_rng_seed")
 PATH_INPUTS_REPLACED = ("results_dir", "submission_dir")  # the replay writes where it is told
 

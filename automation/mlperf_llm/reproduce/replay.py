@@ -24,10 +24,11 @@ from ..sysinfo import envlock
 from ..harness.hostlimit import LOADS_ENV, format_loads
 from ..harness.testsizes import NAME as SIZES_NAME, format_sizes
 from .capture import PATH_INPUTS_REPLACED as PATH_INPUTS
-from .capture import PROJECT as PROJECT_NAME
+from .capture import KNOWN_SECRETS, PROJECT as PROJECT_NAME
 from .record import RECORD_NAME, Record, RecordError
 from ..submission.spec import IMAGE_FACTS_NAME
 from ..untrusted import Limits
+from ..vllm.inputs import API_KEY_ENV, VLLM_KEY_ENV
 from ..vllm.install import LOCK_ENV
 from .source import SourceError, Measured, measured_tests, open_submission, the_record
 
@@ -85,6 +86,39 @@ class Plan:
     fixed: list = field(default_factory=list)          # what the original run chose itself, given here
     files: dict = field(default_factory=dict)          # path -> text, written before the chain runs (the locks)
     run_lock: str = ""                                 # the run environment's lock: the chain runs in its venv
+
+
+# the names a record's secrets hold the servers' key under: the input, its env, vLLM's own variable
+KEY_NAMES = ("api_key", API_KEY_ENV, VLLM_KEY_ENV)
+
+
+def key_note(environ) -> str:
+    if environ.get(VLLM_KEY_ENV):
+        return (f"the original run's servers required an API key, which no record holds; the servers this replay "
+                f"starts require the {VLLM_KEY_ENV} exported here, and the benchmark sends it")
+    return (f"the original run's servers required an API key, which no record holds; the servers this replay "
+            f"starts require none unless you export {VLLM_KEY_ENV} (the benchmark then sends it too)")
+
+
+def secret_note(given: str, name: str, environ) -> str:
+    """What the replay says of a secret input or --env the original run was given (a record holds only
+    `present` or `absent`, never a value)."""
+    if name in KEY_NAMES:
+        return f"{given}: {key_note(environ)}"
+    return f"{given}: a secret the original run was given is not in the record; pass it yourself if a step needs it"
+
+
+def environment_notes(secrets: dict, environ, key_said: bool) -> list[str]:
+    """The same for the secrets of the original run's environment (capture.KNOWN_SECRETS) not set here;
+    the key once (`key_said`: an input or --env of the key said it already)."""
+    out = []
+    for name in KNOWN_SECRETS:
+        if secrets.get(name) != "present" or environ.get(name) or (key_said and name in KEY_NAMES):
+            continue
+        out.append(f"{name}: {key_note(environ)}" if name in KEY_NAMES else
+                   f"{name} was set for the original run and is not set here (needed only if a step downloads "
+                   "from a gated source)")
+    return out
 
 
 def gpu_names(smi: str, timeout: float = 10) -> tuple:
@@ -157,8 +191,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
         if k in PATH_INPUTS:
             continue
         if is_secret(k):
-            subs.append(f"--{k}: a secret the original run was given is not in the record; pass it "
-                        "yourself if the model needs it")
+            subs.append(secret_note(f"--{k}", k, os.environ))
             continue
         if k == "vllm_python":
             subs.append(f"--vllm_python={v}: the original run's own vLLM, a python of its machine, is not run "
@@ -194,7 +227,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
     env = {}
     for k, v in asked.env.items():
         if is_secret(k):
-            subs.append(f"--env.{k}: a secret, not in the record; set it yourself if needed")
+            subs.append(secret_note(f"--env.{k}", k, os.environ))
         else:
             env[k] = v
     device = recorded_device(rec)
@@ -213,10 +246,7 @@ def plan_replay(rec: Record, host: Host, opts: Options, exists: Callable[[str], 
                     "not comparable")
     if rec.system.get("cpu") and host.cpu and rec.system["cpu"] != host.cpu:
         subs.append(f"CPU {rec.system['cpu']} -> {host.cpu}")
-    for name, state in sorted((rec.secrets or {}).items()):
-        if state == "present" and not os.environ.get(name):
-            subs.append(f"{name} was set for the original run and is not set here (needed only if a "
-                        "step downloads from a gated source)")
+    subs += environment_notes(rec.secrets or {}, os.environ, any(k in KEY_NAMES for k in [*asked.inputs, *asked.env]))
     fixed = []
     for name, (target, source) in recmod.chosen_targets(rec).items():
         inputs[name] = target

@@ -6,6 +6,7 @@ the extra arguments come from `CM_VLLM_EXTRA_ARGS` as one shell-quoted string.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Mapping
 
 from cmcontract.yesno import YesNoError, parse_yes_no
 
@@ -22,6 +23,16 @@ def env_key(field_name: str) -> str:
 # --api_key: the key a server requires of its clients; a secret (cmcontract.secret): in no record, no
 # printed command, no file; it reaches the harness's test process in that process's environment
 API_KEY_ENV = env_key('api_key')
+# vLLM's own name for it: its server requires the key in VLLM_API_KEY when --api-key is not given, so a
+# key exported there is the key of every server started in that environment (and the way to give one
+# without a command line that every user of the machine can read: ps)
+VLLM_KEY_ENV = 'VLLM_API_KEY'
+
+
+def api_key_of(env: dict, environ: Mapping[str, str]) -> str:
+    """The key the servers require: --api_key (CM_VLLM_API_KEY in `env`), else VLLM_API_KEY in the
+    process's environment `environ`; '' for none."""
+    return str(env.get(API_KEY_ENV) or environ.get(VLLM_KEY_ENV) or '').strip()
 
 
 def parse_bool(key: str, text: str | None, default: bool = False) -> bool:

@@ -21,7 +21,7 @@ from ..raycluster import placement as ray_placement
 from . import layout, memory, records, replicas, server, tuning
 from .command import (NO_USAGE_STATS, ServeConfig, ServeConfigError, api_server_argv, devices_per_server,
                       ray_guidance, redact, server_env, shell_command)
-from .inputs import API_KEY_ENV, config_from_env, parse_bool, run_options_from_env
+from .inputs import VLLM_KEY_ENV, api_key_of, config_from_env, parse_bool, run_options_from_env
 
 DEFAULT_HOST = '127.0.0.1'
 DEFAULT_PORT = 8000          # the port a printed command shows when none is chosen (vLLM's own default)
@@ -82,7 +82,9 @@ def prepare(env: dict, log: Callable[[str], None] = print, tune: bool = True,
     replica's: replicas.share), else detected."""
     if ray_replicas_address(env):      # the cluster each replica's node is in, not a flag of vLLM's
         env = {**env, 'CM_VLLM_RAY_ADDRESS': ''}
-    cfg = config_from_env(env)
+    # the key: --api_key, else an exported VLLM_API_KEY, given to every server (a Ray replica's, one in an
+    # image) as it is to one started here, which inherits it
+    cfg = config_from_env(env, api_key=api_key_of(env, os.environ) or None)
     if cfg.host is None or cfg.port is None:
         cfg = replace(cfg, host=cfg.host or DEFAULT_HOST, port=cfg.port or DEFAULT_PORT)
     if cfg.distributed_executor_backend == 'ray' and machine_is_cpu(env):
@@ -107,7 +109,7 @@ def prepare(env: dict, log: Callable[[str], None] = print, tune: bool = True,
     python = env.get('CM_VLLM_PYTHON') or 'python3'
     shown = cfg
     if cfg.api_key:   # vLLM reads VLLM_API_KEY: the key stays out of the process list and the printed command
-        added['VLLM_API_KEY'] = cfg.api_key
+        added[VLLM_KEY_ENV] = cfg.api_key
         shown = replace(cfg, api_key=None)
     return api_server_argv(shown, python, env.get('CM_VLLM_VERSION') or None), added, cfg
 
@@ -157,7 +159,7 @@ def machine_is_cpu(env: dict) -> bool:
 
 def start_from_env(env: dict, work_dir: str | Path, log: Callable[[str], None] = print) -> dict:
     opts = run_options_from_env(env)
-    api_key = env.get(API_KEY_ENV) or None
+    api_key = api_key_of(env, os.environ) or None
     if opts.api_servers:
         name = env.get('CM_VLLM_SERVED_MODEL_NAME') or env.get('CM_VLLM_MODEL')
         if not name:
@@ -205,7 +207,7 @@ def _prepared_one(env: dict, work_dir: Path, log: Callable[[str], None],
 
     def start(opts, folder: Path, on_start: Callable[[server.ServerRecord], None]) -> _Started:
         cpus = place.cpus if place is not None else ()
-        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get(API_KEY_ENV) or None,
+        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, api_key_of(env, os.environ) or None,
                             log, _recorder(folder, opts, on_start), cpus=cpus, launch=_image_launch(env, cfg, cpus))
         return _kept(proc, opts, record_path, log_path, added, cfg, place)
     return start
@@ -354,7 +356,7 @@ def _ray_replica(env: dict, work_dir: Path, i: int, node, argv: list, added: dic
                                      ready_path=ready, env={**ray_placement.ray_env(site, usage), **added_})
 
     def start(opts, folder: Path, on_start: Callable[[server.ServerRecord], None]) -> _Started:
-        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, env.get(API_KEY_ENV) or None,
+        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, api_key_of(env, os.environ) or None,
                             say, _recorder(folder, opts, on_start), launch=launch)
         return _kept(proc, opts, record_path, log_path, added, cfg, p)
     return start

@@ -50,3 +50,37 @@ def test_own_server_takes_a_free_port_never_a_fixed_one_and_a_given_one_as_given
         taken = holder.getsockname()[1]
         given = {'CM_VLLM_MODEL': '/m', 'CM_VLLM_PORT': str(taken)}
         assert service.with_port(given) is given     # refused later, at start
+
+
+def test_a_key_exported_as_vllm_api_key_is_required_by_the_server_and_sent_by_the_run(tmp_path, monkeypatch):
+    """VLLM_API_KEY in the environment, no --api_key: the server started here inherits it and requires it
+    (vLLM reads it), so the run's own probes send it. Before, the readiness probe went without it, read
+    401 until the start timeout and the run failed; now the server is ready, the key in no output."""
+    import os
+    import sys
+    from pathlib import Path
+    from mlperf_llm.harness.cmenv import request_from_env
+    standin = Path(__file__).resolve().parents[2] / 'fixtures' / 'vllm' / 'standin_vllm'
+    monkeypatch.setenv('PYTHONPATH', os.pathsep.join([str(standin)] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
+    key = 'exp0rted-key-4b1d'
+    monkeypatch.setenv('VLLM_API_KEY', key)
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    env = {'CM_VLLM_MODEL': 'standin/model', 'CM_VLLM_SERVED_MODEL_NAME': 'standin', 'CM_VLLM_PORT': str(port),
+           'CM_VLLM_PYTHON': sys.executable, 'CM_VLLM_TUNE': 'no', 'CM_VLLM_SERVER_START_TIMEOUT': '20',
+           'CM_VLLM_SERVER_RECORDS_DIR': str(tmp_path / 'records')}
+    said = []
+    out = service.start_from_env(env, tmp_path, said.append)
+    try:
+        url = out['CM_VLLM_SERVER_URL']
+        assert server.probe(url, 'standin') == '/v1/models answered HTTP 401: the API key is missing or wrong'
+        assert server.probe(url, 'standin', key) is None
+        assert key not in repr(out) and key not in '\n'.join(said)
+        # the harness sends it too: the request built from the run's env (with no --api_key) carries it
+        req = request_from_env({'CM_MLPERF_MODEL': 'llama2-70b-99', 'CM_DATASET_PREPROCESSED_PATH': '/d', **out})
+        assert req.api_key == key and key not in repr(req)
+        assert request_from_env({'CM_MLPERF_MODEL': 'llama2-70b-99', 'CM_DATASET_PREPROCESSED_PATH': '/d', **out,
+                                 'CM_VLLM_API_KEY': 'given'}).api_key == 'given'     # --api_key wins
+    finally:
+        service.stop_from_env(out, said.append)

@@ -281,6 +281,20 @@ def test_a_secret_input_is_refused_rather_than_put_on_the_engines_command_line(h
     tmp, env, request = host
     for where, key in (("inputs", "api_key"), ("env", "CM_VLLM_API_KEY")):
         asked = {**request, where: {**request[where], key: "s3cret"}}
-        with pytest.raises(chain.ChainError, match="--docker=yes") as e:
+        with pytest.raises(chain.ChainError, match="export it instead .--api_key as VLLM_API_KEY") as e:
             chain.plan(asked, env, "img", "sha256:" + "c" * 64, PIN, str(tmp / "c"), uid=0, gid=0)
         assert key in str(e.value) and "s3cret" not in str(e.value)
+
+
+def test_a_key_exported_as_vllm_api_key_reaches_the_chain_by_name_only(host):
+    """The way the refusal above points to: VLLM_API_KEY in the environment goes to the image's chain
+    as `-e VLLM_API_KEY`, its value only in the engine's environment; nowhere in the chain's request."""
+    tmp, env, request = host
+    run = chain.plan(request, env, "img", "sha256:" + "c" * 64, PIN, str(tmp / "c"), uid=0, gid=0,
+                     environ={"VLLM_API_KEY": "s3cret", "PATH": "/bin"})
+    assert run.spec.env["VLLM_API_KEY"] == "s3cret"
+    eng = engine.Engine("podman", "/usr/bin/podman")
+    args = crun.run_args(run.spec, eng, "cm4mlperf-llm-x")
+    assert args[args.index("VLLM_API_KEY") - 1] == "-e" and not [a for a in args if "s3cret" in a]
+    assert "s3cret" not in json.dumps(list(run.argv)) and "PATH" not in run.spec.env
+    assert crun.secret_environ(run.spec.env, {"PATH": "/bin"})["VLLM_API_KEY"] == "s3cret"

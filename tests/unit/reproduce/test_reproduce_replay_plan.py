@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from mlperf_llm.reproduce import replay
-from recfix import SUBMITTER_ROOT, make_record
+from recfix import REQUEST, SUBMITTER_ROOT, make_record
 
 
 def opts(tmp_path, **kw):
@@ -257,3 +257,30 @@ def test_a_docker_replay_of_a_docker_run_rebuilds_the_recorded_image_or_loads_it
     assert any("holds no facts file of the recorded image" in r for r in p.refusals)
     p = replay.plan_replay(rec, replay.Host(), opts(tmp_path, docker="yes"), exists=lambda p: False)
     assert REBUILD_ENV not in (p.request.get("env") or {}) and not p.refusals   # built from the recorded lock
+
+
+def test_the_servers_key_of_the_original_run_is_named_as_such_and_vllms_variable_recorded_present(tmp_path,
+                                                                                                monkeypatch):
+    """A key is never in a record: the replay says its own servers require none unless VLLM_API_KEY is
+    exported here (then they require it and the benchmark sends it), not that a download may need it."""
+    request = dict(REQUEST, inputs={**REQUEST["inputs"], "api_key": "k-1"})
+    rec = make_record(tmp_path, request=request, environ={"VLLM_API_KEY": "k-2"})
+    assert rec.secrets["api_key"] == rec.secrets["VLLM_API_KEY"] == "present" and "k-1" not in rec.to_json()
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    said = "\n".join(replay.plan_replay(rec, replay.Host("x86_64", "EPYC", 0), opts(tmp_path),
+                                        exists=lambda p: False).substitutions)
+    assert "--api_key: the original run's servers required an API key, which no record holds; the servers this " \
+           "replay starts require none unless you export VLLM_API_KEY" in said
+    assert said.count("servers required an API key") == 1        # said once, for the input and the variable
+    assert "api_key: a secret" not in said and "k-1" not in said and "k-2" not in said
+    monkeypatch.setenv("VLLM_API_KEY", "k-3")
+    said = "\n".join(replay.plan_replay(rec, replay.Host("x86_64", "EPYC", 0), opts(tmp_path),
+                                        exists=lambda p: False).substitutions)
+    assert "--api_key: the original run's servers required an API key, which no record holds; the servers this " \
+           "replay starts require the VLLM_API_KEY exported here" in said
+    # a key only in the original run's environment is said under its name
+    rec = make_record(tmp_path, environ={"VLLM_API_KEY": "k-2"})
+    monkeypatch.delenv("VLLM_API_KEY")
+    said = replay.plan_replay(rec, replay.Host("x86_64", "EPYC", 0), opts(tmp_path), exists=lambda p: False).substitutions
+    assert [s for s in said if s.startswith("VLLM_API_KEY: the original run's servers required an API key")]

@@ -53,6 +53,17 @@ def test_api_key_goes_through_the_environment_not_argv():
     assert not any('s3cret' in a or a.startswith('--api-key') for a in argv)
 
 
+def test_the_key_is_api_key_else_vllms_own_variable_in_the_environment(monkeypatch):
+    from mlperf_llm.vllm.inputs import api_key_of
+    assert api_key_of({'CM_VLLM_API_KEY': 'given'}, {'VLLM_API_KEY': 'exported'}) == 'given'
+    assert api_key_of({}, {'VLLM_API_KEY': ' exported '}) == 'exported'
+    assert api_key_of({'CM_VLLM_API_KEY': ''}, {}) == '' == api_key_of({}, {'VLLM_API_KEY': ''})
+    # an exported key is given to the server as --api_key's is (a replica's or an image's too): by name
+    monkeypatch.setenv('VLLM_API_KEY', 'exp0rted')
+    argv, added, cfg = service.prepare({'CM_VLLM_MODEL': '/m', 'CM_VLLM_TUNE': 'no'}, log=lambda m: None)
+    assert cfg.api_key == 'exp0rted' == added['VLLM_API_KEY'] and not [a for a in argv if 'exp0rted' in a]
+
+
 def test_the_step_hands_back_every_variable_the_server_was_given():
     """run-vllm-server's new_env_keys pass on every CM_VLLM_SERVER_ENV_* the service sets, the usage
     reporting switches included, so the record and the README say what the server ran with."""
