@@ -113,7 +113,8 @@ def validate(cfg: ServeConfig) -> None:
             raise ServeConfigError(f'ray_address={cfg.ray_address!r} is not HOST[:PORT] (or "auto"), '
                                    'e.g. 10.0.0.1:6379')
     if cfg.api_key is not None and (not cfg.api_key or any(c.isspace() for c in cfg.api_key)):
-        raise ServeConfigError('api_key is empty or contains whitespace; give one token or leave it unset')
+        raise ServeConfigError('api_key (--api_key, else VLLM_API_KEY of the environment) is empty or contains '
+                               'whitespace; give one token or leave it unset')
     if cfg.host is not None and not re.match(r'^[A-Za-z0-9_.:-]+$', cfg.host):
         raise ServeConfigError(f'host={cfg.host!r} is not a host name or IP address, e.g. 127.0.0.1')
     if cfg.port is not None and (isinstance(cfg.port, bool) or not isinstance(cfg.port, int)

@@ -1,6 +1,9 @@
 """The run-vllm-server edge in-process: argv/env from CM_VLLM_* strings (the parts that start or
 probe servers are in tests/integration/vllm/test_service_servers.py)."""
+import pytest
+
 from mlperf_llm.vllm import service
+from mlperf_llm.vllm.command import ServeConfigError
 
 
 def test_prepare_builds_the_api_server_command_with_tuning_and_cpu_env():
@@ -62,6 +65,11 @@ def test_the_key_is_api_key_else_vllms_own_variable_in_the_environment(monkeypat
     monkeypatch.setenv('VLLM_API_KEY', 'exp0rted')
     argv, added, cfg = service.prepare({'CM_VLLM_MODEL': '/m', 'CM_VLLM_TUNE': 'no'}, log=lambda m: None)
     assert cfg.api_key == 'exp0rted' == added['VLLM_API_KEY'] and not [a for a in argv if 'exp0rted' in a]
+    monkeypatch.setenv('VLLM_API_KEY', 'two words')
+    with pytest.raises(ServeConfigError, match=r'api_key \(--api_key, else VLLM_API_KEY of the environment\) is empty '
+                                               'or contains whitespace') as e:
+        service.prepare({'CM_VLLM_MODEL': '/m', 'CM_VLLM_TUNE': 'no'}, log=lambda m: None)
+    assert 'two words' not in str(e.value)
 
 
 def test_the_step_hands_back_every_variable_the_server_was_given():
