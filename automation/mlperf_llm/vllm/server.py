@@ -323,7 +323,7 @@ def _record(popen: subprocess.Popen, url: str, model_name: str, log_path: Path, 
 # vLLM's processes talk over sockets it names `<VLLM_RPC_BASE_PATH>/<uuid4>`, the temporary folder unless
 # told otherwise, and its engine meets its workers at a file `<temporary folder>/vllm_dist_<hex>` (torch's
 # FileStore); a server stopped by a signal leaves both: a host that ran a thousand servers had a thousand
-# sockets in /tmp, and one day of CI runs 289 such files. Each server started here gets a folder of its
+# sockets in /tmp, and one day of CI runs left 289 such files. Each server started here gets a folder of its
 # own, its VLLM_RPC_BASE_PATH and its TMPDIR, gone with everything in it when it is stopped.
 RPC_ENV = 'VLLM_RPC_BASE_PATH'
 RPC_PREFIX = 'vllm-rpc-'
