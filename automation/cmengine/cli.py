@@ -13,6 +13,7 @@ import time
 from typing import Optional
 
 from . import cache as cachemod
+from . import env as envmod
 from .errors import EngineError, InputError
 from .fingerprint import Fingerprints
 from .graph import Planner, Request
@@ -86,6 +87,26 @@ def request_from(i: dict) -> Request:
                    quiet=bool(i.get("quiet", False)) or not _interactive())
 
 
+def typed_secrets(inputs: dict, env: dict, argv: list[str], descriptions: dict) -> list[str]:
+    """A warning for each secret (cmcontract.secret) typed on this process's command line (`cm run ...
+    --api_key=KEY`): every user of the machine can read it there (ps) while the run lasts, and the shell's
+    history keeps it. Where the top step also reads one from the environment (its input_description's
+    `environment: NAME`), that way is named. A secret handed in through cmind's Python API is on no
+    command line and is not warned about."""
+    out = []
+    typed = [(f"--{k}", k, k) for k in inputs] + [(f"--env.{k}", k, "") for k in env]
+    for flag, name, an_input in typed:
+        if not envmod.is_secret(name) or not any(a == flag or a.startswith(flag + "=") for a in argv):
+            continue
+        d = descriptions.get(an_input) if an_input else None
+        instead = d.get("environment") if isinstance(d, dict) else None
+        fix = (f"export {instead}=... instead (this step reads it there)" if instead else
+               "give it through the environment where the step reads one (see --help)")
+        out.append(f"warning: {flag} is a secret on the command line, which every user of this machine can read "
+                   f"(ps) while the run lasts and your shell's history keeps; {fix}")
+    return out
+
+
 class Session:
     """One engine invocation: registry, fingerprints and the cache store."""
 
@@ -138,7 +159,8 @@ class Session:
         self.warn_broken()
         t0 = time.time()
         plan = self.plan(i)
-        for w in plan.warnings:
+        for w in plan.warnings + typed_secrets(plan.request.inputs, plan.request.env, sys.argv,
+                                               plan.root.manifest.get("input_description") or {}):
             print(w, file=sys.stderr)
         if i.get("dry_run") or i.get("plan") or i.get("action") == "plan":
             from .executor import preview

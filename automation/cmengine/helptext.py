@@ -18,6 +18,8 @@ def script_help(registry: Registry, req: Request) -> str:
     for name in sorted(im):
         d = desc.get(name) if isinstance(desc, dict) else None
         text = d.get("desc", "") if isinstance(d, dict) else str(d or "")
+        if isinstance(d, dict) and d.get("environment"):      # a secret the step also reads from there
+            text += f" (or {d['environment']} in the environment)"
         default = m.get("default_env", {}).get(im[name])
         lines.append(f"  --{name:28s} {im[name]}" + (f"  {text}" if text else "")
                      + (f"  (default: {default})" if default not in (None, "") else ""))
