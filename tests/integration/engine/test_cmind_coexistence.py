@@ -214,3 +214,19 @@ def test_pip_registration_beside_cm4mlops(setup_checked, cache_dir, tmp_path):
         r = cm(env, *README_MAIN, "--dry-run", cwd=str(tmp_path))
         assert r.returncode == 0 and r.stdout.startswith("Plan for 'run-mlperf-inference-app"), \
             r.stderr
+
+
+def test_a_secret_typed_on_the_real_cm_command_line_is_warned_about_and_never_printed(setup_checked, cache_dir,
+                                                                                     tmp_path):
+    """`cm run ... --api_key=KEY` is on the process list for the whole run: the real `cm` warns, naming the
+    variable the step reads instead (cmengine/cli.typed_secrets); the key itself is printed nowhere, and
+    a key given that way (VLLM_API_KEY) draws no warning."""
+    env = make_home(tmp_path, cache_dir, "no", [ROOT])
+    r = cm(env, *README_MAIN, "--api_key=s3cretTYPED", "--dry-run", cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert ("warning: --api_key is a secret on the command line, which every user of this machine can read (ps) "
+            "while the run lasts and your shell's history keeps; export VLLM_API_KEY=... instead") in r.stderr
+    assert "s3cretTYPED" not in r.stdout + r.stderr
+    r = cm({**env, "VLLM_API_KEY": "s3cretENV"}, *README_MAIN, "--dry-run", cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "secret on the command line" not in r.stderr and "s3cretENV" not in r.stdout + r.stderr
