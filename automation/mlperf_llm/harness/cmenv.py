@@ -104,9 +104,9 @@ def managed_servers(env: dict, api_servers: list[str]) -> tuple[ManagedServer, .
     return tuple(out)
 
 
-def request_from_env(env: dict, cwd: str | None = None, environ: dict | None = None) -> HarnessRequest:
-    """Build the request from the script's env (see docs/harness.md for every key); `environ`, the
-    process's environment (default os.environ), only for the key its servers require (VLLM_API_KEY)."""
+def request_from_env(env: dict, cwd: str | None = None) -> HarnessRequest:
+    """Build the request from the script's env (see docs/harness.md for every key); the process's
+    environment only for the key its servers require (VLLM_API_KEY: vllm/inputs.api_key_of)."""
     if not env.get("CM_MLPERF_MODEL"):
         from ..benchmarks import known
         raise HarnessInputError(f"no benchmark: CM_MLPERF_MODEL is empty; fix: pass --model=NAME (benchmarks: {known()})")
@@ -137,7 +137,7 @@ def request_from_env(env: dict, cwd: str | None = None, environ: dict | None = N
         api_servers=tuple(_split(servers)),
         managed_servers=managed_servers(env, _split(servers)),
         api_model_name=env.get("CM_MLPERF_API_MODEL_NAME") or env.get("CM_VLLM_SERVER_MODEL_NAME") or "",
-        api_key=api_key_of(env, os.environ if environ is None else environ),
+        api_key=api_key_of(env, os.environ),
         model_path=env.get("CM_ML_MODEL_PATH") or "",
         num_workers=_num(env, "CM_MLPERF_NUM_WORKERS", int) or 1,
         max_inflight=_num(env, "CM_MLPERF_MAX_INFLIGHT", int) or 1024,

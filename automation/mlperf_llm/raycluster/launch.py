@@ -24,10 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -72,7 +74,6 @@ class Replica:
         child_env.pop("PYTHONPATH", None)       # Ray's site folder is the actor's, not vLLM's
         # its sockets and temporary files in a folder of its own on the node, gone when it is stopped, as
         # a local server's (vllm/server.py rpc_env: the same prefix; this file uses only the standard library)
-        import tempfile
         self.rpc_folder = child_env["TMPDIR"] = tempfile.mkdtemp(prefix="vllm-rpc-")
         child_env["VLLM_RPC_BASE_PATH"] = child_env.get("VLLM_RPC_BASE_PATH") or self.rpc_folder
 
@@ -126,7 +127,6 @@ class Replica:
             return self._stop(grace_s)
         finally:
             if self.rpc_folder:             # what vLLM left there when stopped by a signal, then the folder
-                import shutil
                 shutil.rmtree(self.rpc_folder, ignore_errors=True)
 
     def _stop(self, grace_s: float) -> str:

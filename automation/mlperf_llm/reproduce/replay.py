@@ -93,11 +93,9 @@ KEY_NAMES = ("api_key", API_KEY_ENV, VLLM_KEY_ENV)
 
 
 def key_note(environ) -> str:
-    if environ.get(VLLM_KEY_ENV):
-        return (f"the original run's servers required an API key, which no record holds; the servers this replay "
-                f"starts require the {VLLM_KEY_ENV} exported here, and the benchmark sends it")
-    return (f"the original run's servers required an API key, which no record holds; the servers this replay "
-            f"starts require none unless you export {VLLM_KEY_ENV} (the benchmark then sends it too)")
+    here = (f"require the {VLLM_KEY_ENV} exported here, and the benchmark sends it" if environ.get(VLLM_KEY_ENV) else
+            f"require none unless you export {VLLM_KEY_ENV} (the benchmark then sends it too)")
+    return f"the original run's servers required an API key, which no record holds; the servers this replay starts {here}"
 
 
 def secret_note(given: str, name: str, environ) -> str:

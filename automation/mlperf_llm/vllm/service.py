@@ -207,7 +207,7 @@ def _prepared_one(env: dict, work_dir: Path, log: Callable[[str], None],
 
     def start(opts, folder: Path, on_start: Callable[[server.ServerRecord], None]) -> _Started:
         cpus = place.cpus if place is not None else ()
-        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, api_key_of(env, os.environ) or None,
+        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, cfg.api_key,
                             log, _recorder(folder, opts, on_start), cpus=cpus, launch=_image_launch(env, cfg, cpus))
         return _kept(proc, opts, record_path, log_path, added, cfg, place)
     return start
@@ -356,7 +356,7 @@ def _ray_replica(env: dict, work_dir: Path, i: int, node, argv: list, added: dic
                                      ready_path=ready, env={**ray_placement.ray_env(site, usage), **added_})
 
     def start(opts, folder: Path, on_start: Callable[[server.ServerRecord], None]) -> _Started:
-        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, api_key_of(env, os.environ) or None,
+        proc = _start_ready(argv, cfg, added, log_path, opts.start_timeout_s, cfg.api_key,
                             say, _recorder(folder, opts, on_start), launch=launch)
         return _kept(proc, opts, record_path, log_path, added, cfg, p)
     return start
