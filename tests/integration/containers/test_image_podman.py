@@ -262,7 +262,7 @@ def test_the_image_as_squashfs_runs_cm_and_the_harness_unprivileged(built, store
                                       binds=((str(scratch), "/mnt"),), workdir="/mnt"))
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert res.stdout.splitlines()[0] == "1000"
-    with StandinProcess().start() as sp:
+    with StandinProcess() as sp:
         res = as_uid_1000(squash.run_argv(sqfs, ["python", "-c", HARNESS_IN_IMAGE, sp.url],
                                           binds=((str(scratch), "/mnt"),), workdir="/mnt"))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -316,3 +316,13 @@ def test_a_server_that_requires_a_key_is_benchmarked_with_it_and_the_key_is_in_n
     assert refused.verdict == "FAILED"
     log = (Path(refused.directory) / "harness.log").read_text()
     assert "401" in log and "--api_key=KEY" in log, log[-2000:]
+
+
+def test_a_standin_started_and_then_entered_is_one_process_and_stops_with_the_block():
+    """`with StandinProcess().start() as sp` entered a started stand-in and started a second process over
+    the first, which outlived the block (one left by every CI run, from the SquashFS test)."""
+    sp = StandinProcess().start()
+    first = sp.proc.pid
+    with sp:
+        assert sp.proc.pid == first
+    assert sp.proc.poll() is not None

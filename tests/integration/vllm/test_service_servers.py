@@ -68,7 +68,7 @@ def test_a_key_exported_as_vllm_api_key_is_required_by_the_server_and_sent_by_th
         s.bind(('127.0.0.1', 0))
         port = s.getsockname()[1]
     env = {'CM_VLLM_MODEL': 'standin/model', 'CM_VLLM_SERVED_MODEL_NAME': 'standin', 'CM_VLLM_PORT': str(port),
-           'CM_VLLM_PYTHON': sys.executable, 'CM_VLLM_TUNE': 'no', 'CM_VLLM_SERVER_START_TIMEOUT': '20',
+           'CM_VLLM_PYTHON': sys.executable, 'CM_VLLM_TUNE': 'no', 'CM_VLLM_SERVER_START_TIMEOUT': '60',
            'CM_VLLM_SERVER_RECORDS_DIR': str(tmp_path / 'records')}
     said = []
     out = service.start_from_env(env, tmp_path, said.append)
