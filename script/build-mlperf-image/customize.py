@@ -38,7 +38,7 @@ def preprocess(i):
         if env.get('CM_MLPERF_IMAGE_SQUASHFS'):
             out = squash.export(eng, built.tag, os.path.abspath(env['CM_MLPERF_IMAGE_SQUASHFS']),
                                 int(built.recipe['base']['source_date_epoch']))
-            print(f'  SquashFS: {out} (ch-run --set-env={out}.env {out} -- cm ...)')
+            print(f'  SquashFS: {out} (as any user, with the GPUs: {out}{squash.LAUNCHER_SUFFIX} --work=DIR -- cm ...)')
     except (engine.ContainerError, BaseError, RecipeError, WheelError, LockError) as e:
         return {'return': 1, 'error': str(e)}
     env[image.ID_ENV] = built.image_id

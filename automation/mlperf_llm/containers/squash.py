@@ -4,7 +4,8 @@ from the same recipe (docs/containers.md says which of the two was tested).
 
 The image's file system is exported from a created (never started) container, converted, and the
 container removed; the environment the recipe sets is written beside the file, since a flat file
-system carries no image configuration.
+system carries no image configuration, and so is the launcher (squash_launcher.py as IMAGE.sqfs.run)
+that runs it with ch-run and the host's GPUs.
 """
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ import subprocess
 import tempfile
 from typing import Callable, Optional
 
+from . import squash_launcher
 from .engine import ContainerError, Engine
 from .recipe import ENV
+
+LAUNCHER_SUFFIX = ".run"            # IMAGE.sqfs.run: squash_launcher.py, ch-run with the host's GPUs
 
 
 def tools(which: Callable[[str], Optional[str]] = shutil.which) -> None:
@@ -51,16 +55,29 @@ def export(engine: Engine, ref: str, out_sqfs: str, epoch: int, timeout: float =
         if res.returncode != 0:
             raise ContainerError(f"ch-convert could not make {out_sqfs} (exit {res.returncode}):\n"
                                  + (res.stderr or res.stdout).strip()[-800:])
-        with open(out_sqfs + ".env", "w", encoding="utf-8") as f:
-            f.write(environment(epoch))
+        write_beside(out_sqfs, epoch)
         os.replace(part, out_sqfs)
     return out_sqfs
+
+
+def write_beside(image: str, epoch: int) -> None:
+    """IMAGE.env (the recipe's environment) and IMAGE.run (the launcher: ch-run with the host's GPUs)
+    beside the image, each written whole."""
+    with open(squash_launcher.__file__, "rb") as f:
+        launcher = f.read()
+    for suffix, body, mode in ((".env", environment(epoch).encode(), 0o644), (LAUNCHER_SUFFIX, launcher, 0o755)):
+        part = f"{image}{suffix}.part-{os.getpid()}"
+        try:
+            with open(part, "wb") as f:
+                f.write(body)
+            os.chmod(part, mode)
+            os.replace(part, image + suffix)
+        finally:
+            if os.path.exists(part):
+                os.unlink(part)
 
 
 def run_argv(sqfs: str, argv: list[str], binds: tuple = (), workdir: str = "/root") -> list[str]:
     """ch-run's command line: the image's environment, the host folders bound (host, target), the
     image read-only (write under a bound folder; a target must exist in the image, /mnt does)."""
-    out = ["ch-run", f"--set-env={sqfs}.env", f"--cd={workdir}"]
-    for host, target in binds:
-        out.append(f"--bind={os.path.abspath(host)}:{target}")
-    return out + [sqfs, "--", *argv]
+    return squash_launcher.ch_run_argv(sqfs, argv, binds, workdir)

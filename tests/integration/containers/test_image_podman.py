@@ -21,6 +21,7 @@ from mlperf_llm.sysinfo import envlock
 from container_tools import why_not as _why_not
 
 ROOT = Path(__file__).resolve().parents[3]
+CUDA = ROOT / "tests" / "fixtures" / "cuda"           # the stand-in driver and the probe tests/gpu runs
 # what `cm` needs to start (cmind and what it requires, jinja2 for our templates): a small venv that
 # builds in seconds; the whole run venv is built the same way (benchmarks/container_overhead.py)
 SMALL = {"cmind", "pyyaml", "requests", "charset-normalizer", "idna", "urllib3", "certifi", "setuptools", "wheel",
@@ -229,19 +230,28 @@ def test_a_store_without_the_image_is_told_to_build_it(stores):
         stores("d").run("image", "tree", "localhost/cm4mlperf-llm:nothing", what="inspecting")
 
 
-@pytest.mark.skipif(bool(_why_not()) or not shutil.which("ch-run") or not shutil.which("setpriv"),
-                    reason="Charliecloud (ch-run) or setpriv not installed")
-def test_the_image_as_squashfs_runs_cm_and_the_harness_unprivileged(built, stores, request):
+NO_CHARLIECLOUD = "Charliecloud (ch-run) or setpriv not installed"
+
+
+@pytest.fixture(scope="module")
+def squashed(built, stores, request):
+    """The image as a SquashFS with its .env and .run beside it, in a folder of its own outside
+    pytest's 0700 base (the uid that runs it must reach the file)."""
+    if not shutil.which("ch-run") or not shutil.which("setpriv"):
+        pytest.skip(NO_CHARLIECLOUD)
+    r, _, _, first = built
+    shared = Path(tempfile.mkdtemp(prefix="cm4mlperf-sq-"))
+    request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
+    shared.chmod(0o755)
+    return shared, squash.export(stores("a"), first.tag, str(shared / "image.sqfs"), r.epoch)
+
+
+def test_the_image_as_squashfs_runs_cm_and_the_harness_unprivileged(squashed):
     """As uid 1000: `cm` in the SquashFS, then the harness (run_all: LoadGen's Offline performance and
     accuracy tests, each a process of the image's run venv) against the stand-in on the host's loopback."""
     from mlperf_llm.datasets import cnndm
     from standin import StandinProcess, toytok
-    r, _, _, first = built
-    # the uid that runs it must reach the file: a folder of its own outside pytest's 0700 base
-    shared = Path(tempfile.mkdtemp(prefix="cm4mlperf-sq-"))
-    request.addfinalizer(lambda: shutil.rmtree(shared, ignore_errors=True))
-    shared.chmod(0o755)
-    sqfs = squash.export(stores("a"), first.tag, str(shared / "image.sqfs"), r.epoch)
+    shared, sqfs = squashed
     scratch = shared / "scratch"
     scratch.mkdir()
     articles = [f"article {i}: what happened on day {i}" for i in range(8)]
@@ -273,6 +283,44 @@ def test_the_image_as_squashfs_runs_cm_and_the_harness_unprivileged(built, store
     assert sorted({rec["qsl_idx"] for rec in logged}) == list(range(8))      # every sample answered, in the image
     assert all(p.stat().st_uid == 1000 for p in (scratch / "results").rglob("*"))
     assert not engine.mounts_under(str(shared))                                # squashfuse unmounted
+
+
+def test_the_squashfs_launcher_brings_the_hosts_gpu_driver_to_a_non_root_uid(squashed):
+    """IMAGE.sqfs.run --gpus=nvidia as uid 1000 with a stand-in driver (no GPU here: a libcuda.so.1
+    built from tests/fixtures/cuda/standin_libcuda.c, on the host's LD_LIBRARY_PATH as a container
+    host has its driver, and a stand-in nvidia-smi): the driver's files staged in the work folder,
+    first on the image's paths, the probe the GPU node runs (tests/gpu) loading them in the image."""
+    if not shutil.which("gcc"):
+        pytest.skip("no C compiler (gcc) to build the stand-in libcuda.so.1")
+    shared, sqfs = squashed
+    driver = shared / "driver"                      # reachable by uid 1000
+    for d in (driver / "lib64", driver / "bin"):
+        d.mkdir(parents=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
+                    str(driver / "lib64" / "libcuda.so.555.42.06"), str(CUDA / "standin_libcuda.c")], check=True)
+    (driver / "lib64" / "libcuda.so.1").symlink_to("libcuda.so.555.42.06")
+    (driver / "bin" / "nvidia-smi").write_text("#!/bin/sh\necho 'Stand-in GPU, 1024 MiB'\n")
+    (driver / "bin" / "nvidia-smi").chmod(0o755)
+    work = shared / "gpu-work"
+    work.mkdir()
+    shutil.copyfile(CUDA / "cuda_probe.py", work / "cuda_probe.py")
+    shutil.chown(work, 1000, 1000)
+    env = {"PATH": f"{driver / 'bin'}:{os.environ['PATH']}", "LD_LIBRARY_PATH": str(driver / "lib64"),
+           "HOME": str(work)}                                   # no USER: the launcher gives ch-run one
+    res = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", f"{sqfs}.run", "--gpus=nvidia",
+                          f"--work={work}", "--", "python3", "/mnt/cuda_probe.py"],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "NVIDIA driver 555.42.06 from this host: 1 library and nvidia-smi" in res.stderr
+    probe = json.loads(res.stdout.strip().splitlines()[-1])
+    assert probe["uid"] == 1000 and "bookworm" in probe["os"]
+    assert probe["libcuda"] == "/mnt/.host-gpu/nvidia-555.42.06/lib/libcuda.so.1"
+    assert probe["ld_library_path"] == "/mnt/.host-gpu/nvidia-555.42.06/lib"      # not the host's folder
+    assert probe["devices"] == [{"name": "Stand-in GPU", "memory_bytes": 1 << 30, "read_back_ok": True}]
+    assert probe["nvidia_smi"] == "Stand-in GPU, 1024 MiB"
+    staged = work / ".host-gpu" / "nvidia-555.42.06"
+    assert all(p.stat().st_uid == 1000 for p in staged.rglob("*"))
+    assert not engine.mounts_under(str(shared))
 
 
 # what --docker=chain's container is asked to prove here (the small image has no vLLM): the image's
