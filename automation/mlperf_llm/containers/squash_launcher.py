@@ -118,7 +118,10 @@ def stage_nvidia(work: str, libs: dict, tools: dict) -> tuple[str, int, int]:
     for soname in libs:
         link = os.path.join(folder, "lib", soname.partition(".so.")[0] + ".so")
         if not os.path.lexists(link):
-            os.symlink(soname, link)
+            try:
+                os.symlink(soname, link)
+            except FileExistsError:             # another launch on this node made it meanwhile
+                pass
     return folder, copied, kept
 
 

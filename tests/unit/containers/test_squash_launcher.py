@@ -185,3 +185,13 @@ def test_the_lent_h200_nodes_driver_is_what_its_ldconfig_lists_under_nvidias_fol
                             "libnvidia-opencl.so.1", "libnvidia-pkcs11-openssl3.so.580.159.04",
                             "libnvidia-ptxjitcompiler.so.1"]
     assert {os.path.dirname(p) for p in libs.values()} == {"/usr/local/nvidia/lib64"}
+
+
+def test_two_launches_staging_at_once_do_not_trip_on_each_others_links(tmp_path, monkeypatch):
+    d = driver_folder(tmp_path / "lib64")
+    work = tmp_path / "work"
+    work.mkdir()
+    libs = sl.driver_libraries("", (str(d),))
+    sl.stage_nvidia(str(work), libs, {})
+    monkeypatch.setattr(sl.os.path, "lexists", lambda p: False)       # as if the other made it just after
+    assert sl.stage_nvidia(str(work), libs, {})[1:] == (0, 3)
