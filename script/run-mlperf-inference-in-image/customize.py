@@ -43,6 +43,7 @@ def _test06_loadgen(env):
 def postprocess(i):
     from cmcontract.places import cache_root
     from mlperf_llm.containers import chain, engine, image
+    from mlperf_llm.containers import run as crun
     from mlperf_llm.sysinfo import envlock
     from mlperf_llm.sysinfo.probe import collect
     from mlperf_llm.sysinfo.sut import host_view
@@ -52,6 +53,7 @@ def postprocess(i):
         run = chain.plan(i.get('request') or {}, env, env[image.TAG_ENV], env[image.ID_ENV],
                          env[envlock.LOADGEN_LOCK_ENV], os.path.join(cache_root(), 'containers'),
                          host_view=host_view(collect(accelerators=False)))
+        crun.check_gpus(run.spec.gpus, eng)
     except (chain.ChainError, engine.ContainerError) as e:
         return {'return': 1, 'error': str(e)}
     print(run.describe(), flush=True)

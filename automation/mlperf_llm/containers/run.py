@@ -13,10 +13,14 @@ from typing import Optional
 
 from cmcontract.secret import is_secret
 
-from .engine import Engine
+import yaml
+
+from .engine import ContainerError, Engine
 from .recipe import ENV
 
 NAME_PREFIX = "cm4mlperf-"
+CDI_NVIDIA = "nvidia.com/gpu"               # the CDI device kind of NVIDIA's GPUs
+CDI_DIRS = ("/etc/cdi", "/var/run/cdi")     # where podman reads CDI specs (containers.conf's default)
 REMOVE = ("rm", "-f", "-t", "5")            # the engine's removal of a container, stopped first (5 s)
 
 
@@ -57,13 +61,46 @@ def secret_environ(env: dict, environ: dict) -> dict:
 def gpu_args(kind: str, engine: Engine) -> list[str]:
     """The engine's arguments that pass the host's GPUs through."""
     if kind == "nvidia":           # podman: CDI (nvidia-ctk cdi generate); docker: the NVIDIA runtime
-        return ["--device", "nvidia.com/gpu=all"] if engine.kind == "podman" else ["--gpus", "all"]
+        return ["--device", f"{CDI_NVIDIA}=all"] if engine.kind == "podman" else ["--gpus", "all"]
     if kind == "amd":              # ROCm: the kernel driver's and the render nodes, as AMD documents
         return ["--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video",
                 "--security-opt", "seccomp=unconfined"]
     if kind:
         raise ValueError(f"GPU kind {kind!r}: nvidia, amd or none")
     return []
+
+
+def cdi_kinds(dirs: tuple) -> set:
+    """The device kinds (nvidia.com/gpu, ...) the CDI specs in `dirs` define (YAML or JSON files)."""
+    kinds = set()
+    for folder in dirs:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if not name.endswith((".yaml", ".yml", ".json")):
+                continue
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    spec = yaml.safe_load(f)
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                continue                        # podman skips a spec it cannot read too
+            if isinstance(spec, dict) and isinstance(spec.get("kind"), str):
+                kinds.add(spec["kind"])
+    return kinds
+
+
+def check_gpus(kind: str, engine: Engine, dirs: tuple = ()) -> None:
+    """ContainerError, before any container starts, where the engine cannot pass these GPUs: podman
+    passes NVIDIA's by CDI, which needs a spec of nvidia.com/gpu (the NVIDIA Container Toolkit writes
+    it) in `dirs` (default CDI_DIRS)."""
+    dirs = dirs or CDI_DIRS
+    if kind == "nvidia" and engine.kind == "podman" and CDI_NVIDIA not in cdi_kinds(dirs):
+        raise ContainerError(f"podman passes NVIDIA GPUs to a container by CDI ({CDI_NVIDIA}=all), and no CDI "
+                             f"spec in {' or '.join(dirs)} defines {CDI_NVIDIA}; fix: sudo nvidia-ctk cdi generate "
+                             "--output=/etc/cdi/nvidia.yaml (NVIDIA Container Toolkit; again after a driver "
+                             "update), or --container_engine=docker with NVIDIA's runtime")
 
 
 def run_args(spec: RunSpec, engine: Engine, name: str) -> list[str]:

@@ -109,6 +109,8 @@ def launcher(engine: Engine, image: str, *, host: str, port: int, model_name: st
     `image` behind the host's relay; a server.ContainedProcess whose record names the container and
     how to remove it, and whose port's holder must be the relay (the record's pid) while the
     container runs."""
+    crun.check_gpus(gpus, engine)
+
     def launch(argv: list[str], added: dict, log_path) -> server.ContainedProcess:
         name = f"{crun.NAME_PREFIX}vllm-{port}-{uuid.uuid4().hex[:8]}"
         sockets = server.socket_folder(log_path, name)

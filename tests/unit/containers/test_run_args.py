@@ -47,3 +47,39 @@ def test_a_secret_is_named_on_the_command_line_and_its_value_is_in_the_engines_e
     assert "VLLM_API_KEY" in args and "OMP_NUM_THREADS=4" in args
     assert not [a for a in args if "s3cret" in a]
     assert run.secret_environ(spec.env, {"PATH": "/usr/bin"}) == {"PATH": "/usr/bin", "VLLM_API_KEY": "s3cret"}
+
+
+# the head of what `nvidia-ctk cdi generate` writes (NVIDIA Container Toolkit 1.17, one GPU)
+NVIDIA_CDI = """---
+cdiVersion: 0.5.0
+kind: nvidia.com/gpu
+devices:
+- name: "0"
+  containerEdits:
+    deviceNodes:
+    - path: /dev/nvidia0
+- name: all
+  containerEdits:
+    deviceNodes:
+    - path: /dev/nvidia0
+containerEdits:
+  deviceNodes:
+  - path: /dev/nvidiactl
+"""
+
+
+def test_podman_without_a_cdi_spec_of_nvidias_gpus_is_refused_before_any_container_with_the_fix(tmp_path):
+    etc, var = tmp_path / "etc-cdi", tmp_path / "var-cdi"
+    etc.mkdir()
+    (etc / "amd.json").write_text('{"cdiVersion": "0.6.0", "kind": "amd.com/gpu", "devices": []}')
+    (etc / "broken.yaml").write_text("kind: [unclosed")
+    with pytest.raises(engine.ContainerError, match=r"no CDI spec in .*etc-cdi or .*var-cdi defines nvidia\.com/gpu; "
+                                                    r"fix: sudo nvidia-ctk cdi generate"):
+        run.check_gpus("nvidia", PODMAN, (str(etc), str(var)))
+    run.check_gpus("nvidia", DOCKER, (str(etc), str(var)))          # docker: its NVIDIA runtime, not CDI
+    run.check_gpus("amd", PODMAN, (str(etc), str(var)))             # AMD: device files
+    run.check_gpus("", PODMAN, (str(etc), str(var)))
+    var.mkdir()
+    (var / "nvidia.yaml").write_text(NVIDIA_CDI)
+    assert run.cdi_kinds((str(etc), str(var))) == {"amd.com/gpu", "nvidia.com/gpu"}
+    run.check_gpus("nvidia", PODMAN, (str(etc), str(var)))

@@ -5,6 +5,7 @@ passed and nothing else of the host environment; and how the engine travels in e
 import pytest
 
 from mlperf_llm.containers import engine, relay, served
+from mlperf_llm.containers import run as crun
 from mlperf_llm.containers.recipe import PREFIX
 
 PODMAN = engine.Engine("podman", "/usr/bin/podman", conf="/c/containers.conf", root="/s/storage", runroot="/s/run")
@@ -184,3 +185,10 @@ def test_a_served_containers_secret_reaches_the_engine_through_the_relays_enviro
     assert "VLLM_API_KEY" in seen["argv"] and not [a for a in seen["argv"] if "s3cret" in a]
     assert seen["env"]["VLLM_API_KEY"] == "s3cret"
     assert not list(tmp_path.iterdir())          # its socket folder gone with the failed start
+
+
+def test_a_served_image_on_nvidia_gpus_under_podman_without_cdi_is_refused_before_it_starts(monkeypatch, tmp_path):
+    monkeypatch.setattr(crun, "CDI_DIRS", (str(tmp_path / "cdi"),))
+    with pytest.raises(engine.ContainerError, match="nvidia-ctk cdi generate"):
+        served.launcher(PODMAN, "img", host="127.0.0.1", port=8000, model_name="m", gpus="nvidia")
+    assert callable(served.launcher(PODMAN, "img", host="127.0.0.1", port=8000, model_name="m", gpus="amd"))
