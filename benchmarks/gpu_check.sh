@@ -28,13 +28,13 @@ if ! command -v ch-run > /dev/null && ls "$WHEELS"/debs/*.deb > /dev/null 2>&1; 
   mkdir -p "$TOOLS/bin" && chmod 755 "$TOOLS"
   for f in "$WHEELS"/debs/*.deb; do dpkg-deb -x "$f" "$TOOLS/root"; done
   for t in ch-run unsquashfs; do    # each loads the carried libraries, and only it
-    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec %s "$@"\n' \
+    printf '#!/bin/sh\nLD_LIBRARY_PATH='"'"'%s'"'"'${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} exec '"'"'%s'"'"' "$@"\n' \
       "$TOOLS/root/usr/lib/x86_64-linux-gnu:$TOOLS/root/lib/x86_64-linux-gnu" "$TOOLS/root/usr/bin/$t" > "$TOOLS/bin/$t"
     chmod 755 "$TOOLS/bin/$t"
   done
   export PATH="$TOOLS/bin:$PATH"
 fi
-[ -f "$WHEELS/image.sqfs" ] && export GPU_CHECK_IMAGE="$PWD/$WHEELS/image.sqfs"
+[ -f "$WHEELS/image.sqfs" ] && GPU_CHECK_IMAGE=$(cd "$WHEELS" && pwd)/image.sqfs && export GPU_CHECK_IMAGE
 # the node's facts the launcher reads (the driver's libraries), for a recorded fixture
 { echo "# ldconfig -p"; ldconfig -p; echo "# LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"; echo "# ls -l /dev/nvidia* /dev/fuse"
   ls -l /dev/nvidia* /dev/fuse 2>&1; echo "# user namespaces: $(cat /proc/sys/user/max_user_namespaces 2>&1)"

@@ -57,8 +57,8 @@ def test_the_image_reaches_the_gpu_as_a_non_root_uid_through_the_hosts_driver(fo
         shutil.chown(work, uid, uid)
         shutil.chown(work / "cuda_probe.py", uid, uid)
         argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "USER", "HOME")}
-    res = subprocess.run(argv, capture_output=True, text=True, timeout=300, env={**env, "HOME": str(work)})
+    env = {k: v for k, v in os.environ.items() if k != "USER"}     # the launcher gives ch-run one
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
     print(res.stderr.strip(), res.stdout.strip(), sep="\n")          # kept in the check's log
     if form == "squashfs" and not _fuse_open_to(uid):
         assert res.returncode == 2 and "/dev/fuse is not open to uid" in res.stderr and "unsquashfs -d" in res.stderr

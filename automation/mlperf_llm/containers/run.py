@@ -4,6 +4,7 @@ unless asked, no usage reports, and the GPUs passed through where the host has t
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -11,9 +12,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Optional
 
-from cmcontract.secret import is_secret
-
 import yaml
+from cmcontract.secret import is_secret
 
 from .engine import ContainerError, Engine
 from .recipe import ENV
@@ -71,7 +71,8 @@ def gpu_args(kind: str, engine: Engine) -> list[str]:
 
 
 def cdi_kinds(dirs: tuple) -> set:
-    """The device kinds (nvidia.com/gpu, ...) the CDI specs in `dirs` define (YAML or JSON files)."""
+    """The device kinds (nvidia.com/gpu, ...) the CDI specs in `dirs` define (.yaml or .json files, as
+    podman reads them)."""
     kinds = set()
     for folder in dirs:
         try:
@@ -79,12 +80,12 @@ def cdi_kinds(dirs: tuple) -> set:
         except OSError:
             continue
         for name in names:
-            if not name.endswith((".yaml", ".yml", ".json")):
+            if not name.endswith((".yaml", ".json")):
                 continue
             try:
                 with open(os.path.join(folder, name), encoding="utf-8") as f:
-                    spec = yaml.safe_load(f)
-            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                    spec = json.load(f) if name.endswith(".json") else yaml.safe_load(f)
+            except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
                 continue                        # podman skips a spec it cannot read too
             if isinstance(spec, dict) and isinstance(spec.get("kind"), str):
                 kinds.add(spec["kind"])

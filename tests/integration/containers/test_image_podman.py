@@ -305,14 +305,20 @@ def test_the_squashfs_launcher_brings_the_hosts_gpu_driver_to_a_non_root_uid(squ
     work.mkdir()
     shutil.copyfile(CUDA / "cuda_probe.py", work / "cuda_probe.py")
     shutil.chown(work, 1000, 1000)
+    # the caller's environment as a user's shell has it (no USER: the launcher gives ch-run one), host
+    # folders in it that mean nothing in the image; then `cm` as the docs run it, its CM home in /mnt
     env = {"PATH": f"{driver / 'bin'}:{os.environ['PATH']}", "LD_LIBRARY_PATH": str(driver / "lib64"),
-           "HOME": str(work)}                                   # no USER: the launcher gives ch-run one
+           "HOME": "/home/nobody-here", "PYTHONPATH": str(ROOT / "automation"), "VIRTUAL_ENV": sys.prefix}
+    inside = ("python3 /mnt/cuda_probe.py && echo \"HOME=$HOME PYTHONPATH=${PYTHONPATH:-unset} "
+              "VIRTUAL_ENV=${VIRTUAL_ENV:-unset}\" && cm run script --tags=detect,os --quiet > /dev/null && ls -d /mnt/CM")
     res = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", f"{sqfs}.run", "--gpus=nvidia",
-                          f"--work={work}", "--", "python3", "/mnt/cuda_probe.py"],
+                          f"--work={work}", "--", "sh", "-c", inside],
                          capture_output=True, text=True, timeout=300, env=env)
-    assert res.returncode == 0, res.stderr[-2000:]
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert "NVIDIA driver 555.42.06 from this host: 1 library and nvidia-smi" in res.stderr
-    probe = json.loads(res.stdout.strip().splitlines()[-1])
+    lines = res.stdout.strip().splitlines()
+    assert lines[-2:] == ["HOME=/mnt PYTHONPATH=unset VIRTUAL_ENV=unset", "/mnt/CM"]
+    probe = json.loads(lines[-3])
     assert probe["uid"] == 1000 and "bookworm" in probe["os"]
     assert probe["libcuda"] == "/mnt/.host-gpu/nvidia-555.42.06/lib/libcuda.so.1"
     assert probe["ld_library_path"] == "/mnt/.host-gpu/nvidia-555.42.06/lib"      # not the host's folder

@@ -80,6 +80,12 @@ def test_podman_without_a_cdi_spec_of_nvidias_gpus_is_refused_before_any_contain
     run.check_gpus("amd", PODMAN, (str(etc), str(var)))             # AMD: device files
     run.check_gpus("", PODMAN, (str(etc), str(var)))
     var.mkdir()
+    (var / "nvidia.yml").write_text(NVIDIA_CDI)                      # not a name podman reads
+    with pytest.raises(engine.ContainerError):
+        run.check_gpus("nvidia", PODMAN, (str(etc), str(var)))
     (var / "nvidia.yaml").write_text(NVIDIA_CDI)
     assert run.cdi_kinds((str(etc), str(var))) == {"amd.com/gpu", "nvidia.com/gpu"}
     run.check_gpus("nvidia", PODMAN, (str(etc), str(var)))
+    (var / "nvidia.yaml").unlink()
+    (var / "nvidia.json").write_text('{\n\t"cdiVersion": "0.5.0",\n\t"kind": "nvidia.com/gpu",\n\t"devices": []\n}')
+    run.check_gpus("nvidia", PODMAN, (str(etc), str(var)))         # JSON indented with tabs, as JSON allows

@@ -11,6 +11,7 @@ import pytest
 from mlperf_llm.containers import squash, squash_launcher as sl
 
 LDCONFIG = Path(__file__).resolve().parents[2] / "fixtures" / "sysinfo" / "ldconfig"
+UNSET = [f"--unset-env={v}" for v in sl.HOST_PATHS]
 
 
 def test_the_distribution_drivers_64_bit_sonames_are_taken_and_nothing_else():
@@ -61,15 +62,15 @@ def test_staging_copies_once_per_driver_and_again_only_what_changed(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     libs = sl.driver_libraries("", (str(d),))
-    folder, copied, kept = sl.stage_nvidia(str(work), libs, {"nvidia-smi": str(smi)})
-    assert folder == str(work / ".host-gpu" / "nvidia-580.159.04") and (copied, kept) == (4, 0)
+    folder, copied, kept, gone = sl.stage_nvidia(str(work), libs, {"nvidia-smi": str(smi)})
+    assert folder == str(work / ".host-gpu" / "nvidia-580.159.04") and (copied, kept, gone) == (4, 0, ())
     lib = Path(folder) / "lib"
     assert (lib / "libcuda.so.1").read_bytes() == b"libcuda" * 100 and not (lib / "libcuda.so.1").is_symlink()
     assert os.readlink(lib / "libcuda.so") == "libcuda.so.1"                 # the unversioned name too
     assert os.access(Path(folder) / "bin" / "nvidia-smi", os.X_OK)
-    assert sl.stage_nvidia(str(work), libs, {"nvidia-smi": str(smi)})[1:] == (0, 4)
+    assert sl.stage_nvidia(str(work), libs, {"nvidia-smi": str(smi)})[1:3] == (0, 4)
     (d / "libcuda.so.580.159.04").write_bytes(b"a newer build")
-    assert sl.stage_nvidia(str(work), libs, {"nvidia-smi": str(smi)})[1:] == (1, 3)
+    assert sl.stage_nvidia(str(work), libs, {"nvidia-smi": str(smi)})[1:3] == (1, 3)
     assert (lib / "libcuda.so.1").read_bytes() == b"a newer build"
     assert not [p for p in Path(folder).rglob("*.part-*")]                    # written whole
 
@@ -89,9 +90,10 @@ def test_the_image_gets_the_staged_driver_first_on_its_paths(tmp_path):
     argv, note = sl.plan("/img/image.sqfs", str(work), ["nvidia-smi"], "nvidia",
                          environ={"LD_LIBRARY_PATH": f"/nowhere:{d}"}, ldconfig=lambda: "", which=lambda t: None)
     inside = "/mnt/.host-gpu/nvidia-580.159.04"
-    assert argv == ["ch-run", "--set-env=/img/image.sqfs.env", f"--set-env=LD_LIBRARY_PATH={inside}/lib",
-                    f"--set-env=PATH={inside}/bin:$PATH", f"--set-env=TRITON_LIBCUDA_PATH={inside}/lib",
-                    "--cd=/mnt", f"--bind={work}:/mnt", "/img/image.sqfs", "--", "nvidia-smi"]
+    assert argv == ["ch-run", *UNSET, "--set-env=/img/image.sqfs.env", "--set-env=HOME=/mnt",
+                    f"--set-env=LD_LIBRARY_PATH={inside}/lib", f"--set-env=PATH={inside}/bin:$PATH",
+                    f"--set-env=TRITON_LIBCUDA_PATH={inside}/lib", "--cd=/mnt", f"--bind={work}:/mnt",
+                    "/img/image.sqfs", "--", "nvidia-smi"]
     assert "NVIDIA driver 580.159.04" in note and "3 libraries" in note and "(3 copied, 0 already there)" in note
 
 
@@ -104,10 +106,11 @@ def test_a_dry_run_copies_nothing(tmp_path):
     assert "nothing copied" in note and not (work / ".host-gpu").exists()
 
 
-def test_without_gpus_the_hosts_library_path_stays_out_of_the_image():
+def test_without_gpus_the_hosts_folders_stay_out_of_the_image_and_home_is_the_work_folder():
     argv, note = sl.plan("/i.sqfs", "/w", ["true"], "none", binds=(("/data", "/srv"),))
-    assert argv == ["ch-run", "--set-env=/i.sqfs.env", "--unset-env=LD_LIBRARY_PATH", "--cd=/mnt",
+    assert argv == ["ch-run", *UNSET, "--set-env=/i.sqfs.env", "--set-env=HOME=/mnt", "--cd=/mnt",
                     "--bind=/w:/mnt", "--bind=/data:/srv", "/i.sqfs", "--", "true"]
+    assert {"LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "CM_REPOS"} <= set(sl.HOST_PATHS)
     assert note == "GPUs: none"
     assert squash.run_argv("/i.sqfs", ["true"], (("/w", "/mnt"),), "/mnt") == sl.ch_run_argv(
         "/i.sqfs", ["true"], (("/w", "/mnt"),), "/mnt")                      # one command line
@@ -117,7 +120,7 @@ def test_amd_needs_the_rocm_device_and_copies_nothing():
     with pytest.raises(sl.LaunchError, match="/dev/kfd.*--gpus=none"):
         sl.plan("/i.sqfs", "/w", ["true"], "amd", exists=lambda p: False)
     argv, note = sl.plan("/i.sqfs", "/w", ["true"], "amd", exists=lambda p: p == "/dev/kfd")
-    assert "--unset-env=LD_LIBRARY_PATH" in argv and "ROCm's user space is the image's" in note
+    assert argv[:len(UNSET) + 1] == ["ch-run", *UNSET] and "ROCm's user space is the image's" in note
 
 
 @pytest.fixture
@@ -146,7 +149,8 @@ def test_no_ch_run_is_told_where_to_get_it(image, tmp_path, capsys, monkeypatch)
 def test_a_dry_run_prints_the_command_it_would_run(image, tmp_path, capsys):
     assert sl.main(["--gpus=none", "--dry-run", f"--work={tmp_path}", "--", "cm", "run", "script"], str(image)) == 0
     out, err = capsys.readouterr()
-    assert shlex.split(out) == sl.ch_run_argv(str(image), ["cm", "run", "script"], ((str(tmp_path), "/mnt"),))
+    assert shlex.split(out) == sl.ch_run_argv(str(image), ["cm", "run", "script"], ((str(tmp_path), "/mnt"),),
+                                              env=("HOME=/mnt",))
     assert err.strip() == "GPUs: none"
 
 
@@ -173,7 +177,7 @@ def test_a_folder_unpacked_from_the_file_runs_with_the_files_environment(image, 
     assert sl.main(["--gpus=none", "--dry-run", f"--image={unpacked}", f"--work={tmp_path}", "--", "true"],
                    str(image)) == 0
     argv = shlex.split(capsys.readouterr().out)
-    assert argv[1] == f"--set-env={image}.env" and argv[-3:] == [str(unpacked), "--", "true"]
+    assert argv[len(UNSET) + 1] == f"--set-env={image}.env" and argv[-3:] == [str(unpacked), "--", "true"]
 
 
 def test_the_lent_h200_nodes_driver_is_what_its_ldconfig_lists_under_nvidias_folder():
@@ -194,4 +198,62 @@ def test_two_launches_staging_at_once_do_not_trip_on_each_others_links(tmp_path,
     libs = sl.driver_libraries("", (str(d),))
     sl.stage_nvidia(str(work), libs, {})
     monkeypatch.setattr(sl.os.path, "lexists", lambda p: False)       # as if the other made it just after
-    assert sl.stage_nvidia(str(work), libs, {})[1:] == (0, 3)
+    assert sl.stage_nvidia(str(work), libs, {})[1:3] == (0, 3)
+
+
+def test_a_driver_file_gone_since_ldconfig_listed_it_is_left_out_and_named(tmp_path):
+    d = driver_folder(tmp_path / "lib64")
+    (d / "libnvidia-nvvm.so.4").symlink_to("libnvidia-nvvm.so.580.159.04")      # dangling
+    work = tmp_path / "work"
+    work.mkdir()
+    _, note = sl.plan("/i.sqfs", str(work), ["true"], "nvidia", environ={"LD_LIBRARY_PATH": str(d)},
+                      ldconfig=lambda: "", which=lambda t: None)
+    assert "3 libraries" in note and f"left out, their files gone: {d}/libnvidia-nvvm.so.4" in note
+    assert not (work / ".host-gpu" / "nvidia-580.159.04" / "lib" / "libnvidia-nvvm.so.4").exists()
+
+
+def test_a_work_folder_the_user_cannot_write_is_refused_before_anything_is_copied(tmp_path, monkeypatch):
+    d = driver_folder(tmp_path / "lib64")
+    monkeypatch.setattr(sl.os, "access", lambda p, m: False)
+    with pytest.raises(sl.LaunchError, match="cannot write there.*--gpus=none"):
+        sl.plan("/i.sqfs", str(tmp_path), ["true"], "nvidia", environ={"LD_LIBRARY_PATH": str(d)},
+                ldconfig=lambda: "", which=lambda t: None)
+    assert not (tmp_path / ".host-gpu").exists()
+
+
+def test_the_command_must_follow_two_dashes_and_options_are_not_abbreviated(image, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        sl.main(["--gpus=none", "true"], str(image))
+    assert "put -- before the command" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        sl.main(["--dry", "--", "true"], str(image))
+    assert sl.main(["--gpus=none", "--dry-run", f"--work={tmp_path}", "--", "sh", "-c", "x", "--", "--gpus=amd"],
+                   str(image)) == 0
+    out = shlex.split(capsys.readouterr().out)
+    assert out[-7:] == [str(image), "--", "sh", "-c", "x", "--", "--gpus=amd"]      # the command's own, as given
+
+
+def test_paths_ch_run_would_misread_are_refused(tmp_path, capsys):
+    odd = tmp_path / "a=b"
+    odd.mkdir()
+    img = odd / "image.sqfs"
+    img.write_bytes(b"hsqs")
+    (odd / "image.sqfs.env").write_text("")
+    assert sl.main(["--gpus=none", "--dry-run", f"--work={tmp_path}", "--", "true"], str(img)) == 2
+    assert "would read a path with '='" in capsys.readouterr().err
+    colon = tmp_path / "w:1"
+    colon.mkdir()
+    ok = tmp_path / "image.sqfs"
+    ok.write_bytes(b"hsqs")
+    (tmp_path / "image.sqfs.env").write_text("")
+    assert sl.main(["--gpus=none", "--dry-run", f"--work={colon}", "--", "true"], str(ok)) == 2
+    assert "cannot bind a path with ':'" in capsys.readouterr().err
+
+
+def test_run_as_a_module_it_takes_no_dotenv_of_the_current_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("SECRET=1\n")
+    unpacked = tmp_path / "unpacked"
+    unpacked.mkdir()
+    assert sl.main(["--gpus=none", "--dry-run", f"--image={unpacked}", "--", "true"], "") == 2
+    assert "the .env file" in capsys.readouterr().err
