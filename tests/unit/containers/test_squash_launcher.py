@@ -233,21 +233,16 @@ def test_the_command_must_follow_two_dashes_and_options_are_not_abbreviated(imag
     assert out[-7:] == [str(image), "--", "sh", "-c", "x", "--", "--gpus=amd"]      # the command's own, as given
 
 
-def test_paths_ch_run_would_misread_are_refused(tmp_path, capsys):
-    odd = tmp_path / "a=b"
-    odd.mkdir()
-    img = odd / "image.sqfs"
+@pytest.mark.parametrize("image_folder, work_folder, said", [("a=b", ".", "would read a path with '='"),
+                                                             (".", "w:1", "cannot bind a path with ':'")])
+def test_paths_ch_run_would_misread_are_refused(image_folder, work_folder, said, tmp_path, capsys):
+    for folder in (tmp_path / image_folder, tmp_path / work_folder):
+        folder.mkdir(exist_ok=True)
+    img = tmp_path / image_folder / "image.sqfs"
     img.write_bytes(b"hsqs")
-    (odd / "image.sqfs.env").write_text("")
-    assert sl.main(["--gpus=none", "--dry-run", f"--work={tmp_path}", "--", "true"], str(img)) == 2
-    assert "would read a path with '='" in capsys.readouterr().err
-    colon = tmp_path / "w:1"
-    colon.mkdir()
-    ok = tmp_path / "image.sqfs"
-    ok.write_bytes(b"hsqs")
-    (tmp_path / "image.sqfs.env").write_text("")
-    assert sl.main(["--gpus=none", "--dry-run", f"--work={colon}", "--", "true"], str(ok)) == 2
-    assert "cannot bind a path with ':'" in capsys.readouterr().err
+    (tmp_path / image_folder / "image.sqfs.env").write_text("")
+    assert sl.main(["--gpus=none", "--dry-run", f"--work={tmp_path / work_folder}", "--", "true"], str(img)) == 2
+    assert said in capsys.readouterr().err
 
 
 def test_run_as_a_module_it_takes_no_dotenv_of_the_current_folder(tmp_path, monkeypatch, capsys):
