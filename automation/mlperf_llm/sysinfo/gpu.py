@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from dataclasses import dataclass
 
@@ -249,11 +250,14 @@ def parse_rocm_smi(text: str) -> list[Gpu]:
 
 
 def format_gpu_memory(gib: float | None) -> str:
-    """23.99 GiB -> "24 GB" (within 1% of a whole number), else one decimal."""
+    """The board's memory as systems JSONs write it: the driver reports a little less than the board
+    holds (a reserve), never more, so the whole number at or above `gib` within 1% of it (23.99 GiB
+    -> "24 GB"; the H200's 140.4 -> "141 GB", as NVIDIA and its submitters name it), else one
+    decimal (23.6 GiB -> "23.6 GB")."""
     if gib is None:
         return ""
-    whole = round(gib)
-    if whole and abs(gib - whole) / whole <= 0.01:
+    whole = math.ceil(round(gib, 6))            # 80.0000001 of a float's sum is 80
+    if whole and (whole - gib) / whole <= 0.01:
         return f"{whole} GB"
     return f"{gib:.1f} GB"
 

@@ -82,6 +82,16 @@ def test_memory_formatting():
     assert format_gpu_memory(None) == ""
     assert format_gpu_memory(23.6470) == "23.6 GB"
     assert format_gpu_memory(79.65) == "80 GB"
+    assert format_gpu_memory(80.0) == format_gpu_memory(81920 / 1024) == "80 GB"        # A100 80GB: exact
+    assert format_gpu_memory(22.5) == "22.5 GB"                # 2.2% under 23: not a whole number's reserve
+
+
+def test_the_h200s_memory_is_named_as_nvidia_and_its_submitters_name_it(fixture_text):
+    """143,771 MiB (140.4 GiB) on the lent H200: '141 GB', as NVIDIA's sheet and published systems
+    JSONs ('H200-SXM-141GB') have it, not the nearest whole number below."""
+    names = ("nvidia-smi-query.csv", "nvidia-smi.txt", "nvidia-smi-topo.txt", "nvidia-smi-nvlink-s.txt")
+    g = nvidia_info(*(fixture_text("h200_1x", f) for f in names)).gpus[0]
+    assert format_gpu_memory(g.physical_memory_gib) == "141 GB"
 
 
 def test_1x_h200_recorded_on_a_lent_device(fixture_text):
