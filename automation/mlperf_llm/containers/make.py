@@ -158,14 +158,16 @@ def image_for(engine: Engine, places: Places, project_root: str, venvs: dict | N
         say(f"  the same image ID: {built.image_id}")
         return built
     venvs = venvs if venvs or locked else {RUN_VENV: sys.executable}
-    spec = base_spec(mirror, [d for py in venvs.values() if py for d in venv_entries(py)]
-                     + [d for entries in (locked or {}).values() for d in entries])
+    # each venv read once: its distributions choose the base, and make the recipe as a lock would
+    locked = locked or {}
+    locked = {**{n: venv_entries(py) for n, py in venvs.items() if n not in locked}, **locked}
+    spec = base_spec(mirror, [d for entries in locked.values() for d in entries])
     say(f"Base: Debian {spec.suite} from {spec.mirror} (mmdebstrap, SOURCE_DATE_EPOCH={spec.epoch})"
         + ("; with gcc and Python's headers: Triton compiles its launchers on the GPU at run time"
            if spec.packages != basemod.PACKAGES else ""))
     base = basemod.build(spec, places.base_tar(spec))
-    has_project = RUN_VENV in venvs or RUN_VENV in (locked or {})      # the run venv: this project in it
-    recipe = recipe_here(base, venvs, project_root, places, _project(project_root) if has_project else {},
+    has_project = RUN_VENV in locked                                    # the run venv: this project in it
+    recipe = recipe_here(base, {}, project_root, places, _project(project_root) if has_project else {},
                          locked=locked)
     say("Venvs: " + ", ".join(f"{v.name} ({len(v.entries)} packages)" for v in recipe.venvs))
     return build(engine, recipe, base, places, project_root, say=say)

@@ -15,6 +15,8 @@ import subprocess
 import tempfile
 from typing import Callable, Optional
 
+from cmcontract.publish import staged_file, write_text
+
 from . import squash_launcher
 from .engine import ContainerError, Engine
 from .recipe import ENV
@@ -63,18 +65,10 @@ def export(engine: Engine, ref: str, out_sqfs: str, epoch: int, timeout: float =
 def write_beside(image: str, epoch: int) -> None:
     """IMAGE.env (the recipe's environment) and IMAGE.run (the launcher: ch-run with the host's GPUs)
     beside the image, each written whole."""
-    with open(squash_launcher.__file__, "rb") as f:
-        launcher = f.read()
-    for suffix, body, mode in ((".env", environment(epoch).encode(), 0o644), (LAUNCHER_SUFFIX, launcher, 0o755)):
-        part = f"{image}{suffix}.part-{os.getpid()}"
-        try:
-            with open(part, "wb") as f:
-                f.write(body)
-            os.chmod(part, mode)
-            os.replace(part, image + suffix)
-        finally:
-            if os.path.exists(part):
-                os.unlink(part)
+    write_text(image + ".env", environment(epoch))
+    with staged_file(image + LAUNCHER_SUFFIX) as tmp:
+        shutil.copyfile(squash_launcher.__file__, tmp)
+        os.chmod(tmp, 0o755)
 
 
 def run_argv(sqfs: str, argv: list[str], binds: tuple = (), workdir: str = "/root") -> list[str]:

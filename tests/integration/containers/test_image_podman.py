@@ -308,7 +308,7 @@ def test_the_squashfs_launcher_brings_the_hosts_gpu_driver_to_a_non_root_uid(squ
     # the caller's environment as a user's shell has it (no USER: the launcher gives ch-run one), host
     # folders in it that mean nothing in the image; then `cm` as the docs run it, its CM home in /mnt
     env = {"PATH": f"{driver / 'bin'}:{os.environ['PATH']}", "LD_LIBRARY_PATH": str(driver / "lib64"),
-           "HOME": "/home/nobody-here", "PYTHONPATH": str(ROOT / "automation"), "VIRTUAL_ENV": sys.prefix}
+           "HOME": str(shared / "the-hosts-home"), "PYTHONPATH": str(ROOT / "automation"), "VIRTUAL_ENV": sys.prefix}
     inside = ("python3 /mnt/cuda_probe.py && echo \"HOME=$HOME PYTHONPATH=${PYTHONPATH:-unset} "
               "VIRTUAL_ENV=${VIRTUAL_ENV:-unset}\" && cm run script --tags=detect,os --quiet > /dev/null && ls -d /mnt/CM")
     res = subprocess.run(["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", f"{sqfs}.run", "--gpus=nvidia",
