@@ -329,6 +329,74 @@ def test_the_squashfs_launcher_brings_the_hosts_gpu_driver_to_a_non_root_uid(squ
     assert not engine.mounts_under(str(shared))
 
 
+
+STANDIN_CDI_PREFIX = "cm4mlperf-test-standin-"             # + the pid of the test's process
+# a CDI spec of the shape `nvidia-ctk cdi generate` writes (kind nvidia.com/gpu, a device "all",
+# the driver's files mounted into the container), with a stand-in driver's files in place of NVIDIA's
+STANDIN_CDI = """cdiVersion: 0.5.0
+kind: nvidia.com/gpu
+devices:
+- name: all
+  containerEdits:
+    mounts:
+    - hostPath: {lib}
+      containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.1
+      options: [ro, nosuid, nodev, bind]
+containerEdits:
+  env:
+  - NVIDIA_VISIBLE_DEVICES=void
+  mounts:
+  - hostPath: {smi}
+    containerPath: /usr/bin/nvidia-smi
+    options: [ro, nosuid, nodev, bind]
+"""
+
+
+def test_podman_passes_nvidia_gpus_by_the_hosts_cdi_spec_to_a_non_root_uid(built, stores, tmp_path):
+    """run.run with gpus="nvidia" under the real podman: the project's own arguments
+    (`--device nvidia.com/gpu=all`) and its CDI check, against a spec in /var/run/cdi (podman 4.3 reads
+    specs from /etc/cdi and /var/run/cdi only; this one is removed afterwards) whose driver is a
+    stand-in (no GPU here: tests/fixtures/cuda/standin_libcuda.c); the probe the GPU node runs
+    (tests/gpu) loads it in the image as uid 1000. Where a spec of NVIDIA's GPUs exists already (a
+    GPU host), it is left alone and the test skips: tests/gpu runs there."""
+    if not shutil.which("gcc"):
+        pytest.skip("no C compiler (gcc) to build the stand-in libcuda.so.1")
+    cdi_dir = Path(run.CDI_DIRS[1])
+    for left in cdi_dir.glob(f"{STANDIN_CDI_PREFIX}*.yaml"):        # of a run killed before its cleanup
+        if not Path("/proc", left.stem[len(STANDIN_CDI_PREFIX):]).exists():
+            left.unlink()
+    if run.CDI_NVIDIA in run.cdi_kinds(run.CDI_DIRS):
+        pytest.skip("this host has a CDI spec of NVIDIA's GPUs: not replaced by a stand-in (tests/gpu runs here)")
+    r, _, _, first = built
+    e = stores("a")
+    with pytest.raises(engine.ContainerError, match="nvidia-ctk cdi generate"):
+        run.check_gpus("nvidia", e)                          # no spec yet: refused before any container
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(driver / "libcuda.so.1"),
+                    str(CUDA / "standin_libcuda.c")], check=True)
+    (driver / "nvidia-smi").write_text("#!/bin/sh\necho 'Stand-in GPU, 1024 MiB'\n")
+    (driver / "nvidia-smi").chmod(0o755)
+    made_dir = not cdi_dir.exists()
+    spec = cdi_dir / f"{STANDIN_CDI_PREFIX}{os.getpid()}.yaml"
+    cdi_dir.mkdir(parents=True, exist_ok=True)
+    spec.write_text(STANDIN_CDI.format(lib=driver / "libcuda.so.1", smi=driver / "nvidia-smi"))
+    try:
+        run.check_gpus("nvidia", e)
+        res = run.run(e, run.RunSpec(first.tag, ("python3", "/probe/cuda_probe.py"), gpus="nvidia", user="1000:1000",
+                                     mounts=(run.Mount(str(CUDA), "/probe"),)), timeout=300)
+    finally:
+        spec.unlink()
+        if made_dir:
+            cdi_dir.rmdir()
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    probe = json.loads(res.stdout.strip().splitlines()[-1])
+    assert probe["uid"] == 1000 and "bookworm" in probe["os"]
+    assert probe["libcuda"] == "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
+    assert probe["devices"] == [{"name": "Stand-in GPU", "memory_bytes": 1 << 30, "read_back_ok": True}]
+    assert probe["nvidia_smi"] == "Stand-in GPU, 1024 MiB"
+    assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""     # removed after it ended
+
 # what --docker=chain's container is asked to prove here (the small image has no vLLM): the image's
 # cm with its CM home in the mounted folder, the results folder written at the host's path as the
 # caller's uid, the prepared model read-only, no network
