@@ -21,6 +21,7 @@ from .recipe import ENV
 NAME_PREFIX = "cm4mlperf-"
 CDI_NVIDIA = "nvidia.com/gpu"               # the CDI device kind of NVIDIA's GPUs
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")     # where podman reads CDI specs (containers.conf's default)
+AMD_DEVICES = ("/dev/kfd", "/dev/dri")       # ROCm's kernel driver and the render nodes, passed as they are
 REMOVE = ("rm", "-f", "-t", "5")            # the engine's removal of a container, stopped first (5 s)
 
 
@@ -63,7 +64,7 @@ def gpu_args(kind: str, engine: Engine) -> list[str]:
     if kind == "nvidia":           # podman: CDI (nvidia-ctk cdi generate); docker: the NVIDIA runtime
         return ["--device", f"{CDI_NVIDIA}=all"] if engine.kind == "podman" else ["--gpus", "all"]
     if kind == "amd":              # ROCm: the kernel driver's and the render nodes, as AMD documents
-        return ["--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video",
+        return ["--device", AMD_DEVICES[0], "--device", AMD_DEVICES[1], "--group-add", "video",
                 "--security-opt", "seccomp=unconfined"]
     if kind:
         raise ValueError(f"GPU kind {kind!r}: nvidia, amd or none")
@@ -92,11 +93,17 @@ def cdi_kinds(dirs: tuple) -> set:
     return kinds
 
 
-def check_gpus(kind: str, engine: Engine, dirs: tuple = ()) -> None:
+def check_gpus(kind: str, engine: Engine, dirs: tuple = (), devices: tuple = ()) -> None:
     """ContainerError, before any container starts, where the engine cannot pass these GPUs: podman
     passes NVIDIA's by CDI, which needs a spec of nvidia.com/gpu (the NVIDIA Container Toolkit writes
-    it) in `dirs` (default CDI_DIRS)."""
-    dirs = dirs or CDI_DIRS
+    it) in `dirs` (default CDI_DIRS); AMD's are their device files (`devices`, default AMD_DEVICES),
+    which must exist (the engine's own error names the file, not the fix)."""
+    dirs, devices = dirs or CDI_DIRS, devices or AMD_DEVICES
+    missing = [d for d in devices if not os.path.exists(d)] if kind == "amd" else []
+    if missing:
+        raise ContainerError(f"AMD GPUs go to a container as {' and '.join(devices)} (ROCm), and this host has no "
+                             f"{' or '.join(missing)}; fix: load ROCm's kernel driver (amdgpu, with ROCm's "
+                             "install; `ls /dev/kfd` then lists it), or run on the node that has the GPUs")
     if kind == "nvidia" and engine.kind == "podman" and CDI_NVIDIA not in cdi_kinds(dirs):
         raise ContainerError(f"podman passes NVIDIA GPUs to a container by CDI ({CDI_NVIDIA}=all), and no CDI "
                              f"spec in {' or '.join(dirs)} defines {CDI_NVIDIA}; fix: sudo nvidia-ctk cdi generate "

@@ -77,7 +77,16 @@ def test_podman_without_a_cdi_spec_of_nvidias_gpus_is_refused_before_any_contain
                                                     r"fix: sudo nvidia-ctk cdi generate"):
         run.check_gpus("nvidia", PODMAN, (str(etc), str(var)))
     run.check_gpus("nvidia", DOCKER, (str(etc), str(var)))          # docker: its NVIDIA runtime, not CDI
-    run.check_gpus("amd", PODMAN, (str(etc), str(var)))             # AMD: device files
+    dev = tmp_path / "dev"
+    kfd, dri = dev / "kfd", dev / "dri"
+    with pytest.raises(engine.ContainerError, match=r"AMD GPUs go to a container as .*kfd and .*dri \(ROCm\), and this "
+                                                    r"host has no .*kfd or .*dri; fix: load ROCm's kernel driver"):
+        run.check_gpus("amd", PODMAN, (str(etc), str(var)), (str(kfd), str(dri)))
+    dri.mkdir(parents=True)
+    with pytest.raises(engine.ContainerError, match=r"host has no \S*kfd; fix"):
+        run.check_gpus("amd", DOCKER, (str(etc), str(var)), (str(kfd), str(dri)))    # either engine
+    kfd.write_text("")
+    run.check_gpus("amd", PODMAN, (str(etc), str(var)), (str(kfd), str(dri)))   # AMD: device files, no CDI
     run.check_gpus("", PODMAN, (str(etc), str(var)))
     var.mkdir()
     (var / "nvidia.yml").write_text(NVIDIA_CDI)                      # not a name podman reads

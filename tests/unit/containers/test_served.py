@@ -187,8 +187,13 @@ def test_a_served_containers_secret_reaches_the_engine_through_the_relays_enviro
     assert not list(tmp_path.iterdir())          # its socket folder gone with the failed start
 
 
-def test_a_served_image_on_nvidia_gpus_under_podman_without_cdi_is_refused_before_it_starts(monkeypatch, tmp_path):
+def test_a_served_image_on_gpus_the_engine_cannot_pass_is_refused_before_it_starts(monkeypatch, tmp_path):
     monkeypatch.setattr(crun, "CDI_DIRS", (str(tmp_path / "cdi"),))
     with pytest.raises(engine.ContainerError, match="nvidia-ctk cdi generate"):
         served.launcher(PODMAN, "img", host="127.0.0.1", port=8000, model_name="m", gpus="nvidia")
+    monkeypatch.setattr(crun, "AMD_DEVICES", (str(tmp_path / "kfd"), str(tmp_path / "dri")))
+    with pytest.raises(engine.ContainerError, match="fix: load ROCm's kernel driver"):
+        served.launcher(PODMAN, "img", host="127.0.0.1", port=8000, model_name="m", gpus="amd")
+    (tmp_path / "kfd").write_text("")
+    (tmp_path / "dri").mkdir()
     assert callable(served.launcher(PODMAN, "img", host="127.0.0.1", port=8000, model_name="m", gpus="amd"))
