@@ -285,22 +285,32 @@ def test_the_image_as_squashfs_runs_cm_and_the_harness_unprivileged(squashed):
     assert not engine.mounts_under(str(shared))                                # squashfuse unmounted
 
 
+STANDIN_SMI = "Stand-in GPU, 1024 MiB"                  # what the stand-in nvidia-smi prints
+STANDIN_DEVICES = [{"name": "Stand-in GPU", "memory_bytes": 1 << 30, "read_back_ok": True}]   # the probe's view
+
+
+def standin_driver(lib: Path, smi: Path) -> None:
+    """A stand-in NVIDIA driver where no GPU exists: `lib` built from tests/fixtures/cuda/standin_libcuda.c
+    (soname libcuda.so.1), `smi` a script printing STANDIN_SMI. Skips the test without gcc."""
+    if not shutil.which("gcc"):
+        pytest.skip("no C compiler (gcc) to build the stand-in libcuda.so.1")
+    for folder in {lib.parent, smi.parent}:
+        folder.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(lib),
+                    str(CUDA / "standin_libcuda.c")], check=True)
+    smi.write_text(f"#!/bin/sh\necho '{STANDIN_SMI}'\n")
+    smi.chmod(0o755)
+
+
 def test_the_squashfs_launcher_brings_the_hosts_gpu_driver_to_a_non_root_uid(squashed):
     """IMAGE.sqfs.run --gpus=nvidia as uid 1000 with a stand-in driver (no GPU here: a libcuda.so.1
     built from tests/fixtures/cuda/standin_libcuda.c, on the host's LD_LIBRARY_PATH as a container
     host has its driver, and a stand-in nvidia-smi): the driver's files staged in the work folder,
     first on the image's paths, the probe the GPU node runs (tests/gpu) loading them in the image."""
-    if not shutil.which("gcc"):
-        pytest.skip("no C compiler (gcc) to build the stand-in libcuda.so.1")
     shared, sqfs = squashed
     driver = shared / "driver"                      # reachable by uid 1000
-    for d in (driver / "lib64", driver / "bin"):
-        d.mkdir(parents=True)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
-                    str(driver / "lib64" / "libcuda.so.555.42.06"), str(CUDA / "standin_libcuda.c")], check=True)
+    standin_driver(driver / "lib64" / "libcuda.so.555.42.06", driver / "bin" / "nvidia-smi")
     (driver / "lib64" / "libcuda.so.1").symlink_to("libcuda.so.555.42.06")
-    (driver / "bin" / "nvidia-smi").write_text("#!/bin/sh\necho 'Stand-in GPU, 1024 MiB'\n")
-    (driver / "bin" / "nvidia-smi").chmod(0o755)
     work = shared / "gpu-work"
     work.mkdir()
     shutil.copyfile(CUDA / "cuda_probe.py", work / "cuda_probe.py")
@@ -322,12 +332,11 @@ def test_the_squashfs_launcher_brings_the_hosts_gpu_driver_to_a_non_root_uid(squ
     assert probe["uid"] == 1000 and "bookworm" in probe["os"]
     assert probe["libcuda"] == "/mnt/.host-gpu/nvidia-555.42.06/lib/libcuda.so.1"
     assert probe["ld_library_path"] == "/mnt/.host-gpu/nvidia-555.42.06/lib"      # not the host's folder
-    assert probe["devices"] == [{"name": "Stand-in GPU", "memory_bytes": 1 << 30, "read_back_ok": True}]
-    assert probe["nvidia_smi"] == "Stand-in GPU, 1024 MiB"
+    assert probe["devices"] == STANDIN_DEVICES
+    assert probe["nvidia_smi"] == STANDIN_SMI
     staged = work / ".host-gpu" / "nvidia-555.42.06"
     assert all(p.stat().st_uid == 1000 for p in staged.rglob("*"))
     assert not engine.mounts_under(str(shared))
-
 
 
 STANDIN_CDI_PREFIX = "cm4mlperf-test-standin-"             # + the pid of the test's process
@@ -359,8 +368,6 @@ def test_podman_passes_nvidia_gpus_by_the_hosts_cdi_spec_to_a_non_root_uid(built
     stand-in (no GPU here: tests/fixtures/cuda/standin_libcuda.c); the probe the GPU node runs
     (tests/gpu) loads it in the image as uid 1000. Where a spec of NVIDIA's GPUs exists already (a
     GPU host), it is left alone and the test skips: tests/gpu runs there."""
-    if not shutil.which("gcc"):
-        pytest.skip("no C compiler (gcc) to build the stand-in libcuda.so.1")
     cdi_dir = Path(run.CDI_DIRS[1])
     for left in cdi_dir.glob(f"{STANDIN_CDI_PREFIX}*.yaml"):        # of a run killed before its cleanup
         if not Path("/proc", left.stem[len(STANDIN_CDI_PREFIX):]).exists():
@@ -372,11 +379,7 @@ def test_podman_passes_nvidia_gpus_by_the_hosts_cdi_spec_to_a_non_root_uid(built
     with pytest.raises(engine.ContainerError, match="nvidia-ctk cdi generate"):
         run.check_gpus("nvidia", e)                          # no spec yet: refused before any container
     driver = tmp_path / "driver"
-    driver.mkdir()
-    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(driver / "libcuda.so.1"),
-                    str(CUDA / "standin_libcuda.c")], check=True)
-    (driver / "nvidia-smi").write_text("#!/bin/sh\necho 'Stand-in GPU, 1024 MiB'\n")
-    (driver / "nvidia-smi").chmod(0o755)
+    standin_driver(driver / "libcuda.so.1", driver / "nvidia-smi")
     made_dir = not cdi_dir.exists()
     spec = cdi_dir / f"{STANDIN_CDI_PREFIX}{os.getpid()}.yaml"
     cdi_dir.mkdir(parents=True, exist_ok=True)
@@ -393,9 +396,10 @@ def test_podman_passes_nvidia_gpus_by_the_hosts_cdi_spec_to_a_non_root_uid(built
     probe = json.loads(res.stdout.strip().splitlines()[-1])
     assert probe["uid"] == 1000 and "bookworm" in probe["os"]
     assert probe["libcuda"] == "/usr/lib/x86_64-linux-gnu/libcuda.so.1"
-    assert probe["devices"] == [{"name": "Stand-in GPU", "memory_bytes": 1 << 30, "read_back_ok": True}]
-    assert probe["nvidia_smi"] == "Stand-in GPU, 1024 MiB"
+    assert probe["devices"] == STANDIN_DEVICES
+    assert probe["nvidia_smi"] == STANDIN_SMI
     assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""     # removed after it ended
+
 
 # what --docker=chain's container is asked to prove here (the small image has no vLLM): the image's
 # cm with its CM home in the mounted folder, the results folder written at the host's path as the
