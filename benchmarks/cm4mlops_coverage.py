@@ -50,7 +50,6 @@ def category(m) -> str:
 
 
 def measure_load(repo: str):
-    rows = collections.Counter()
     loaded, failed = [], []
     for name in sorted(os.listdir(os.path.join(repo, "script"))):
         folder = os.path.join(repo, "script", name)

@@ -19,7 +19,6 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "automation"), str(ROOT / "tests" / "fixtures" / "datasets")]
 
-from mlperf_llm.datasets.openorca import ProcessOptions, process_parquet  # noqa: E402
 from tiny_tokenizer import make_tokenizer  # noqa: E402
 
 WORDS = ("the a of to and in is it you that he was for on are with as his they be at one have this from "

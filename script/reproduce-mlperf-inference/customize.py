@@ -15,7 +15,8 @@ def validate(i):
 def preview(i):
     """--dry-run: for a published folder without a reproduction record, the replay plan read from its
     files (mlperf_llm.published); nothing for a submission with a record."""
-    from mlperf_llm.reproduce.replay import SourceError, published_plan
+    from mlperf_llm.reproduce.replay import published_plan
+    from mlperf_llm.reproduce.source import SourceError
     try:
         return {'return': 0, 'text': published_plan(i['env']['CM_REPRODUCE_FROM'], i['work_dir'])}
     except SourceError as e:
@@ -26,8 +27,8 @@ def preprocess(i):
     from mlperf_llm.containers.chain import docker_mode
     from mlperf_llm.reproduce.record import RecordError
     from mlperf_llm.reproduce.runenv import RunEnvError, check_choice
-    from mlperf_llm.reproduce.replay import (Options, ReplayError, SourceError, compare_only, rehearse,
-                                             reproduce)
+    from mlperf_llm.reproduce.replay import Options, ReplayError, compare_only, rehearse, reproduce
+    from mlperf_llm.reproduce.source import SourceError
 
     env = i['env']
     try:

@@ -37,7 +37,7 @@ from ..benchmarks import get_benchmark
 from ..files import sha256_file, write_json_atomic
 from . import cnndm
 from .cnndm_embedded import (ANSWERS_NAME, ARTICLES_FILE, EMBEDDED_DIR, PROMPT_FORMAT, REFERENCE_NAME, SPLITS, Story,
-                             build_rows, load_stories, reference_file, select)
+                             build_rows, load_stories, select)
 from .greedy import (Generator, Prompt, Settings, command_line, greedy_answers, now, provenance,
                      read_jsonl, transformers_generator, write_jsonl)
 from .schema import DatasetError

@@ -30,7 +30,7 @@ from ..submission.spec import IMAGE_FACTS_NAME
 from ..untrusted import Limits
 from ..vllm.inputs import API_KEY_ENV, VLLM_KEY_ENV
 from ..vllm.install import LOCK_ENV
-from .source import SourceError, Measured, measured_tests, open_submission, the_record
+from .source import Measured, measured_tests, open_submission, the_record
 
 REPORT_NAME = "reproduction.json"
 PAGE_NAME = "reproduction.html"

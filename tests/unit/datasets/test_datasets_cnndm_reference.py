@@ -105,10 +105,10 @@ def test_score_refuses_missing_answers_and_answers_of_another_split(tokdir, eos,
 
 
 def test_each_split_has_its_own_folder_in_the_package():
-    assert ref.reference_file("validation") == emb.EMBEDDED_DIR / "validation" / "reference.json"
-    assert ref.reference_file("edge") == emb.EMBEDDED_DIR / "edge" / "reference.json"
+    assert emb.reference_file("validation") == emb.EMBEDDED_DIR / "validation" / "reference.json"
+    assert emb.reference_file("edge") == emb.EMBEDDED_DIR / "edge" / "reference.json"
     with pytest.raises(DatasetError, match="split 'test' is unknown"):
-        ref.reference_file("test")
+        emb.reference_file("test")
 
 
 def test_the_openorca_set_generates_with_the_same_loop(tmp_path):
@@ -125,7 +125,7 @@ def test_the_openorca_set_generates_with_the_same_loop(tmp_path):
 
 @pytest.mark.parametrize("split", emb.SPLITS)
 def test_the_committed_reference_recomputes_from_its_answers(split):
-    path = ref.reference_file(split)
+    path = emb.reference_file(split)
     assert path.is_file(), f"{path} is missing: the embedded summarisation set's reference (docs/datasets.md)"
     reference = json.loads(path.read_text())
     answers = read_jsonl(path.parent / "reference_answers.jsonl")
