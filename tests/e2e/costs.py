@@ -50,20 +50,26 @@ def work_in(results_dir: Path | None = None, output: str = "", cm_runs: int = 0,
 
 @dataclass
 class Ledger:
-    """Work per test or per shared fixture, in the order it was charged."""
+    """Work per test or per shared fixture, in the order it was charged, and the host's pace the
+    session measured (printed under the table: how fast this host was, beside how long the work took)."""
     rows: dict[str, Work] = field(default_factory=dict)
+    pace: Pace | None = None
 
     def charge(self, who: str, work: Work) -> None:
         self.rows[who] = self.rows.get(who, Work()) + work
 
     def to_json(self) -> str:
-        """The rows, for a pytest-xdist worker to hand to the controller (config.workeroutput)."""
-        return json.dumps([[who, vars(w)] for who, w in self.rows.items()])
+        """The rows and the pace, for a pytest-xdist worker to hand to the controller (config.workeroutput)."""
+        return json.dumps({"rows": [[who, vars(w)] for who, w in self.rows.items()],
+                           "pace": vars(self.pace) if self.pace else None})
 
     def add_json(self, text: str) -> None:
-        """A worker's rows (to_json), charged here in their order."""
-        for who, work in json.loads(text):
+        """A worker's rows (to_json), charged here in their order, and its pace."""
+        data = json.loads(text)
+        for who, work in data["rows"]:
             self.charge(who, Work(**work))
+        if data["pace"]:
+            self.pace = Pace(**data["pace"])
 
     def lines(self) -> list[str]:
         if not self.rows:
@@ -78,6 +84,9 @@ class Ledger:
                        f"  {w.seconds:7.0f}")
         out.append(f"{'total':<{width}}  {total.server_starts:7d}  {total.queries:7d}  {total.tokens:7d}"
                    f"  {total.cm_runs:7d}  {total.seconds:7.0f}")
+        if self.pace:
+            out.append(f"pace of this host (fixture pace): a vLLM server start {self.pace.server_start_s:.1f} s, "
+                       f"one greedy 128-token answer {self.pace.query_s:.2f} s")
         return out
 
 

@@ -36,6 +36,15 @@ def test_ledger_adds_per_row_and_totals():
     assert Ledger().lines() == []
 
 
+def test_the_hosts_pace_is_printed_under_the_table_once_measured():
+    ledger = Ledger()
+    ledger.charge("fixture pace", Work(queries=2, tokens=256))
+    assert ledger.lines()[-1].startswith("total")
+    ledger.pace = Pace(server_start_s=31.04, query_s=1.416)
+    assert ledger.lines()[-1] == ("pace of this host (fixture pace): a vLLM server start 31.0 s, "
+                                  "one greedy 128-token answer 1.42 s")
+
+
 def test_a_workers_ledger_reaches_the_controller_whole_and_in_order():
     """Under pytest-xdist the e2e worker hands its rows over as JSON (config.workeroutput) and the
     controller, whose ledger pytest prints, charges them (tests/conftest.py)."""
@@ -45,7 +54,11 @@ def test_a_workers_ledger_reaches_the_controller_whole_and_in_order():
     controller = Ledger()
     controller.add_json(worker.to_json())
     assert controller.rows == worker.rows and list(controller.rows) == ["fixture readme_run", "test_x"]
-    assert controller.lines() == worker.lines()
+    assert controller.pace is None and controller.lines() == worker.lines()
+    worker.pace = Pace(server_start_s=28.5, query_s=2.25)
+    controller = Ledger()
+    controller.add_json(worker.to_json())
+    assert controller.pace == worker.pace and controller.lines() == worker.lines()
 
 
 def test_limits_grow_with_the_work_and_the_host():
