@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 import chain
-from costs import LEDGER, Work, measure_pace
+from costs import LEDGER, PACE_ANSWERS, PACE_TOKENS, Work, measure_pace
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVED_NAME = chain.SERVED_NAME
@@ -211,15 +211,15 @@ def session_server(server_env, cm_env, tmp_path_factory, second_server_start):
 
 @pytest.fixture(scope="session")
 def pace(session_server, second_server_start):
-    """This host's speed: the session server's start, and one greedy 128-token answer on it (once the
+    """This host's speed: the session server's start, and one greedy PACE_TOKENS-token answer on it (once the
     second server, started beside it, is up: its start would slow the answer)."""
     from mlperf_llm.vllm.loadtest import run_completions
     if second_server_start is not None:
         second_server_start.result()
     url = session_server["CM_VLLM_SERVER_URL"]
     measured = measure_pace(session_server["started_s"],
-                            lambda: run_completions(url, SERVED_NAME, [[504, 3458, 282, 4649, 314]], 128))
-    LEDGER.charge("fixture pace", Work(queries=2, tokens=2 * 128))
+                            lambda: run_completions(url, SERVED_NAME, [[504, 3458, 282, 4649, 314]], PACE_TOKENS))
+    LEDGER.charge("fixture pace", Work(queries=PACE_ANSWERS, tokens=PACE_ANSWERS * PACE_TOKENS))
     LEDGER.pace = measured       # printed under the e2e work table: this host's speed, in every CI log
     return measured
 

@@ -86,7 +86,7 @@ class Ledger:
                    f"  {total.cm_runs:7d}  {total.seconds:7.0f}")
         if self.pace:
             out.append(f"pace of this host (fixture pace): a vLLM server start {self.pace.server_start_s:.1f} s, "
-                       f"one greedy 128-token answer {self.pace.query_s:.2f} s")
+                       f"one greedy {PACE_TOKENS}-token answer {self.pace.query_s:.2f} s")
         return out
 
 
@@ -98,13 +98,15 @@ LEDGER = Ledger()
 NO_QUERY_WORK_S = 600.0    # a `cm` command that issues no LoadGen query (cached steps, a checker, a listing)
 STOP_WAIT_S = 60.0         # a process told to stop (SIGTERM, then the test's own kill): stuck past this
 BURST_SHARE = 0.25         # Pace.burst_qps issues its queries within this share of one answer alone
+PACE_TOKENS = 128          # measure_pace: the greedy answer it times, in tokens
+PACE_ANSWERS = 2           # and how many times it times it (the slower kept)
 
 
 @dataclass(frozen=True)
 class Pace:
     """This host's speed on the embedded model, measured once per session."""
     server_start_s: float      # a vLLM server start, until it answers
-    query_s: float             # one greedy answer of up to 128 tokens, alone on the server
+    query_s: float             # one greedy answer of up to PACE_TOKENS tokens, alone on the server
 
     MARGIN = 5.0               # a busy host, a latency-search retry, a slow tokenizer load
     FLOOR_S = NO_QUERY_WORK_S  # the cached steps, LoadGen's start, the checker: work without queries
@@ -122,9 +124,10 @@ class Pace:
 
 
 def measure_pace(server_started_s: float, answer) -> Pace:
-    """answer() sends one greedy request to a ready server; timed twice, the slower kept."""
+    """answer() sends one greedy request of PACE_TOKENS tokens to a ready server; timed PACE_ANSWERS
+    times, the slower kept."""
     times = []
-    for _ in range(2):
+    for _ in range(PACE_ANSWERS):
         t0 = time.monotonic()
         answer()
         times.append(time.monotonic() - t0)

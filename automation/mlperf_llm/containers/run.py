@@ -64,8 +64,8 @@ def gpu_args(kind: str, engine: Engine) -> list[str]:
     if kind == "nvidia":           # podman: CDI (nvidia-ctk cdi generate); docker: the NVIDIA runtime
         return ["--device", f"{CDI_NVIDIA}=all"] if engine.kind == "podman" else ["--gpus", "all"]
     if kind == "amd":              # ROCm: the kernel driver's and the render nodes, as AMD documents
-        return ["--device", AMD_DEVICES[0], "--device", AMD_DEVICES[1], "--group-add", "video",
-                "--security-opt", "seccomp=unconfined"]
+        return [arg for device in AMD_DEVICES for arg in ("--device", device)] + [
+            "--group-add", "video", "--security-opt", "seccomp=unconfined"]
     if kind:
         raise ValueError(f"GPU kind {kind!r}: nvidia, amd or none")
     return []
