@@ -144,13 +144,14 @@ def _hint(step: str) -> str:
 
 
 def save(engine: Engine, ref: str, archive: str) -> None:
-    """The image as one archive file (docker-archive, which `load` takes back with the same ID);
-    written whole or not at all."""
+    """The image as one archive file (docker-archive, which `load` takes back with the same ID; docker's
+    `save` has no --format and writes that layout itself); written whole or not at all."""
     tmp = archive + ".partial"
     if os.path.exists(tmp):
         os.unlink(tmp)
+    form = ["--format", "docker-archive"] if engine.kind == "podman" else []
     try:
-        engine.run("save", "--format", "docker-archive", "-o", tmp, ref, what=f"saving {ref} to {archive}")
+        engine.run("save", *form, "-o", tmp, ref, what=f"saving {ref} to {archive}")
         os.replace(tmp, archive)
     finally:
         if os.path.exists(tmp):

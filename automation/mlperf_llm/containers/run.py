@@ -22,7 +22,9 @@ NAME_PREFIX = "cm4mlperf-"
 CDI_NVIDIA = "nvidia.com/gpu"               # the CDI device kind of NVIDIA's GPUs
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")     # where podman reads CDI specs (containers.conf's default)
 AMD_DEVICES = ("/dev/kfd", "/dev/dri")       # ROCm's kernel driver and the render nodes, passed as they are
-REMOVE = ("rm", "-f", "-t", "5")            # the engine's removal of a container, stopped first (5 s)
+# the engine's removal of a container: podman's stops it first (5 s); docker's `rm` has no such option
+# ("unknown shorthand flag: 't'") and kills it at once, after the stop signal its client forwarded
+REMOVE = {"podman": ("rm", "-f", "-t", "5"), "docker": ("rm", "-f")}
 
 
 @dataclass(frozen=True)
@@ -129,12 +131,12 @@ def run_args(spec: RunSpec, engine: Engine, name: str) -> list[str]:
 
 def remove_argv(engine: Engine, name: str) -> list[str]:
     """The engine's command that removes the container `name` (a server's record keeps it)."""
-    return engine.argv(*REMOVE, name)
+    return engine.argv(*REMOVE[engine.kind], name)
 
 
 def remove(engine: Engine, name: str) -> None:
     """The container gone (stopped first); nothing said when it is already gone."""
-    engine.run(*REMOVE, name, check=False, timeout=120)
+    engine.run(*REMOVE[engine.kind], name, check=False, timeout=120)
 
 
 def run(engine: Engine, spec: RunSpec, timeout: Optional[float] = None, capture: bool = True) -> subprocess.CompletedProcess:

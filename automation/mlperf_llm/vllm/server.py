@@ -536,10 +536,11 @@ def _removal_refused(record: ServerRecord) -> str:
     """Why the record's removal command is not run ('' when it is the engine's `rm` of the record's
     container): a record is a file (`_stop --server_record=`), and only that command is run from it."""
     argv, rest = list(record.container_rm), list(record.container_rm[1:])
-    while rest[:1] in (['--root'], ['--runroot']) and len(rest) >= 2:
+    kind = os.path.basename(argv[0]) if argv else ''
+    while kind == 'podman' and rest[:1] in (['--root'], ['--runroot']) and len(rest) >= 2:     # a private store
         rest = rest[2:]
-    if not argv or os.path.basename(argv[0]) not in ('podman', 'docker') or not CONTAINER_NAME.match(record.container) \
-            or rest != [*REMOVE, record.container] or set(record.container_env) - {'CONTAINERS_CONF'}:
+    if kind not in REMOVE or not CONTAINER_NAME.match(record.container) \
+            or rest != [*REMOVE[kind], record.container] or set(record.container_env) - {'CONTAINERS_CONF'}:
         return (f'container {record.container[:80]!r} NOT removed: the record\'s removal command is not podman\'s or '
                 f'docker\'s `rm` of a container of ours ({shell_command(argv)[:200]}); remove it yourself')
     return ''

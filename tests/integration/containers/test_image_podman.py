@@ -2,7 +2,9 @@
 base built from the host's apt mirror, an image of a small locked venv and this project built in
 two separate stores with the same ID, `cm` run in it as a non-root uid with the network off, the
 image saved and loaded with its ID, the same image as a SquashFS run unprivileged by ch-run, and
-nothing left behind (containers, images, mounts). Skips, saying why, where the tools cannot run."""
+nothing left behind (containers, images, mounts). docker's route (its own commands) with the real
+docker CLI against podman's Docker-API service on a socket of the module's own (`docker_api`).
+Skips, saying why, where the tools cannot run."""
 import json
 import os
 import shutil
@@ -84,6 +86,54 @@ def built(work, stores):
     return r, b, places, first
 
 
+NO_DOCKER = "the docker CLI is not installed (docker's route is tested with it, against podman's Docker-API service)"
+
+
+@pytest.fixture(scope="module")
+def docker_api(stores, work):
+    """docker's route (engine kind "docker") with the real docker CLI, against podman's Docker-API
+    service (the API a Docker daemon serves) on a Unix socket of this module's own, over store "a"
+    (the images `built` made): DOCKER_HOST names it while the module runs, as a docker user's
+    environment names their daemon. The service is stopped before the stores are discarded."""
+    binary = shutil.which("docker")
+    if not binary:
+        pytest.skip(NO_DOCKER)
+    e = stores("a")
+    sock = work / "docker.sock"
+    service = subprocess.Popen(e.argv("system", "service", "--time=0", f"unix://{sock}"), env=e.environ(),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
+    before = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = f"unix://{sock}"
+    d = engine.Engine("docker", binary)
+    try:
+        for _ in range(150):
+            if service.poll() is not None:
+                pytest.fail(f"podman system service ended (exit {service.returncode}): {service.stderr.read()[-2000:]}")
+            if sock.exists() and d.run("version", check=False, timeout=30).returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("podman's Docker-API service did not answer within 30 s")
+        yield d
+    finally:
+        if before is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = before
+        os.killpg(service.pid, signal.SIGTERM)
+        try:
+            service.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(service.pid, signal.SIGKILL)
+            service.wait(timeout=30)
+
+
+def engine_a(kind: str, stores, request) -> engine.Engine:
+    """Store "a" through podman itself, or through the docker CLI (docker_api)."""
+    return stores("a") if kind == "podman" else request.getfixturevalue("docker_api")
+
+
 def test_the_record_rebuilds_the_same_image_id_in_another_cm_home_cache_and_store(built, stores, work):
     """The facts file rebuilds the image by `cm` in another CM home, cache and store: the same ID; the
     image saved as an archive loads by `cm --load` into a third store with that ID (the archive is
@@ -155,17 +205,18 @@ import signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {auto!r})
 from mlperf_llm.containers import engine, run
-e = engine.Engine("podman", "/usr/bin/podman", conf={conf!r}, root={root!r}, runroot={runroot!r})
+e = engine.Engine.from_json({engine!r})
 print("started", flush=True)
 run.run(e, run.RunSpec({tag!r}, ("sleep", "300"), name="cm4mlperf-stopped"), capture=False)
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_run_stopped_by_a_signal_leaves_no_container(built, stores, sig):
-    e = stores("a")
-    code = STOPPED_CHILD.format(auto=str(ROOT / "automation"), conf=e.conf, root=e.root, runroot=e.runroot,
-                                tag=built[3].tag)
+# docker's with one signal: the removal after either is the same code, and the engine's is what differs
+@pytest.mark.parametrize("kind,sig", [("podman", signal.SIGTERM), ("podman", signal.SIGINT), ("docker", signal.SIGTERM)])
+def test_a_run_stopped_by_a_signal_leaves_no_container(built, stores, request, kind, sig):
+    """podman's and docker's (their removal commands differ: docker's `rm` has no -t)."""
+    e = engine_a(kind, stores, request)
+    code = STOPPED_CHILD.format(auto=str(ROOT / "automation"), engine=e.to_json(), tag=built[3].tag)
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "started"
     for _ in range(100):                                     # the container is up
@@ -184,16 +235,18 @@ def test_a_run_stopped_by_a_signal_leaves_no_container(built, stores, sig):
     assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
 
 
-def test_dockers_server_answers_from_its_container_and_goes_with_it(built, stores, tmp_path):
-    """--docker's route (containers/served.py, server.ContainedProcess): the stand-in vLLM in the image
-    with no network, on a Unix socket behind the host's relay on loopback (the port's holder: the
-    relay), then stopped: the container and the socket's folder go; a second one whose relay and
-    client are SIGKILLed (the container left running) is removed by server.stop, its folder too."""
+@pytest.mark.parametrize("kind", ["podman", "docker"])
+def test_dockers_server_answers_from_its_container_and_goes_with_it(built, stores, request, kind, tmp_path):
+    """--docker's route (containers/served.py, server.ContainedProcess), under podman and under the
+    docker CLI: the stand-in vLLM in the image with no network, on a Unix socket behind the host's
+    relay on loopback (the port's holder: the relay), then stopped: the container and the socket's
+    folder go; a second one whose relay and client are SIGKILLed (the container left running) is
+    removed by server.stop (the record's removal command, the engine's own), its folder too."""
     from mlperf_llm.containers import served
     from mlperf_llm.containers.recipe import PREFIX
     from mlperf_llm.vllm import server
     _, _, _, first = built
-    e = stores("a")
+    e = engine_a(kind, stores, request)
     fixtures = str(ROOT / "tests" / "fixtures" / "vllm")
     for n in (1, 2):
         port = server.free_port("127.0.0.1")
@@ -223,6 +276,28 @@ def test_dockers_server_answers_from_its_container_and_goes_with_it(built, store
         assert e.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
         assert not sockets.exists()
         assert "not reachable" in (server.probe(proc.url, "smollm2") or "")
+
+
+def test_the_docker_cli_runs_the_image_offline_as_a_non_root_uid_and_saves_and_loads_it_with_its_id(built, stores,
+                                                                                                      docker_api, work):
+    """docker's own commands for what podman's tests above do: a command in the image as uid 1000 with
+    only loopback, the container gone after it; the image saved by `docker save` (no --format) and
+    loaded by `docker load` and by podman into another store with the built image's ID, and podman's
+    archive loaded by docker with it too."""
+    _, _, _, first = built
+    d = docker_api
+    res = run.run(d, run.RunSpec(first.tag, ("sh", "-c", "id -u; ls /sys/class/net"), user="1000:1000"), timeout=300)
+    assert res.returncode == 0 and res.stdout.split() == ["1000", "lo"], res.stdout + res.stderr
+    assert d.run("ps", "-a", "--format", "{{.Names}}").stdout.strip() == ""
+    archive = work / "docker-saved.tar"
+    image.save(d, first.tag, str(archive))
+    assert archive.is_file() and not (work / "docker-saved.tar.partial").exists()
+    assert image.load(d, str(archive)) == first.image_id
+    assert image.load(stores("f"), str(archive)) == first.image_id
+    podmans = work / "podman-saved.tar"
+    image.save(stores("a"), first.tag, str(podmans))
+    d.run("rmi", first.tag)                                # the store "a" is docker's too: loaded back into it
+    assert image.load(d, str(podmans)) == first.image_id
 
 
 def test_a_store_without_the_image_is_told_to_build_it(stores):

@@ -83,9 +83,15 @@ def test_a_records_container_removal_runs_only_the_engines_rm_of_a_container_of_
                              container_env={"CONTAINERS_CONF": "/c/containers.conf"})
     assert server._removal_refused(ok) == ""
     import dataclasses
+    # docker's `rm` takes no -t (it kills at once) and no private store: what run.remove_argv writes for it
+    docker = dataclasses.replace(ok, container_rm=["/usr/local/bin/docker", "rm", "-f", "cm4mlperf-vllm-8000-ab12cd34"],
+                                 container_env={})
+    assert server._removal_refused(docker) == ""
     for bad in (dict(container_rm=["/bin/sh", "-c", "rm -rf ~"]),
                 dict(container_rm=["/usr/bin/podman", "rm", "-f", "-t", "5", "somebody-elses"]),
-                dict(container="somebody-elses", container_rm=["docker", "rm", "-f", "-t", "5", "somebody-elses"]),
+                dict(container="somebody-elses", container_rm=["docker", "rm", "-f", "somebody-elses"]),
+                dict(container_rm=["docker", "rm", "-f", "-t", "5", "cm4mlperf-vllm-8000-ab12cd34"]),
+                dict(container_rm=["docker", "--root", "/s", "rm", "-f", "cm4mlperf-vllm-8000-ab12cd34"]),
                 dict(container_env={"LD_PRELOAD": "/tmp/x.so"})):
         refused = server._removal_refused(dataclasses.replace(ok, **bad))
         assert "NOT removed" in refused and "remove it yourself" in refused
