@@ -90,13 +90,13 @@ class Engine:
         except subprocess.TimeoutExpired:
             raise ContainerError(f"{what or ' '.join(argv[:3])} took longer than {timeout:.0f} s and was stopped")
         if check and res.returncode != 0:
-            raise failure(what or " ".join(argv[:3]), res.returncode, res.stderr or res.stdout)
+            raise failure(what or " ".join(argv[:3]), res.returncode, res.stderr or res.stdout, self.kind)
         return res
 
 
 _KNOWN = (
     ("no space left on device", "the image store is full: free space where it lives "
-     "(podman system df; podman image prune) and build again"),
+     "({kind} system df; {kind} image prune) and build again"),
     ("database is locked", "the image store is busy (another podman holds its lock): wait for it to end "
      "and run again"),
     ("timeout waiting for lock", "the image store is busy (another podman holds its lock): wait for it to end "
@@ -110,11 +110,11 @@ _KNOWN = (
 )
 
 
-def failure(what: str, rc: int, output: str) -> ContainerError:
-    """A ContainerError for a failed engine command: the cause a user can act on, where known, and
-    the tail of what the engine said."""
+def failure(what: str, rc: int, output: str, kind: str = "podman") -> ContainerError:
+    """A ContainerError for a failed engine command: the cause a user can act on, where known (in
+    the commands of the engine `kind`), and the tail of what the engine said."""
     low = output.lower()
-    fix = next((fix for needle, fix in _KNOWN if needle in low), "")
+    fix = next((fix.format(kind=kind) for needle, fix in _KNOWN if needle in low), "")
     tail = "\n".join(output.strip().splitlines()[-12:])
     return ContainerError(f"{what} failed (exit {rc})" + (f": {fix}" if fix else "") + f"\n{tail}")
 

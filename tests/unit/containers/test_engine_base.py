@@ -68,6 +68,13 @@ def test_the_engines_failures_a_user_can_act_on_are_named_with_their_fix(said, f
     assert "exit 125" in str(err.value) and said in str(err.value)
 
 
+def test_a_full_store_is_told_with_the_engines_own_commands():
+    res = subprocess.CompletedProcess([], 1, "", "write /var/lib/docker/x: no space left on device")
+    for kind in engine.KINDS:
+        with pytest.raises(engine.ContainerError, match=rf"\({kind} system df; {kind} image prune\)"):
+            engine.Engine(kind, f"/usr/bin/{kind}").run("build", ".", runner=lambda *a, **k: res)
+
+
 def test_an_engine_that_vanished_says_so():
     def gone(*a, **k):
         raise FileNotFoundError("podman")
