@@ -282,8 +282,8 @@ def test_the_docker_cli_runs_the_image_offline_as_a_non_root_uid_and_saves_and_l
                                                                                                       docker_api, work):
     """docker's own commands for what podman's tests above do: a command in the image as uid 1000 with
     only loopback, the container gone after it; the image saved by `docker save` (no --format) and
-    loaded by `docker load` and by podman into another store with the built image's ID, and podman's
-    archive loaded by docker with it too."""
+    loaded by `docker load` and by podman into another store with the built image's ID; the recipe
+    built by `docker build`; podman's archive loaded by docker with its ID."""
     _, _, _, first = built
     d = docker_api
     res = run.run(d, run.RunSpec(first.tag, ("sh", "-c", "id -u; ls /sys/class/net"), user="1000:1000"), timeout=300)
@@ -296,7 +296,15 @@ def test_the_docker_cli_runs_the_image_offline_as_a_non_root_uid_and_saves_and_l
     assert image.load(stores("f"), str(archive)) == first.image_id
     podmans = work / "podman-saved.tar"
     image.save(stores("a"), first.tag, str(podmans))
-    d.run("rmi", first.tag)                                # the store "a" is docker's too: loaded back into it
+    # the same recipe built by `docker build` (image.build's docker arguments: the epoch as a build
+    # argument, no --timestamp: the same-ID promise is podman's), its facts read by docker; then
+    # podman's image loaded back by docker under its tag for the tests after this one
+    d.run("rmi", first.tag)                                # the store "a" is docker's too
+    r, b, places, _ = built
+    by_docker = make.build(d, r, b, places, str(ROOT))
+    assert by_docker.tag == first.tag and by_docker.image_id.startswith("sha256:")
+    assert [s for _, s in by_docker.layers] == image.layer_steps(r) and by_docker.engine.startswith("Docker version")
+    d.run("rmi", first.tag)
     assert image.load(d, str(podmans)) == first.image_id
 
 
