@@ -27,6 +27,12 @@ NOFILE, NPROC = 20000, 32768        # the most the build hosts' limits allow a c
 RUNROOT_MAX = 50                    # podman: "the specified runroot is longer than 50 characters"
 
 
+def local_docker_host(value: str) -> bool:
+    """A DOCKER_HOST a record may carry: a Unix socket on this machine (a tcp:// or ssh:// one would
+    have a record's removal command reach another machine)."""
+    return value.startswith("unix:///") and "\n" not in value and len(value) < 300
+
+
 class ContainerError(RuntimeError):
     pass
 
@@ -50,6 +56,16 @@ class Engine:
         if self.kind == "podman" and self.conf:
             env["CONTAINERS_CONF"] = self.conf
         return env
+
+    def reach_env(self, environ: Optional[dict] = None) -> dict:
+        """What a later process needs in its environment to reach this engine's containers (a server
+        record keeps it for `_stop`, which may run from a shell without it): podman's containers.conf;
+        the docker daemon's socket the CLI is pointed at (DOCKER_HOST of `environ`, this process's by
+        default), a local one only (local_docker_host)."""
+        if self.kind == "podman":
+            return {"CONTAINERS_CONF": self.conf} if self.conf else {}
+        host = (os.environ if environ is None else environ).get("DOCKER_HOST", "")
+        return {"DOCKER_HOST": host} if local_docker_host(host) else {}
 
     def to_json(self) -> str:
         """The engine as one string (a step hands it to the next in its env)."""

@@ -125,7 +125,7 @@ def launcher(engine: Engine, image: str, *, host: str, port: int, model_name: st
             sockets.rmdir()
             raise
         record = replace(proc.record, argv=redact(list(argv)), container=name, container_rm=crun.remove_argv(engine, name),
-                         container_env=engine.environ({}))
+                         container_env=engine.reach_env())
         relay = proc.popen.pid
         return server.ContainedProcess(proc.popen, record, lambda: relay if first_pid(engine, name) else None)
     return launch

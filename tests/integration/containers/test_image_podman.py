@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -256,6 +257,7 @@ def test_dockers_server_answers_from_its_container_and_goes_with_it(built, store
         proc = launch(argv, {"PYTHONPATH": f"{fixtures}/standin_vllm"}, tmp_path / f"server-{n}.log")
         try:
             assert proc.record.container.startswith("cm4mlperf-vllm-") and proc.record.argv == argv
+            assert proc.record.container_env == e.reach_env() and (kind == "podman" or "DOCKER_HOST" in e.reach_env())
             proc.wait_ready(180, progress=lambda m: None)          # the port's holder is the relay
             root = served.first_pid(e, proc.record.container)
             assert root and server.probe(proc.url, "smollm2") is None
@@ -269,7 +271,13 @@ def test_dockers_server_answers_from_its_container_and_goes_with_it(built, store
                 os.killpg(proc.record.pgid, signal.SIGKILL)        # the engine's client dies; the container runs on
                 proc.popen.wait(timeout=30)
                 assert served.first_pid(e, proc.record.container) == root
-                said = server.stop(proc.record)
+                # stopped from its record as from another shell: docker's without DOCKER_HOST there
+                # (the record names the daemon's socket: Engine.reach_env)
+                shell = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}
+                saved = tmp_path / "record.json"
+                proc.record.save(saved)
+                with mock.patch.dict(os.environ, shell, clear=True):
+                    said = server.stop(server.ServerRecord.load(saved))
         finally:
             server.stop(proc.record)
         assert f"container {proc.record.container} removed" in said, said

