@@ -23,7 +23,7 @@ CDI_NVIDIA = "nvidia.com/gpu"               # the CDI device kind of NVIDIA's GP
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")     # where podman reads CDI specs (containers.conf's default)
 AMD_DEVICES = ("/dev/kfd", "/dev/dri")       # ROCm's kernel driver and the render nodes, passed as they are
 # the engine's removal of a container: podman's stops it first (5 s); docker's `rm` has no such option
-# ("unknown shorthand flag: 't'") and kills it at once, after the stop signal its client forwarded
+# ("unknown shorthand flag: 't'") and kills it at once
 REMOVE = {"podman": ("rm", "-f", "-t", "5"), "docker": ("rm", "-f")}
 
 
