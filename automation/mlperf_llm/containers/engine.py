@@ -110,6 +110,14 @@ class Engine:
         return res
 
 
+def reach_env_ok(kind: str, env: dict) -> bool:
+    """`env` (a server record's, a file read back) is what Engine.reach_env writes for `kind`, and
+    nothing else."""
+    if kind == "podman":
+        return set(env) <= {"CONTAINERS_CONF"}
+    return set(env) <= {"DOCKER_HOST"} and all(local_docker_host(str(v)) for v in env.values())
+
+
 _KNOWN = (
     ("no space left on device", "the image store is full: free space where it lives "
      "({kind} system df; {kind} image prune) and build again"),

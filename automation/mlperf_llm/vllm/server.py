@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..files import write_json_atomic
-from ..containers.engine import local_docker_host
+from ..containers.engine import reach_env_ok
 from ..containers.run import NAME_PREFIX, REMOVE
 from . import portowner
 from .command import redact, shell_command
@@ -541,17 +541,10 @@ def _removal_refused(record: ServerRecord) -> str:
     while kind == 'podman' and rest[:1] in (['--root'], ['--runroot']) and len(rest) >= 2:     # a private store
         rest = rest[2:]
     if kind not in REMOVE or not CONTAINER_NAME.match(record.container) \
-            or rest != [*REMOVE[kind], record.container] or not _reach_env_ok(kind, record.container_env):
+            or rest != [*REMOVE[kind], record.container] or not reach_env_ok(kind, record.container_env):
         return (f'container {record.container[:80]!r} NOT removed: the record\'s removal command is not podman\'s or '
                 f'docker\'s `rm` of a container of ours ({shell_command(argv)[:200]}); remove it yourself')
     return ''
-
-
-def _reach_env_ok(kind: str, env: dict) -> bool:
-    """A record's container_env is what Engine.reach_env writes for its kind, and nothing else."""
-    if kind == 'podman':
-        return set(env) <= {'CONTAINERS_CONF'}
-    return set(env) <= {'DOCKER_HOST'} and all(local_docker_host(str(v)) for v in env.values())
 
 
 def socket_folder(log_path: str | Path, container: str) -> Path:

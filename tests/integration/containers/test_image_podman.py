@@ -104,8 +104,8 @@ def docker_api(stores, work):
     service = subprocess.Popen(e.argv("system", "service", "--time=0", f"unix://{sock}"), env=e.environ(),
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)
-    before = os.environ.get("DOCKER_HOST")
-    os.environ["DOCKER_HOST"] = f"unix://{sock}"
+    env = pytest.MonkeyPatch()
+    env.setenv("DOCKER_HOST", f"unix://{sock}")
     d = engine.Engine("docker", binary)
     try:
         for _ in range(150):
@@ -118,10 +118,7 @@ def docker_api(stores, work):
             pytest.fail("podman's Docker-API service did not answer within 30 s")
         yield d
     finally:
-        if before is None:
-            os.environ.pop("DOCKER_HOST", None)
-        else:
-            os.environ["DOCKER_HOST"] = before
+        env.undo()
         os.killpg(service.pid, signal.SIGTERM)
         try:
             service.wait(timeout=60)

@@ -207,4 +207,3 @@ def test_a_server_record_keeps_what_reaches_its_engine_and_no_remote_daemon():
     for remote in ("tcp://10.0.0.9:2375", "ssh://me@elsewhere", ""):
         assert docker.reach_env({"DOCKER_HOST": remote}) == {}
     assert docker.reach_env({}) == {}
-
